@@ -1,8 +1,70 @@
-"""Kafka I/O shared by both engines (placeholder: being written)."""
+"""Kafka I/O both engines share: topic admin, exact offsets and exact offset-range reads.
+
+Everything goes through :class:`Kafka`, a handle on one cluster that opens its kafka-python clients lazily
+and closes them on ``close()`` / ``__exit__``. It works the same on Apache Kafka and on the embedded Tansu
+broker, whose ListOffsets(latest) answer is wrong after multi-record batches (it returns the last batch's
+base offset + 1); :meth:`Kafka.end_offsets` reads the high watermark of a Fetch response instead, which
+both brokers get right.
+
+Example:
+    >>> with Kafka("127.0.0.1:9092") as kafka:                          # doctest: +SKIP
+    ...     kafka.create_topic("events", partitions=4)
+    ...     ends = kafka.end_offsets("events")                            # {TopicPartition: offset}
+    ...     rows = list(kafka.read_range("events", 0, 0, ends[TopicPartition("events", 0)]))
+
+Records come back as kafka-python ``ConsumerRecord`` tuples (``topic, partition, offset, timestamp,
+timestamp_type, key, value, headers`` among their fields) with raw ``bytes`` keys and values.
+"""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
+from kafka.consumer.fetcher import ConsumerRecord
+from kafka.errors import (
+    KafkaConfigurationError,
+    KafkaTimeoutError,
+    OffsetOutOfRangeError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
 from kafka.partitioner.default import murmur2
+
+from kit.errors import (
+    BrokerUnavailable,
+    ConfigError,
+    KafkaTimeout,
+    OffsetOutOfRange,
+    TopicConfigurationMismatch,
+    UnknownTopic,
+)
+
+__all__ = [
+    "ConsumerRecord",
+    "Kafka",
+    "TopicPartition",
+    "client_settings",
+    "key_partition",
+    "wait_for_broker",
+]
+
+_KNOWN_CLIENT_KEYS = (
+    set(KafkaConsumer.DEFAULT_CONFIG) | set(KafkaProducer.DEFAULT_CONFIG) | set(KafkaAdminClient.DEFAULT_CONFIG)
+)
+# Settings the kit owns: a caller passing them would silently change what a read or an offset means.
+_RESERVED_CLIENT_KEYS = {
+    "bootstrap_servers",
+    "group_id",
+    "enable_auto_commit",
+    "auto_offset_reset",
+    "key_deserializer",
+    "value_deserializer",
+    "isolation_level",
+}
 
 
 def key_partition(key: bytes, partitions: int) -> int:
@@ -12,3 +74,325 @@ def key_partition(key: bytes, partitions: int) -> int:
     key on the same partition.
     """
     return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+def client_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Validate extra kafka-python client settings (security, client id, timeouts...).
+
+    Raises:
+        ConfigError: for keys no kafka-python client knows ("Unrecognized configs: {...}") and for keys the
+            kit sets itself.
+    """
+    settings = dict(settings or {})
+    unknown = set(settings) - _KNOWN_CLIENT_KEYS
+    if unknown:
+        raise ConfigError(
+            f"Unrecognized configs: {unknown}. Use kafka-python setting names "
+            "(e.g. security_protocol, sasl_mechanism, ssl_cafile, client_id)."
+        )
+    reserved = set(settings) & _RESERVED_CLIENT_KEYS
+    if reserved:
+        raise ConfigError(f"the kit sets {sorted(reserved)} itself; remove them from the client settings")
+    return settings
+
+
+def _only_known(settings: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in settings.items() if k in defaults}
+
+
+def wait_for_broker(
+    bootstrap_servers: str, *, timeout_s: float = 15.0, settings: Mapping[str, Any] | None = None
+) -> None:
+    """Return once a metadata request to ``bootstrap_servers`` succeeds.
+
+    Raises:
+        BrokerUnavailable: when no broker answers within ``timeout_s`` (default 15 s).
+    """
+    extra = _only_known(client_settings(settings), KafkaConsumer.DEFAULT_CONFIG)
+    try:
+        consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap_servers, bootstrap_timeout_ms=int(timeout_s * 1000), **extra
+        )
+    except (KafkaTimeoutError, OSError) as exc:
+        raise BrokerUnavailable(bootstrap_servers, f"nothing answered within {timeout_s:g} s") from exc
+    except KafkaConfigurationError as exc:
+        raise ConfigError(f"invalid bootstrap servers {bootstrap_servers!r}: {exc}") from exc
+    consumer.close()
+
+
+class Kafka:
+    """A handle on one Kafka cluster: topics, offsets, ranged reads.
+
+    Args:
+        bootstrap_servers: ``host:port[,host:port...]``.
+        settings: extra kafka-python client settings (security and the like), validated by
+            :func:`client_settings`.
+        timeout_s: bound on each admin or offset request (default 30 s).
+
+    Not thread-safe: give each thread (and each Spark task) its own handle.
+    """
+
+    def __init__(
+        self, bootstrap_servers: str, *, settings: Mapping[str, Any] | None = None, timeout_s: float = 30.0
+    ) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.settings = client_settings(settings)
+        self.timeout_s = timeout_s
+        self._admin: KafkaAdminClient | None = None
+        self._offsets_consumer: KafkaConsumer | None = None
+        self._reader: KafkaConsumer | None = None
+
+    # -- clients ---------------------------------------------------------------------------------------
+
+    def _consumer(self, **config: Any) -> KafkaConsumer:
+        try:
+            return KafkaConsumer(
+                bootstrap_servers=self.bootstrap_servers,
+                enable_auto_commit=False,
+                auto_offset_reset="none",
+                bootstrap_timeout_ms=int(self.timeout_s * 1000),
+                request_timeout_ms=int(self.timeout_s * 1000) + 5000,
+                **_only_known(self.settings, KafkaConsumer.DEFAULT_CONFIG),
+                **config,
+            )
+        except KafkaTimeoutError as exc:
+            raise BrokerUnavailable(self.bootstrap_servers, str(exc)) from exc
+
+    @property
+    def admin(self) -> KafkaAdminClient:
+        """The kafka-python admin client (opened on first use)."""
+        if self._admin is None:
+            try:
+                self._admin = KafkaAdminClient(
+                    bootstrap_servers=self.bootstrap_servers,
+                    request_timeout_ms=int(self.timeout_s * 1000),
+                    **_only_known(self.settings, KafkaAdminClient.DEFAULT_CONFIG),
+                )
+            except KafkaTimeoutError as exc:
+                raise BrokerUnavailable(self.bootstrap_servers, str(exc)) from exc
+        return self._admin
+
+    def producer(self, **config: Any) -> KafkaProducer:
+        """A new producer on this cluster with the handle's settings (the caller closes it)."""
+        try:
+            return KafkaProducer(
+                bootstrap_servers=self.bootstrap_servers,
+                **_only_known(self.settings, KafkaProducer.DEFAULT_CONFIG),
+                **config,
+            )
+        except KafkaTimeoutError as exc:
+            raise BrokerUnavailable(self.bootstrap_servers, str(exc)) from exc
+
+    def close(self) -> None:
+        """Close every client this handle opened."""
+        for client in (self._admin, self._offsets_consumer, self._reader):
+            if client is not None:
+                client.close()
+        self._admin = self._offsets_consumer = self._reader = None
+
+    def __enter__(self) -> Kafka:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- topics ----------------------------------------------------------------------------------------
+
+    def topics(self) -> set[str]:
+        """Names of the topics on the cluster (internal ones included)."""
+        return set(self.admin.list_topics())
+
+    def partitions(self, topic: str) -> list[int]:
+        """Partition ids of ``topic``, sorted, asked from the broker (not from a client's metadata cache).
+
+        Raises:
+            UnknownTopic: when the topic does not exist.
+        """
+        try:
+            described = self.admin.describe_topics([topic])
+        except UnknownTopicOrPartitionError as exc:
+            raise UnknownTopic(topic, self.bootstrap_servers) from exc
+        if not described or described[0].get("error_code", 0) != 0 or not described[0]["partitions"]:
+            raise UnknownTopic(topic, self.bootstrap_servers)
+        return sorted(p["partition_index"] for p in described[0]["partitions"])
+
+    def create_topic(self, topic: str, partitions: int, *, exist_ok: bool = True) -> bool:
+        """Create ``topic`` with ``partitions`` partitions; return True if it was created now.
+
+        An existing topic is fine when ``exist_ok`` and its partition count matches.
+
+        Raises:
+            TopicConfigurationMismatch: the topic exists with another partition count.
+            ConfigError: ``partitions`` < 1, or the topic exists and ``exist_ok`` is False.
+        """
+        if partitions < 1:
+            raise ConfigError(f"a topic needs at least 1 partition, got {partitions}")
+        try:
+            self.admin.create_topics([NewTopic(topic, partitions, 1)])
+            created = True
+        except TopicAlreadyExistsError:
+            if not exist_ok:
+                raise ConfigError(f"topic {topic!r} already exists") from None
+            created = False
+        actual = self._wait_for_partitions(topic)
+        if len(actual) != partitions:
+            raise TopicConfigurationMismatch(topic, expected=partitions, actual=len(actual))
+        return created
+
+    def _wait_for_partitions(self, topic: str) -> list[int]:
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                return self.partitions(topic)
+            except UnknownTopic:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def delete_topic(self, topic: str) -> None:
+        """Delete ``topic`` if it exists."""
+        try:
+            self.admin.delete_topics([topic])
+        except UnknownTopicOrPartitionError:
+            pass
+
+    # -- offsets ---------------------------------------------------------------------------------------
+
+    def topic_partitions(self, what: str | Iterable[TopicPartition]) -> list[TopicPartition]:
+        """All partitions of a topic name, or the given partitions as a sorted list."""
+        if isinstance(what, str):
+            return [TopicPartition(what, p) for p in self.partitions(what)]
+        return sorted(what)
+
+    def beginning_offsets(self, what: str | Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """The first offset still in each partition's log (ListOffsets earliest)."""
+        tps = self.topic_partitions(what)
+        try:
+            return self._offsets().beginning_offsets(tps)
+        except KafkaTimeoutError as exc:
+            raise KafkaTimeout("listing beginning offsets", self.timeout_s, [str(tp) for tp in tps]) from exc
+
+    def end_offsets(self, what: str | Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """The exact end (high watermark) of each partition: the offset the next record will get.
+
+        ListOffsets(latest) alone under-reports on Tansu (it answers the last batch's base offset + 1), so
+        every non-empty partition is also fetched once, at that listed offset − 1, and the high watermark
+        of the Fetch response is the answer. On Tansu that offset is the last batch's base offset, on Apache
+        Kafka the last record: either way the fetch returns at once with one batch, never waiting for data.
+
+        Raises:
+            KafkaTimeout: when a partition's leader does not answer within the handle's ``timeout_s``.
+        """
+        tps = self.topic_partitions(what)
+        consumer = self._offsets()
+        try:
+            listed = consumer.end_offsets(tps)
+            beginnings = consumer.beginning_offsets(tps)
+        except KafkaTimeoutError as exc:
+            raise KafkaTimeout("listing offsets", self.timeout_s, [str(tp) for tp in tps]) from exc
+        ends = {tp: listed[tp] for tp in tps if listed[tp] <= beginnings[tp]}  # empty: nothing to fetch
+        to_fetch = [tp for tp in tps if tp not in ends]
+        if to_fetch:
+            # A fresh assignment forgets high watermarks from earlier calls, so each one is read anew.
+            consumer.unsubscribe()
+            consumer.assign(to_fetch)
+            for tp in to_fetch:
+                consumer.seek(tp, listed[tp] - 1)
+            deadline = time.monotonic() + self.timeout_s
+            while len(ends) < len(tps):
+                if time.monotonic() > deadline:
+                    missing = [str(tp) for tp in to_fetch if tp not in ends]
+                    raise KafkaTimeout("reading high watermarks", self.timeout_s, {"no answer for": missing})
+                # Drain everything fetched so that every partition's response gets parsed.
+                consumer.poll(timeout_ms=100, max_records=1_000_000)
+                for tp in to_fetch:
+                    highwater = consumer.highwater(tp)
+                    if highwater is not None:
+                        ends[tp] = highwater
+            consumer.unsubscribe()
+        return {tp: ends[tp] for tp in tps}
+
+    def _offsets(self) -> KafkaConsumer:
+        if self._offsets_consumer is None:
+            # Tansu answers a Fetch with max wait 0 with no partitions at all, so wait a little.
+            self._offsets_consumer = self._consumer(fetch_max_wait_ms=100, max_partition_fetch_bytes=1)
+        return self._offsets_consumer
+
+    # -- reads -----------------------------------------------------------------------------------------
+
+    def read_range(
+        self,
+        topic: str,
+        partition: int,
+        from_offset: int,
+        until_offset: int,
+        *,
+        idle_timeout_s: float = 30.0,
+    ) -> Iterator[ConsumerRecord]:
+        """Yield exactly the records of ``topic``-``partition`` with ``from_offset <= offset < until_offset``.
+
+        Records come in offset order. Offsets missing from the log inside the range (compacted away, or
+        transaction markers) are skipped, as Kafka's consumer skips them.
+
+        Raises:
+            ConfigError: ``from_offset`` > ``until_offset`` or a negative offset (raised at once).
+            OffsetOutOfRange: part of the range is no longer in the log, or not yet (``until_offset``
+                beyond the high watermark).
+            KafkaTimeout: no record arrived for ``idle_timeout_s`` (default 30 s) before the range ended.
+        """
+        if from_offset < 0 or until_offset < from_offset:
+            raise ConfigError(
+                f"invalid offset range [{from_offset}, {until_offset}) for {topic}-{partition}: "
+                "offsets must be >= 0 and from_offset <= until_offset"
+            )
+        return self._read_range(TopicPartition(topic, partition), from_offset, until_offset, idle_timeout_s)
+
+    def _read_range(
+        self, tp: TopicPartition, from_offset: int, until_offset: int, idle_timeout_s: float
+    ) -> Iterator[ConsumerRecord]:
+        if from_offset == until_offset:
+            return
+        consumer = self._reader_consumer()
+        consumer.unsubscribe()
+        consumer.assign([tp])
+        consumer.seek(tp, from_offset)
+        position = from_offset
+        last_progress = time.monotonic()
+        while position < until_offset:
+            try:
+                batch = consumer.poll(timeout_ms=200, max_records=10_000).get(tp, ())
+            except OffsetOutOfRangeError as exc:
+                raise self._out_of_range(tp, from_offset, until_offset) from exc
+            for record in batch:
+                if record.offset >= until_offset:
+                    return
+                yield record
+            position = consumer.position(tp)
+            if batch:
+                last_progress = time.monotonic()
+                continue
+            # Nothing came back: either the range runs past the end (a broker may answer a fetch past the
+            # end with nothing rather than an error) or the data is slow to come.
+            end = self.end_offsets([tp])[tp]
+            if end < until_offset:
+                raise self._out_of_range(tp, from_offset, until_offset)
+            if time.monotonic() - last_progress > idle_timeout_s:
+                raise KafkaTimeout(
+                    f"reading [{from_offset}, {until_offset}) of {tp.topic}-{tp.partition}",
+                    idle_timeout_s,
+                    {"position": position, "end_offset": end},
+                )
+
+    def _out_of_range(self, tp: TopicPartition, from_offset: int, until_offset: int) -> OffsetOutOfRange:
+        available = (self.beginning_offsets([tp])[tp], self.end_offsets([tp])[tp])
+        return OffsetOutOfRange(tp.topic, tp.partition, requested=(from_offset, until_offset), available=available)
+
+    def _reader_consumer(self) -> KafkaConsumer:
+        if self._reader is None:
+            self._reader = self._consumer(
+                fetch_max_wait_ms=100,
+                max_partition_fetch_bytes=8 * 1024 * 1024,
+                fetch_max_bytes=64 * 1024 * 1024,
+                receive_buffer_bytes=4 * 1024 * 1024,
+            )
+        return self._reader

