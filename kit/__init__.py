@@ -1,0 +1,14 @@
+"""Engine-neutral pieces of the kit: broker, Kafka I/O, Spark factories, datasets, replay.
+
+Modules (import them directly; this package imports nothing heavy on purpose):
+    kit.errors   — KitError and its subclasses
+    kit.broker   — EmbeddedBroker (Tansu), kafka_or_embedded
+    kit.kafka    — Kafka: topics, exact offsets, read_range
+    kit.spark    — spark_session, spark_context, streaming_context
+    kit.events   — the event contract (parse_event)
+    kit.dataset  — DatasetSpec, generate, read/write dataset files
+    kit.replay   — replay a dataset into a topic
+"""
+
+__all__: list[str] = []
+__version__ = "0.1.0"

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.streaming import StreamingContext
 
-__all__ = ["DEFAULT_MASTER", "MASTER_ENV", "resolve_master", "spark_conf", "spark_context", "spark_session", "streaming_context"]
+__all__ = ["DEFAULT_MASTER", "MASTER_ENV", "kit_settings", "resolve_master", "spark_conf", "spark_context", "spark_session", "streaming_context"]
 
 MASTER_ENV = "DMK_SPARK_MASTER"
 DEFAULT_MASTER = "local[2]"
@@ -58,22 +58,28 @@ def _quiet_dstream_warning() -> None:
     warnings.filterwarnings("ignore", message=_DSTREAM_WARNING.replace(".", r"\."), category=FutureWarning)
 
 
-def spark_conf(
-    app_name: str = "dmk", master: str | None = None, conf: Mapping[str, Any] | None = None, *, ui: bool = False
-):
-    """A ``SparkConf`` with the kit's defaults, overridden by ``conf`` (keys are Spark setting names)."""
-    from pyspark import SparkConf
-
+def kit_settings(master: str | None = None, conf: Mapping[str, Any] | None = None, *, ui: bool = False) -> dict[str, str]:
+    """The Spark settings the kit applies for ``master``: its defaults, overridden by ``conf``."""
     settings = dict(_BASE_CONF)
-    if resolve_master(master).startswith("local"):
+    settings["spark.master"] = resolve_master(master)
+    if settings["spark.master"].startswith("local"):
         # A local run stays on loopback, whatever the host name resolves to.
         settings["spark.driver.host"] = "127.0.0.1"
         settings["spark.driver.bindAddress"] = "127.0.0.1"
     if ui:
         settings["spark.ui.enabled"] = "true"
     settings.update({k: str(v) for k, v in (conf or {}).items()})
-    spark_conf = SparkConf().setAppName(app_name).setMaster(resolve_master(master))
-    for key, value in settings.items():
+    return settings
+
+
+def spark_conf(
+    app_name: str = "dmk", master: str | None = None, conf: Mapping[str, Any] | None = None, *, ui: bool = False
+):
+    """A ``SparkConf`` with :func:`kit_settings` applied and the app name set."""
+    from pyspark import SparkConf
+
+    spark_conf = SparkConf().setAppName(app_name)
+    for key, value in kit_settings(master, conf, ui=ui).items():
         spark_conf.set(key, value)
     return spark_conf
 

@@ -1,0 +1,6 @@
+"""The harness and the ``dmk`` command line (``compare.cli``).
+
+Only the CLI and the tests import this package.
+"""
+
+__all__: list[str] = []

@@ -1,0 +1,369 @@
+"""The ``dmk`` command line.
+
+Commands:
+    dmk demo                 embedded broker → dataset → replay → exact read-back (+ engines as they land)
+    dmk broker start         run the embedded Kafka broker in the foreground until Ctrl-C
+    dmk gen                  write a deterministic dataset file and its manifest
+    dmk replay FILE          produce a dataset file into a topic
+    dmk offsets TOPIC        exact beginning/end offsets of a topic
+
+Every command that needs Kafka takes ``--bootstrap-servers`` (default: ``$DMK_BOOTSTRAP_SERVERS``, else an
+embedded broker started for the command). Errors print one line and exit with code 2.
+
+Example:
+    $ dmk gen --records 100000 --profile messy --out events.parquet
+    $ dmk replay events.parquet --topic events --partitions 4 --bootstrap-servers 127.0.0.1:9092
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kit.errors import KitError
+
+__all__ = ["main"]
+
+BOOTSTRAP_ENV = "DMK_BOOTSTRAP_SERVERS"
+
+console = Console(stderr=False)
+err_console = Console(stderr=True)
+
+
+# -- helpers ---------------------------------------------------------------------------------------------
+
+
+def _add_bootstrap(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--bootstrap-servers",
+        default=os.environ.get(BOOTSTRAP_ENV),
+        metavar="HOST:PORT",
+        help=f"Kafka to use (env {BOOTSTRAP_ENV}); default: start an embedded Tansu broker for this command",
+    )
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=False,
+    )
+
+
+@contextmanager
+def _progress_task(description: str, total: int):
+    """Yield an ``update(done, acknowledged)`` callback driving one progress bar."""
+    with _progress() as progress:
+        task = progress.add_task(description, total=total, rate="")
+        started = time.monotonic()
+
+        def update(done: int, acknowledged: int | None = None) -> None:
+            shown = acknowledged if acknowledged is not None else done
+            elapsed = max(time.monotonic() - started, 1e-9)
+            progress.update(task, completed=shown, rate=f"{shown / elapsed:,.0f} rec/s")
+
+        yield update
+
+
+def _kafka(args: argparse.Namespace):
+    from kit.broker import kafka_or_embedded
+
+    if not args.bootstrap_servers:
+        err_console.print("[dim]no --bootstrap-servers given: starting the embedded Tansu broker[/dim]")
+    return kafka_or_embedded(args.bootstrap_servers)
+
+
+def _spec_from_args(args: argparse.Namespace):
+    from kit.dataset import DatasetSpec
+
+    overrides = {
+        name: getattr(args, name)
+        for name in _GEN_KNOBS
+        if getattr(args, name, None) is not None
+    }
+    return DatasetSpec.from_profile(args.profile, records=args.records, seed=args.seed, **overrides)
+
+
+# Dataset knobs exposed as options (name, type, help); defaults live in kit.dataset.DatasetSpec.
+_GEN_KNOBS: dict[str, tuple[type, str]] = {
+    "partitions": (int, "partition count the dataset's partition field is computed for"),
+    "keys": (int, "distinct values of the 'key' field"),
+    "key_skew": (str, "'uniform' or 'zipf'"),
+    "zipf_exponent": (float, "zipf exponent when --key-skew zipf"),
+    "users": (int, "distinct users"),
+    "session_gap_ms": (int, "inactivity gap that closes a user session"),
+    "events_per_second": (int, "event-time rate of the whole stream"),
+    "ads": (int, "distinct ad_id values"),
+    "campaigns": (int, "campaigns the ads belong to"),
+    "late_fraction": (float, "share of records out of order but within the allowed lateness"),
+    "too_late_fraction": (float, "share of records later than the allowed lateness"),
+    "allowed_lateness_ms": (int, "the workloads' lateness tolerance"),
+    "lateness_margin_ms": (int, "distance kept from the tolerance on both sides"),
+    "duplicate_fraction": (float, "share of exact re-sends of earlier records"),
+    "malformed_fraction": (float, "share of malformed records (bad UTF-8, bad JSON, missing field, bad time)"),
+}
+
+
+# -- commands --------------------------------------------------------------------------------------------
+
+
+def cmd_gen(args: argparse.Namespace) -> int:
+    from kit.dataset import generate_to_file
+
+    spec = _spec_from_args(args)
+    started = time.monotonic()
+    with err_console.status(f"generating {spec.records:,} records..."):
+        manifest = generate_to_file(spec, args.out)
+    seconds = time.monotonic() - started
+    table = Table(title=f"{args.out} ({manifest['records']:,} records, {seconds:.1f} s)", show_header=True)
+    table.add_column("kind")
+    table.add_column("records", justify="right")
+    for kind, count in manifest["counts"].items():
+        table.add_row(kind, f"{count:,}")
+    console.print(table)
+    console.print(f"sha256 {manifest['sha256']}  manifest {args.out}.manifest.json")
+    return 0
+
+
+def _do_replay(
+    path: str, bootstrap_servers: str, settings, *, describe: str = "replay"
+):
+    from kit.dataset import read_dataset
+    from kit.replay import replay
+
+    frame = read_dataset(path)
+    with _progress_task(f"{describe} → {settings.topic}", len(frame)) as update:
+        return replay(frame, bootstrap_servers, settings, on_progress=update), frame
+
+
+def _print_replay(result) -> None:
+    table = Table(title=f"replayed into {result.topic!r}")
+    table.add_column("records", justify="right")
+    table.add_column("seconds", justify="right")
+    table.add_column("rate (rec/s)", justify="right")
+    table.add_column("end offset per partition")
+    ends = ", ".join(f"{p}:{o}" for p, o in sorted(result.end_offsets.items()))
+    table.add_row(f"{result.records:,}", f"{result.seconds:.2f}", f"{result.rate_rps:,.0f}", ends)
+    console.print(table)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from kit.replay import ReplaySettings
+
+    settings = ReplaySettings(
+        topic=args.topic,
+        partitions=args.partitions,
+        rate_rps=args.rate,
+        timestamps=args.timestamps,
+        partition_by=args.partition_by,
+    )
+    with _kafka(args) as bootstrap_servers:
+        result, _ = _do_replay(args.file, bootstrap_servers, settings)
+        if not args.bootstrap_servers:
+            err_console.print(
+                "[yellow]note: the embedded broker stops with this command, and its data with it; "
+                "run `dmk broker start` and pass --bootstrap-servers to keep a topic[/yellow]"
+            )
+    _print_replay(result)
+    if args.log:
+        result.log.to_parquet(args.log, index=False)
+        console.print(f"per-record produce log: {args.log}")
+    return 0
+
+
+def cmd_offsets(args: argparse.Namespace) -> int:
+    from kit.kafka import Kafka
+
+    with _kafka(args) as bootstrap_servers, Kafka(bootstrap_servers) as kafka:
+        begins = kafka.beginning_offsets(args.topic)
+        ends = kafka.end_offsets(args.topic)
+    rows = {tp.partition: {"beginning": begins[tp], "end": ends[tp]} for tp in ends}
+    if args.json:
+        print(json.dumps({args.topic: {str(p): v for p, v in rows.items()}}, indent=2))
+        return 0
+    table = Table(title=f"offsets of {args.topic!r}")
+    for col in ("partition", "beginning", "end", "records"):
+        table.add_column(col, justify="right")
+    for p, v in sorted(rows.items()):
+        table.add_row(str(p), str(v["beginning"]), str(v["end"]), str(v["end"] - v["beginning"]))
+    console.print(table)
+    return 0
+
+
+def cmd_broker_start(args: argparse.Namespace) -> int:
+    from kit.broker import EmbeddedBroker
+
+    broker = EmbeddedBroker(port=args.port, log_path=args.log)
+    broker.start()
+    console.print(
+        f"Tansu broker listening on [bold]{broker.bootstrap_servers}[/bold] (pid {broker.pid}, "
+        f"log {broker.log_path}). Pass --bootstrap-servers {broker.bootstrap_servers}. Ctrl-C stops it."
+    )
+    stop = False
+
+    def _stop(signum, frame):  # noqa: ANN001
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        while not stop and broker.running:
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        exited = not broker.running
+        broker.stop()
+    if exited:
+        err_console.print(f"[red]the broker exited on its own[/red]\n{broker.log_tail()}")
+        return 1
+    console.print("broker stopped")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from kit.dataset import DatasetSpec, generate_to_file
+    from kit.events import parse_event
+    from kit.kafka import Kafka
+    from kit.replay import ReplaySettings
+
+    spec = DatasetSpec.from_profile(args.profile, records=args.records, seed=args.seed, partitions=args.partitions)
+    workdir = Path(args.out or tempfile.mkdtemp(prefix="dmk-demo-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    data = workdir / "events.parquet"
+    console.rule("[bold]dmk demo")
+    with err_console.status(f"generating {spec.records:,} {args.profile} records..."):
+        manifest = generate_to_file(spec, data)
+    console.print(
+        f"1. dataset: {data} — {manifest['records']:,} records "
+        + ", ".join(f"{k} {v:,}" for k, v in manifest["counts"].items() if v)
+    )
+    topic = f"dmk-demo-{int(time.time())}"
+    with _kafka(args) as bootstrap_servers:
+        console.print(f"2. Kafka: {bootstrap_servers}")
+        settings = ReplaySettings(topic=topic, partitions=spec.partitions)
+        result, frame = _do_replay(str(data), bootstrap_servers, settings, describe="3. replay")
+        console.print(
+            f"   {result.records:,} records acknowledged in {result.seconds:.2f} s "
+            f"({result.rate_rps:,.0f} rec/s); end offsets {dict(sorted(result.end_offsets.items()))}"
+        )
+        mismatches = 0
+        reasons: dict[str, int] = {}
+        with Kafka(bootstrap_servers) as kafka, _progress_task("4. read back", result.records) as update:
+            done = 0
+            for partition, end in sorted(result.end_offsets.items()):
+                expected = frame.loc[result.log["partition"].to_numpy() == partition]
+                got = list(kafka.read_range(topic, partition, 0, end))
+                same = len(got) == len(expected) and all(
+                    r.key == k and r.value == v for r, k, v in zip(got, expected["key"], expected["value"])
+                )
+                mismatches += 0 if same else 1
+                for record in got:
+                    reason = parse_event(record.value)[1] or "valid"
+                    reasons[reason] = reasons.get(reason, 0) + 1
+                done += len(got)
+                update(done)
+    verdict = "[green]exact[/green]" if mismatches == 0 else f"[red]{mismatches} partitions differ[/red]"
+    console.print(f"   read back {done:,} records; per-partition order and bytes vs the dataset: {verdict}")
+    console.print("   parsed: " + ", ".join(f"{k} {v:,}" for k, v in sorted(reasons.items())))
+    console.print("5. legacy engine (DStream direct stream): [yellow]coming soon[/yellow]")
+    console.print("6. modern engine (Structured Streaming): [yellow]coming soon[/yellow]")
+    return 0 if mismatches == 0 else 1
+
+
+# -- parser ----------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dmk",
+        description="dstream-migration-kit: replay identical Kafka data through DStream and Structured "
+        "Streaming jobs and diff the outputs.",
+        epilog=f"Environment: {BOOTSTRAP_ENV} (default --bootstrap-servers), DMK_SPARK_MASTER (Spark master, "
+        "default local[2]).",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = commands.add_parser("demo", help="short end-to-end run on the embedded broker")
+    demo.add_argument("--records", type=int, default=20_000, help="dataset size (default 20000)")
+    demo.add_argument("--seed", type=int, default=7, help="dataset seed (default 7)")
+    demo.add_argument("--profile", choices=["clean", "messy"], default="messy", help="dataset profile (default messy)")
+    demo.add_argument("--partitions", type=int, default=4, help="topic partitions (default 4)")
+    demo.add_argument("--out", help="directory for the demo's files (default: a new temp directory)")
+    _add_bootstrap(demo)
+    demo.set_defaults(func=cmd_demo)
+
+    broker = commands.add_parser("broker", help="the embedded Kafka broker")
+    broker_commands = broker.add_subparsers(dest="broker_command", required=True, metavar="ACTION")
+    start = broker_commands.add_parser("start", help="run an embedded broker in the foreground until Ctrl-C")
+    start.add_argument("--port", type=int, default=9092, help="port on 127.0.0.1 (default 9092)")
+    start.add_argument("--log", help="broker log file (default: a temp file)")
+    start.set_defaults(func=cmd_broker_start)
+
+    gen = commands.add_parser("gen", help="write a deterministic dataset (Parquet or JSON Lines) + manifest")
+    gen.add_argument("--records", type=int, required=True, help="number of records")
+    gen.add_argument("--seed", type=int, default=42, help="random seed (default 42)")
+    gen.add_argument("--profile", choices=["clean", "messy"], default="clean", help="clean (default) or messy")
+    gen.add_argument("--out", required=True, help="output file: .parquet or .jsonl")
+    for name, (kind, text) in _GEN_KNOBS.items():
+        gen.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, help=text + " (default: profile's)")
+    gen.set_defaults(func=cmd_gen)
+
+    rep = commands.add_parser("replay", help="produce a dataset file into a Kafka topic")
+    rep.add_argument("file", help="dataset file written by `dmk gen`")
+    rep.add_argument("--topic", required=True, help="target topic (created if absent)")
+    rep.add_argument("--partitions", type=int, help="partitions of a new topic (default: the dataset's)")
+    rep.add_argument("--rate", type=float, help="target records/s (default: as fast as possible)")
+    rep.add_argument(
+        "--timestamps", choices=["produce", "event"], default="produce",
+        help="record timestamp: produce time (default) or the event time",
+    )
+    rep.add_argument(
+        "--partition-by", choices=["key", "field"], default="key",
+        help="murmur2 of the key, as Kafka's default partitioner (default), or the dataset's partition field",
+    )
+    rep.add_argument("--log", help="write the per-record produce log (seq, partition, offset, produced_ms) here")
+    _add_bootstrap(rep)
+    rep.set_defaults(func=cmd_replay)
+
+    off = commands.add_parser("offsets", help="exact beginning and end offsets of a topic")
+    off.add_argument("topic")
+    off.add_argument("--json", action="store_true", help="print JSON (Spark's startingOffsets shape)")
+    _add_bootstrap(off)
+    off.set_defaults(func=cmd_offsets)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``dmk``; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return handler(args)
+    except KitError as exc:
+        err_console.print(f"[bold red]dmk {args.command}: error:[/bold red] {exc}", highlight=False)
+        return 2
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

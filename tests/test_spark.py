@@ -1,0 +1,70 @@
+"""Spark factories: the right Python in workers, a working DStream context, master resolution."""
+
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+
+import pytest
+
+from kit.errors import ConfigError
+from kit.spark import DEFAULT_MASTER, MASTER_ENV, kit_settings, resolve_master, streaming_context
+
+pytestmark = pytest.mark.spark
+
+
+def test_python_workers_run_this_interpreter(spark) -> None:
+    executables = (
+        spark.sparkContext.parallelize(range(4), 2).map(lambda _: __import__("sys").executable).distinct().collect()
+    )
+    assert executables == [sys.executable]
+    assert spark.sparkContext.master == resolve_master()
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "4"
+    assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+
+
+def test_dataframes_work(spark) -> None:
+    frame = spark.createDataFrame([(1, "a"), (2, "b"), (3, "a")], "n int, k string")
+    assert sorted(map(tuple, frame.groupBy("k").count().collect())) == [("a", 2), ("b", 1)]
+
+
+def test_streaming_context_runs_batches_without_the_deprecation_warning(spark) -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ssc = streaming_context(0.2)
+    assert not [w for w in caught if "DStream is deprecated" in str(w.message)]
+    batches: list[list[int]] = []
+    queue = [spark.sparkContext.parallelize([1, 2, 3]), spark.sparkContext.parallelize([4])]
+    ssc.queueStream(queue, oneAtATime=True).map(lambda x: x * 10).foreachRDD(
+        lambda rdd: batches.append(sorted(rdd.collect()))
+    )
+    ssc.start()
+    try:
+        deadline = time.monotonic() + 60
+        while len(batches) < 2:
+            assert time.monotonic() < deadline, f"only {batches} after 60 s"
+            time.sleep(0.05)
+    finally:
+        ssc.stop(stopSparkContext=False, stopGraceFully=False)
+    assert batches[:2] == [[10, 20, 30], [40]]
+    assert spark.sparkContext._jsc is not None  # the shared SparkContext survives the stop
+
+
+def test_master_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(MASTER_ENV, raising=False)
+    assert resolve_master() == DEFAULT_MASTER == "local[2]"
+    monkeypatch.setenv(MASTER_ENV, "spark://127.0.0.1:7077")
+    assert resolve_master() == "spark://127.0.0.1:7077"
+    assert resolve_master("local[1]") == "local[1]"
+    settings = kit_settings("spark://127.0.0.1:7077", {"spark.sql.shuffle.partitions": 8})
+    assert settings["spark.master"] == "spark://127.0.0.1:7077"
+    assert settings["spark.sql.shuffle.partitions"] == "8"
+    assert "spark.driver.host" not in settings  # only local masters are pinned to loopback
+    assert kit_settings("local[2]")["spark.driver.host"] == "127.0.0.1"
+    assert kit_settings()["spark.master"] == "spark://127.0.0.1:7077"  # from the environment
+
+
+def test_batch_seconds_must_be_positive() -> None:
+    with pytest.raises(ConfigError, match="batch_seconds"):
+        streaming_context(0)
