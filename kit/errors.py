@@ -33,7 +33,21 @@ class KitError(Exception):
 
 
 class ConfigError(KitError, ValueError):
-    """A setting is unknown, missing or out of range."""
+    """A setting is unknown, missing or out of range.
+
+    Attributes:
+        field: the setting's name, when one setting is at fault (else None).
+        expected: what it must be.
+        actual: what it was.
+    """
+
+    def __init__(
+        self, message: str, *, field: str | None = None, expected: object = None, actual: object = None
+    ) -> None:
+        self.field = field
+        self.expected = expected
+        self.actual = actual
+        super().__init__(message)
 
 
 class BrokerError(KitError):
