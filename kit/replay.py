@@ -131,8 +131,10 @@ class TokenBucket:
             now = self._clock()
             self._tokens = min(self.capacity, self._tokens + (now - self._last) * self.rate)
             self._last = now
-            if self._tokens >= tokens:
-                self._tokens -= tokens
+            # Refill arithmetic in floats can land a hair under a whole token; without the tolerance the
+            # bucket would ask for sleeps shorter than the clock's resolution, forever.
+            if self._tokens >= tokens - 1e-9:
+                self._tokens = max(0.0, self._tokens - tokens)
                 return
             self._sleep((tokens - self._tokens) / self.rate)
 
