@@ -102,3 +102,38 @@ def test_readme_quickstart_is_what_ci_runs() -> None:
 def test_console_script_is_installed() -> None:
     run = subprocess.run([sys.executable, "-m", "compare.cli", "--help"], capture_output=True, text=True, cwd=REPO)
     assert run.returncode == 0 and "dmk" in run.stdout and "DMK_SPARK_MASTER" in run.stdout
+
+
+def test_broker_start_runs_until_ctrl_c(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    from kit.kafka import wait_for_broker
+
+    port = free_port()
+    log = tmp_path / "tansu.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "compare.cli", "broker", "start", "--port", str(port), "--log", str(log)],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        wait_for_broker(f"127.0.0.1:{port}", timeout_s=60)
+        with Kafka(f"127.0.0.1:{port}") as kafka:
+            kafka.create_topic("from_cli", 2)
+            assert kafka.partitions("from_cli") == [0, 1]
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out
+    assert f"127.0.0.1:{port}" in out and "broker stopped" in out
+    deadline = time.monotonic() + 10
+    while True:  # the port is free again: no broker left behind
+        try:
+            with __import__("socket").create_connection(("127.0.0.1", port), timeout=0.5):
+                pass
+        except OSError:
+            break
+        assert time.monotonic() < deadline, "something still listens on the broker's port"
+        time.sleep(0.1)
