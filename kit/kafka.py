@@ -318,6 +318,32 @@ class Kafka:
             self._offsets_consumer = self._consumer(fetch_max_wait_ms=100, max_partition_fetch_bytes=1)
         return self._offsets_consumer
 
+    # -- consumer groups -------------------------------------------------------------------------------
+
+    def commit_group_offsets(self, group_id: str, offsets: dict[TopicPartition, int]) -> None:
+        """Commit ``offsets`` (the next offset to read, per partition) as consumer group ``group_id``.
+
+        The group never joins (no rebalance): this only records positions, so lag tools can see them.
+        """
+        from kafka.structs import OffsetAndMetadata
+
+        if not offsets:
+            return
+        consumer = self._consumer(group_id=group_id)
+        try:
+            consumer.commit({tp: OffsetAndMetadata(int(o), "", -1) for tp, o in offsets.items()})
+        finally:
+            consumer.close(autocommit=False)
+
+    def group_offsets(self, group_id: str, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """Committed offsets of ``group_id`` for ``partitions``; partitions with none are absent."""
+        consumer = self._consumer(group_id=group_id)
+        try:
+            committed = {tp: consumer.committed(tp) for tp in partitions}
+        finally:
+            consumer.close(autocommit=False)
+        return {tp: o for tp, o in committed.items() if o is not None and o >= 0}
+
     # -- reads -----------------------------------------------------------------------------------------
 
     def read_range(

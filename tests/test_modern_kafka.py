@@ -1,0 +1,370 @@
+"""The Structured Streaming Kafka source and sink on a real broker and a real Spark session.
+
+Cases follow Spark's KafkaMicroBatchSourceSuite where they apply to this connector.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from kafka import KafkaProducer
+
+from kit.kafka import Kafka, TopicPartition
+from modern.errors import KafkaDataLoss, KafkaOptionError, KafkaSinkError
+from modern.kafka import (
+    GroupOffsetCommitter,
+    SOURCE_NAME,
+    offsets_from_json,
+    offsets_to_json,
+    rate_limit,
+    source_format,
+    split_ranges,
+    KafkaInputPartition,
+)
+
+pytestmark = [pytest.mark.spark, pytest.mark.kafka]
+
+
+def _produce(bootstrap_servers: str, topic: str, per_partition: dict[int, int], *, tag: str = "v") -> None:
+    producer = KafkaProducer(bootstrap_servers=bootstrap_servers, linger_ms=20)
+    for partition, n in per_partition.items():
+        for i in range(n):
+            producer.send(topic, key=f"k{i}".encode(), value=f"{tag}-{partition}-{i}".encode(), partition=partition,
+                          headers=[("seq", str(i).encode())])
+    producer.flush()
+    producer.close()
+
+
+def _reader(spark, bootstrap_servers: str, **options):  # noqa: ANN001
+    reader = spark.readStream.format(source_format(spark)).option("kafka.bootstrap.servers", bootstrap_servers)
+    for key, value in options.items():
+        reader = reader.option(key, str(value))
+    return reader.load()
+
+
+def _run_available_now(frame, checkpoint: Path, *, timeout_s: float = 120, on_batch=None) -> list[list[tuple]]:  # noqa: ANN001
+    """Run to completion under Trigger.AvailableNow; one sorted list of (topic, partition, offset, value) per batch."""
+    batches: dict[int, list[tuple]] = {}
+
+    def collect(df, batch_id: int) -> None:  # noqa: ANN001
+        rows = df.selectExpr("topic", "partition", "offset", "CAST(value AS STRING) AS value").collect()
+        batches[batch_id] = sorted(tuple(r) for r in rows)
+        if on_batch is not None:
+            on_batch(batch_id)
+
+    query = frame.writeStream.foreachBatch(collect).option("checkpointLocation", str(checkpoint)).trigger(
+        availableNow=True
+    ).start()
+    finished = query.awaitTermination(timeout_s)
+    assert finished, f"query still running after {timeout_s} s; batches so far: {sorted(batches)}"
+    if query.exception() is not None:
+        raise query.exception()
+    return [batches[i] for i in sorted(batches)]
+
+
+def _all(batches: list[list[tuple]]) -> list[tuple]:
+    return sorted(row for batch in batches for row in batch)
+
+
+# -- pure logic ---------------------------------------------------------------------------------------------
+
+
+def test_rate_limit_matches_spark() -> None:
+    a, b, c = (TopicPartition("t", i) for i in range(3))
+    # The issue's example: lags [9990, 9, 1], limit 100 -> [99, 1, 1] (a share below 1 rounds up).
+    assert rate_limit(100, {a: 0, b: 0, c: 0}, {a: 9990, b: 9, c: 1}, {}) == {a: 99, b: 1, c: 1}
+    # Shares are floored; partitions without lag keep their end; new partitions start from earliest.
+    assert rate_limit(10, {a: 5, b: 7}, {a: 25, b: 7, c: 30}, {c: 10}) == {a: 10, b: 7, c: 15}
+    assert rate_limit(1000, {a: 0}, {a: 10}, {}) == {a: 10}  # never past the end
+    assert rate_limit(5, {a: 3}, {a: 3}, {}) == {a: 3}  # nothing to read
+
+
+def test_split_ranges_like_spark() -> None:
+    ranges = [KafkaInputPartition("t", 0, 0, 100), KafkaInputPartition("t", 1, 0, 10), KafkaInputPartition("t", 2, 5, 5)]
+    assert [(r.partition, r.from_offset, r.until_offset) for r in split_ranges(ranges, None, None)] == [(0, 0, 100), (1, 0, 10)]
+    split = split_ranges(ranges, 4, None)
+    assert [(r.partition, r.from_offset, r.until_offset) for r in split] == [
+        (0, 0, 25), (0, 25, 50), (0, 50, 75), (0, 75, 100), (1, 0, 10),
+    ]
+    by_max = split_ranges(ranges, None, 40)
+    assert [(r.partition, r.from_offset, r.until_offset) for r in by_max] == [(0, 0, 33), (0, 33, 66), (0, 66, 100), (1, 0, 10)]
+
+
+def test_offsets_json_round_trip() -> None:
+    offsets = {TopicPartition("b", 1): 7, TopicPartition("a", 0): 3, TopicPartition("b", 0): 5}
+    assert offsets_to_json(offsets) == {"a": {"0": 3}, "b": {"0": 5, "1": 7}}
+    assert offsets_from_json(json.dumps(offsets_to_json(offsets))) == offsets
+
+
+# -- reading ------------------------------------------------------------------------------------------------
+
+
+def test_schema_and_batch_read_with_ending_offsets(spark, bootstrap_servers, topic_factory) -> None:
+    topic = topic_factory(partitions=2)
+    _produce(bootstrap_servers, topic, {0: 30, 1: 20})
+    fmt = source_format(spark)
+    assert fmt == SOURCE_NAME  # no JVM connector on the classpath here
+    frame = (
+        spark.read.format(fmt)
+        .option("kafka.bootstrap.servers", bootstrap_servers)
+        .option("subscribe", topic)
+        .option("startingOffsets", json.dumps({topic: {"0": 5, "1": -2}}))
+        .option("endingOffsets", json.dumps({topic: {"0": 12, "1": -1}}))
+        .option("includeHeaders", "true")
+        .load()
+    )
+    assert frame.schema.simpleString() == (
+        "struct<key:binary,value:binary,topic:string,partition:int,offset:bigint,timestamp:timestamp,"
+        "timestampType:int,headers:array<struct<key:string,value:binary>>>"
+    )
+    rows = frame.selectExpr("partition", "offset", "CAST(value AS STRING)", "CAST(key AS STRING)", "headers[0].key",
+                            "CAST(headers[0].value AS STRING)", "timestampType").collect()
+    got = sorted((r[0], r[1]) for r in rows)
+    assert got == [(0, o) for o in range(5, 12)] + [(1, o) for o in range(20)]
+    first = next(r for r in rows if r[0] == 0 and r[1] == 5)
+    assert tuple(first)[2:] == ("v-0-5", "k5", "seq", "5", 0)
+
+
+def test_starting_offsets_earliest_latest_and_specific(spark, bootstrap_servers, topic_factory, tmp_path) -> None:
+    topic = topic_factory(partitions=2)
+    _produce(bootstrap_servers, topic, {0: 10, 1: 10})
+
+    earliest = _run_available_now(_reader(spark, bootstrap_servers, subscribe=topic, startingOffsets="earliest"), tmp_path / "e")
+    assert len(_all(earliest)) == 20
+
+    latest = _run_available_now(_reader(spark, bootstrap_servers, subscribe=topic), tmp_path / "l")
+    assert _all(latest) == []  # default for streams: latest
+
+    specific = _run_available_now(
+        _reader(spark, bootstrap_servers, subscribe=topic, startingOffsets=json.dumps({topic: {"0": 7, "1": -2}})),
+        tmp_path / "s",
+    )
+    assert [(r[1], r[2]) for r in _all(specific)] == [(0, 7), (0, 8), (0, 9)] + [(1, o) for o in range(10)]
+
+
+def test_max_offsets_per_trigger_gives_exact_batches(spark, bootstrap_servers, topic_factory, tmp_path) -> None:
+    topic = topic_factory(partitions=3)
+    _produce(bootstrap_servers, topic, {0: 990, 1: 9, 2: 1})
+    batches = _run_available_now(
+        _reader(spark, bootstrap_servers, subscribe=topic, startingOffsets="earliest", maxOffsetsPerTrigger=100),
+        tmp_path / "ckpt",
+    )
+    per_partition = [{p: sum(1 for r in b if r[1] == p) for p in range(3)} for b in batches]
+    # Batch 1 by Spark's rateLimit: 100 * 990/1000 -> 99, 100 * 9/1000 = 0.9 -> 1, 0.1 -> 1.
+    assert per_partition[0] == {0: 99, 1: 1, 2: 1}
+    # Then partition 1 has lag 8: 100 * 891/899 = 99.1 -> 99 and 0.89 -> 1, and so on until drained.
+    assert per_partition[1] == {0: 99, 1: 1, 2: 0}
+    assert sum(len(b) for b in batches) == 1000 and len(_all(batches)) == len(set(_all(batches)))
+    assert all(len(b) <= 101 for b in batches)
+
+
+def test_available_now_stops_at_the_offsets_of_its_start(spark, bootstrap_servers, topic_factory, tmp_path) -> None:
+    topic = topic_factory(partitions=1)
+    _produce(bootstrap_servers, topic, {0: 50})
+
+    def produce_more(batch_id: int) -> None:
+        if batch_id == 0:
+            _produce(bootstrap_servers, topic, {0: 25}, tag="late")
+
+    batches = _run_available_now(
+        _reader(spark, bootstrap_servers, subscribe=topic, startingOffsets="earliest", maxOffsetsPerTrigger=20),
+        tmp_path / "ckpt",
+        on_batch=produce_more,
+    )
+    assert [len(b) for b in batches] == [20, 20, 10]
+    assert [r[2] for r in _all(batches)] == list(range(50))  # records produced after the start are not read
+
+
+def test_subscribe_pattern_picks_up_new_topics_and_assign_is_exact(spark, bootstrap_servers, kafka, topic_factory, tmp_path) -> None:
+    first = topic_factory(partitions=2)
+    prefix = first.rsplit("_", 1)[0]
+    _produce(bootstrap_servers, first, {0: 3, 1: 3})
+    pattern = f"{prefix}_.*"
+    ckpt = tmp_path / "pattern"
+    batches = _run_available_now(_reader(spark, bootstrap_servers, subscribePattern=pattern, startingOffsets="earliest"), ckpt)
+    assert len(_all(batches)) == 6
+    second = f"{prefix}_second"
+    kafka.create_topic(second, 2)
+    try:
+        _produce(bootstrap_servers, second, {0: 2, 1: 1})
+        _produce(bootstrap_servers, first, {0: 1})
+        again = _run_available_now(_reader(spark, bootstrap_servers, subscribePattern=pattern, startingOffsets="earliest"), ckpt)
+        # The restarted query resumes after its checkpoint and reads the new topic from its earliest offset.
+        assert sorted((r[0], r[1], r[2]) for r in _all(again)) == [
+            (first, 0, 3), (second, 0, 0), (second, 0, 1), (second, 1, 0),
+        ]
+    finally:
+        kafka.delete_topic(second)
+
+    assigned = _run_available_now(
+        _reader(spark, bootstrap_servers, assign=json.dumps({first: [1]}), startingOffsets="earliest"), tmp_path / "assign"
+    )
+    assert [(r[1], r[2]) for r in _all(assigned)] == [(1, 0), (1, 1), (1, 2)]
+
+
+@pytest.mark.parametrize("fail_on_data_loss", [True, False])
+def test_fail_on_data_loss(spark, bootstrap_servers, kafka, topic_factory, tmp_path, fail_on_data_loss) -> None:
+    topic = topic_factory(partitions=1)
+    _produce(bootstrap_servers, topic, {0: 30})
+    ckpt = tmp_path / "ckpt"
+    options = dict(subscribe=topic, startingOffsets="earliest", failOnDataLoss=str(fail_on_data_loss).lower())
+    assert len(_all(_run_available_now(_reader(spark, bootstrap_servers, **options), ckpt))) == 30
+    # The topic is deleted and re-created with less data: offsets 10..29 are gone for good.
+    kafka.delete_topic(topic)
+    kafka.create_topic(topic, 1)
+    _produce(bootstrap_servers, topic, {0: 10}, tag="new")
+    _produce(bootstrap_servers, topic, {0: 0})
+    if fail_on_data_loss:
+        with pytest.raises(Exception, match="offset was changed from 30 to 10") as info:
+            _run_available_now(_reader(spark, bootstrap_servers, **options), ckpt)
+        assert "failOnDataLoss" in str(info.value)
+    else:
+        # As Spark: the loss is logged, the partition's position moves to its new end, the query goes on.
+        assert _all(_run_available_now(_reader(spark, bootstrap_servers, **options), ckpt)) == []
+        _produce(bootstrap_servers, topic, {0: 2}, tag="after")
+        assert [r[3] for r in _all(_run_available_now(_reader(spark, bootstrap_servers, **options), ckpt))] == [
+            "after-0-0", "after-0-1",
+        ]
+
+
+def test_restart_resumes_after_the_last_committed_batch(spark, bootstrap_servers, topic_factory, tmp_path) -> None:
+    topic = topic_factory(partitions=2)
+    _produce(bootstrap_servers, topic, {0: 40, 1: 40})
+    ckpt = tmp_path / "ckpt"
+    first = _run_available_now(_reader(spark, bootstrap_servers, subscribe=topic, startingOffsets="earliest"), ckpt)
+    _produce(bootstrap_servers, topic, {0: 5, 1: 5}, tag="more")
+    second = _run_available_now(_reader(spark, bootstrap_servers, subscribe=topic, startingOffsets="earliest"), ckpt)
+    assert len(_all(first)) == 80
+    assert sorted((r[1], r[2]) for r in _all(second)) == [(p, o) for p in (0, 1) for o in range(40, 45)]
+    offsets = json.loads((ckpt / "offsets" / "1").read_text().splitlines()[-1])
+    assert offsets == {topic: {"0": 45, "1": 45}}  # Spark's Kafka offset JSON in the offset log
+
+
+# -- options ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({}, "One of the following options must be specified for Kafka source: subscribe, subscribepattern, assign"),
+        ({"subscribe": "a", "assign": '{"a":[0]}'}, "Only one of the following options can be specified"),
+        ({"subscribe": " , "}, "No topics to subscribe to as specified value for option 'subscribe' is ' , '"),
+        ({"assign": "a"}, "No topicpartitions to assign as specified value for option 'assign' is 'a'"),
+        ({"subscribe": "a", "kafka.auto.offset.reset": "earliest"}, "Kafka option 'auto.offset.reset' is not supported."),
+        ({"subscribe": "a", "kafka.enable.auto.commit": "true"}, "Kafka option 'enable.auto.commit' is not supported"),
+        ({"subscribe": "a", "kafka.key.deserializer": "x"}, "Kafka option 'key.deserializer' is not supported"),
+        ({"subscribe": "a", "kafka.value.deserializer": "x"}, "Kafka option 'value.deserializer' is not supported"),
+        ({"subscribe": "a", "kafka.group.id": "g"}, "GroupOffsetCommitter"),
+        ({"subscribe": "a", "minOffsetsPerTrigger": "10", "maxOffsetsPerTrigger": "5"},
+         "The value of minOffsetPerTrigger(10) is higher than the maxOffsetsPerTrigger(5)."),
+        ({"subscribe": "a", "minPartitions": "0"}, "minPartitions must be positive"),
+        ({"subscribe": "a", "startingOfsets": "earliest"}, "Unrecognized options for the Kafka source: ['startingofsets']"),
+        ({"subscribe": "a", "kafka.max.poll.records": "5"}, "kafka.max.poll.records"),
+        ({"subscribe": "a", "endingOffsets": "latest"}, None),  # valid for batch; rejected by readStream below
+    ],
+)
+def test_invalid_options_fail_at_load(spark, bootstrap_servers, options, message) -> None:
+    fmt = source_format(spark)
+    reader = spark.readStream.format(fmt)
+    if "kafka.bootstrap.servers" not in options:
+        reader = reader.option("kafka.bootstrap.servers", bootstrap_servers)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    if message is None:
+        frame = reader.load()
+        with pytest.raises(Exception, match="ending offset not valid in streaming queries"):
+            frame.writeStream.format("noop").trigger(availableNow=True).start().awaitTermination(60)
+        return
+    with pytest.raises(Exception, match=_escape(message)):
+        reader.load()
+
+
+def _escape(text: str) -> str:
+    import re
+
+    return re.escape(text)
+
+
+def test_option_errors_carry_the_option() -> None:
+    from modern._options import SourceSettings
+
+    with pytest.raises(KafkaOptionError) as info:
+        SourceSettings.from_options({"subscribe": "a"}, streaming=True)
+    assert info.value.option == "kafka.bootstrap.servers"
+    assert str(info.value) == "Option 'kafka.bootstrap.servers' must be specified for configuring Kafka consumer"
+    with pytest.raises(KafkaOptionError, match="starting offset can't be latest for batch queries on Kafka"):
+        SourceSettings.from_options({"subscribe": "a", "kafka.bootstrap.servers": "x", "startingOffsets": "latest"}, streaming=False)
+    with pytest.raises(KafkaOptionError, match="ending offset can't be earliest for batch queries on Kafka"):
+        SourceSettings.from_options({"subscribe": "a", "kafka.bootstrap.servers": "x", "endingOffsets": "earliest"}, streaming=False)
+
+
+# -- sink ---------------------------------------------------------------------------------------------------
+
+
+def test_sink_round_trip_batch_and_stream(spark, bootstrap_servers, kafka, topic_factory, tmp_path) -> None:
+    fmt = source_format(spark)
+    target = topic_factory(partitions=2)
+    rows = [("a", "1", 0), ("b", "2", 1), ("c", "3", 1)]
+    spark.createDataFrame(rows, "key string, value string, partition int").write.format(fmt).option(
+        "kafka.bootstrap.servers", bootstrap_servers
+    ).option("topic", target).mode("append").save()
+    ends = kafka.end_offsets(target)
+    assert ends == {TopicPartition(target, 0): 1, TopicPartition(target, 1): 2}
+    # Two Spark tasks write concurrently, so only the set of records per partition is defined.
+    assert sorted((r.key, r.value) for r in kafka.read_range(target, 1, 0, 2)) == [(b"b", b"2"), (b"c", b"3")]
+
+    source = topic_factory(partitions=2)
+    _produce(bootstrap_servers, source, {0: 7, 1: 5})
+    copy = topic_factory(partitions=1)
+    query = (
+        _reader(spark, bootstrap_servers, subscribe=source, startingOffsets="earliest")
+        .selectExpr("key", "UPPER(CAST(value AS STRING)) AS value", f"'{copy}' AS topic")
+        .writeStream.format(fmt)
+        .option("kafka.bootstrap.servers", bootstrap_servers)
+        .option("checkpointLocation", str(tmp_path / "sink"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(120) and query.exception() is None
+    values = sorted(r.value for r in kafka.read_range(copy, 0, 0, kafka.end_offsets(copy)[TopicPartition(copy, 0)]))
+    assert values == sorted([f"V-0-{i}".encode() for i in range(7)] + [f"V-1-{i}".encode() for i in range(5)])
+
+
+def test_sink_rejects_bad_input(spark, bootstrap_servers) -> None:
+    fmt = source_format(spark)
+    frame = spark.createDataFrame([(1,)], "value int")
+    with pytest.raises(Exception, match="value attribute type must be a string or binary"):
+        frame.write.format(fmt).option("kafka.bootstrap.servers", bootstrap_servers).option("topic", "t").mode("append").save()
+    with pytest.raises(Exception, match="topic option required when no 'topic' attribute is present"):
+        spark.createDataFrame([("x",)], "value string").write.format(fmt).option(
+            "kafka.bootstrap.servers", bootstrap_servers
+        ).mode("append").save()
+    assert issubclass(KafkaSinkError, Exception)
+
+
+# -- consumer-group commits for lag monitoring ----------------------------------------------------------------
+
+
+def test_group_offset_committer(spark, bootstrap_servers, kafka, topic_factory, tmp_path) -> None:
+    topic = topic_factory(partitions=2)
+    _produce(bootstrap_servers, topic, {0: 12, 1: 8})
+    group = f"dmk-lag-{topic}"
+    listener = GroupOffsetCommitter(spark, group, bootstrap_servers, query_name="lagged")
+    try:
+        query = (
+            _reader(spark, bootstrap_servers, subscribe=topic, startingOffsets="earliest", maxOffsetsPerTrigger=10)
+            .writeStream.queryName("lagged").format("noop")
+            .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start()
+        )
+        assert query.awaitTermination(120) and query.exception() is None
+        deadline = time.monotonic() + 30  # progress events reach the listener asynchronously
+        expected = {TopicPartition(topic, 0): 12, TopicPartition(topic, 1): 8}
+        while kafka.group_offsets(group, expected) != expected:
+            assert time.monotonic() < deadline, f"group offsets {kafka.group_offsets(group, expected)}"
+            time.sleep(0.1)
+        assert listener.committed == expected
+    finally:
+        spark.streams.removeListener(listener)
