@@ -368,3 +368,46 @@ def test_group_offset_committer(spark, bootstrap_servers, kafka, topic_factory, 
         assert listener.committed == expected
     finally:
         spark.streams.removeListener(listener)
+
+
+# -- exactly-once across a driver crash ------------------------------------------------------------------------
+
+
+def test_sigkill_of_the_driver_then_restart_gives_no_gap_and_no_duplicate(bootstrap_servers, topic_factory, tmp_path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from modern.sinks import read_batches
+
+    topic = topic_factory(partitions=3)
+    _produce(bootstrap_servers, topic, {0: 400, 1: 300, 2: 300})
+    ckpt, out = tmp_path / "ckpt", tmp_path / "out"
+    repo = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    command = [sys.executable, "-m", "tests.drivers.modern_copy", bootstrap_servers, topic, str(ckpt), str(out)]
+
+    driver = subprocess.Popen(command + ["run"], cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 180
+        while len(list(out.glob("batch=*.parquet"))) < 4:  # killed mid-stream, after a few committed batches
+            assert driver.poll() is None, driver.stderr.read().decode()[-3000:]
+            assert time.monotonic() < deadline, "the driver wrote fewer than 4 batches in 180 s"
+            time.sleep(0.05)
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(timeout=30)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    written_before = len(read_batches(out))
+    assert 0 < written_before < 1000
+
+    drain = subprocess.run(command + ["drain"], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+    assert drain.returncode == 0, drain.stderr[-3000:]
+    rows = read_batches(out)
+    got = sorted(zip(rows["partition"], rows["offset"]))
+    expected = sorted([(0, o) for o in range(400)] + [(1, o) for o in range(300)] + [(2, o) for o in range(300)])
+    assert len(got) == len(set(got)), "duplicates after the restart"
+    assert got == expected, f"missing {len(set(expected) - set(got))} records"
+    assert set(rows["value"]) == {f"v-{p}-{i}" for p, o in expected for i in [o]}

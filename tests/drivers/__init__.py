@@ -1,0 +1,1 @@
+"""Driver programs the tests run as separate processes (so that they can be SIGKILLed)."""
