@@ -312,6 +312,43 @@ class Kafka:
             consumer.unsubscribe()
         return {tp: ends[tp] for tp in tps}
 
+    def offsets_for_time(self, what: str | Iterable[TopicPartition], timestamp_ms: int) -> dict[TopicPartition, int | None]:
+        """The first offset whose record timestamp is >= ``timestamp_ms``, per partition (None: no such record).
+
+        That is Kafka's ListOffsets-by-timestamp definition. The broker's answer is used when the records
+        confirm it (the record there is at or after the time, the one before it is not); otherwise, as on
+        Tansu, which ignores the timestamp, the partition is scanned, which is exact but reads the log.
+        """
+        tps = self.topic_partitions(what)
+        if not tps:
+            return {}
+        try:
+            answers = self._offsets().offsets_for_times({tp: timestamp_ms for tp in tps})
+        except KafkaTimeoutError as exc:
+            raise KafkaTimeout("looking up offsets by timestamp", self.timeout_s, timestamp_ms) from exc
+        beginnings, ends = self.beginning_offsets(tps), self.end_offsets(tps)
+        found: dict[TopicPartition, int | None] = {}
+        for tp in tps:
+            answer = answers.get(tp)
+            candidate = answer.offset if answer is not None else None
+            if candidate is not None and self._first_at_or_after(tp, candidate, timestamp_ms, beginnings[tp], ends[tp]):
+                found[tp] = candidate
+                continue
+            found[tp] = next(
+                (r.offset for r in self.read_range(tp.topic, tp.partition, beginnings[tp], ends[tp]) if r.timestamp >= timestamp_ms),
+                None,
+            )
+        return found
+
+    def _first_at_or_after(self, tp: TopicPartition, offset: int, timestamp_ms: int, beginning: int, end: int) -> bool:
+        if not beginning <= offset < end:
+            return False
+        start = max(beginning, offset - 1)
+        records = list(self.read_range(tp.topic, tp.partition, start, offset + 1))
+        at = next((r for r in records if r.offset == offset), None)
+        before = next((r for r in records if r.offset == offset - 1), None)
+        return at is not None and at.timestamp >= timestamp_ms and (before is None or before.timestamp < timestamp_ms)
+
     def _offsets(self) -> KafkaConsumer:
         if self._offsets_consumer is None:
             # Tansu answers a Fetch with max wait 0 with no partitions at all, so wait a little.

@@ -178,11 +178,37 @@ class _Offsets:
                         )
                     resolved[tp] = offset
             return resolved
-        raise KafkaOptionError(
-            f"{role}Timestamp / {role}OffsetsByTimestamp are not supported by this connector yet: the embedded "
-            "Tansu broker answers ListOffsets-by-timestamp wrongly. Use offsets instead.",
-            option=f"{role}Timestamp",
-        )
+        return self._resolve_timestamps(spec, tps, role=role)
+
+    def _resolve_timestamps(self, spec: OffsetSpec, tps: list[TopicPartition], *, role: str) -> Offsets:
+        """Spark's timestamp-based offsets: the first offset at or after the time, else by strategy."""
+        if spec.kind == "timestamp":
+            wanted = {tp: spec.timestamp for tp in tps}
+        else:
+            wanted = {TopicPartition(t, p): ts for (t, p), ts in spec.offsets.items()}
+            if self.settings.strategy != "assign" and set(wanted) != set(tps):
+                raise KafkaOptionError(
+                    f"If {role}OffsetsByTimestamp contains specific timestamps, you must specify all "
+                    f"TopicPartitions.\nSpecified: {sorted(map(tuple, wanted))} Assigned: {sorted(map(tuple, tps))}",
+                    option=f"{role}OffsetsByTimestamp",
+                )
+        resolved: Offsets = {}
+        latest = self.latest(list(wanted))
+        for timestamp in sorted(set(wanted.values())):
+            same = [tp for tp, ts in wanted.items() if ts == timestamp]
+            for tp, offset in self.kafka.offsets_for_time(same, timestamp).items():
+                if offset is not None:
+                    resolved[tp] = offset
+                elif role == "ending" or spec.by_timestamp_strategy == "latest":
+                    resolved[tp] = latest[tp]
+                else:
+                    raise KafkaOptionError(
+                        f"No offset matched from request of topic-partition {tp.topic}-{tp.partition} and "
+                        f"timestamp {timestamp}. Set startingOffsetsByTimestampStrategy to 'latest' to start from the "
+                        "latest offset in that case.",
+                        option=f"{role}Timestamp",
+                    )
+        return resolved
 
 
 def _data_loss(settings: SourceSettings, message: str, tp: TopicPartition, expected: int, available: int) -> None:
@@ -436,7 +462,10 @@ class KafkaBatchReader(DataSourceReader):
         return self._ranges
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return _read(self.settings, partition)  # type: ignore[arg-type]
+        if not isinstance(partition, KafkaInputPartition):
+            # With no ranges to read, PySpark still runs one task with a placeholder partition of its own.
+            return iter(())
+        return _read(self.settings, partition)
 
 
 # -- writers --------------------------------------------------------------------------------------------

@@ -135,3 +135,19 @@ def test_key_partition_matches_kafkas_default_partitioner() -> None:
         assert murmur2(key) & 0xFFFFFFFF == signed & 0xFFFFFFFF
         assert key_partition(key, 1000) == (signed & 0x7FFFFFFF) % 1000
     assert {key_partition(f"u{i}".encode(), 4) for i in range(100)} == {0, 1, 2, 3}
+
+
+def test_offsets_for_time_is_exact_even_where_the_broker_is_not(bootstrap_servers: str, kafka: Kafka, topic_factory) -> None:
+    topic = topic_factory(partitions=2)
+    producer = KafkaProducer(bootstrap_servers=bootstrap_servers, linger_ms=20)
+    for i in range(10):
+        producer.send(topic, value=b"x", partition=0, timestamp_ms=1_000_000 + 1000 * i)
+    producer.send(topic, value=b"y", partition=1, timestamp_ms=5_000_000)
+    producer.flush()
+    producer.close()
+    tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    # Tansu answers ListOffsets-by-timestamp with offset 0 whatever the time; the result must not.
+    assert kafka.offsets_for_time(topic, 1_004_500) == {tp0: 5, tp1: 0}
+    assert kafka.offsets_for_time([tp0], 1_000_000) == {tp0: 0}
+    assert kafka.offsets_for_time([tp0], 1_009_000) == {tp0: 9}
+    assert kafka.offsets_for_time(topic, 6_000_000) == {tp0: None, tp1: None}

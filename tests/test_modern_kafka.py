@@ -411,3 +411,30 @@ def test_sigkill_of_the_driver_then_restart_gives_no_gap_and_no_duplicate(bootst
     assert len(got) == len(set(got)), "duplicates after the restart"
     assert got == expected, f"missing {len(set(expected) - set(got))} records"
     assert set(rows["value"]) == {f"v-{p}-{i}" for p, o in expected for i in [o]}
+
+
+def test_starting_and_ending_timestamps(spark, bootstrap_servers, topic_factory, tmp_path) -> None:
+    topic = topic_factory(partitions=2)
+    producer = KafkaProducer(bootstrap_servers=bootstrap_servers, linger_ms=20)
+    for i in range(10):
+        for p in (0, 1):
+            producer.send(topic, value=f"{p}-{i}".encode(), partition=p, timestamp_ms=1_700_000_000_000 + 1000 * i + p * 500)
+    producer.flush()
+    producer.close()
+    fmt = source_format(spark)
+
+    def base():  # a new reader each time: DataFrameReader.option mutates the reader it is called on
+        return spark.read.format(fmt).option("kafka.bootstrap.servers", bootstrap_servers).option("subscribe", topic)
+
+    rows = base().option("startingTimestamp", "1700000003000").option("endingTimestamp", "1700000006000").load().collect()
+    # partition 0: timestamps ...3000 (offset 3) up to before ...6000 (offset 6); partition 1 (+500): offsets 3..5.
+    assert sorted((r.partition, r.offset) for r in rows) == [(0, 3), (0, 4), (0, 5), (1, 3), (1, 4), (1, 5)]
+    by_partition = json.dumps({topic: {"0": 1_700_000_008_000, "1": 1_700_000_000_000}})
+    stream = _run_available_now(
+        _reader(spark, bootstrap_servers, subscribe=topic, startingOffsetsByTimestamp=by_partition), tmp_path / "ts"
+    )
+    assert sorted((r[1], r[2]) for r in _all(stream)) == [(0, 8), (0, 9)] + [(1, o) for o in range(10)]
+    with pytest.raises(Exception, match="No offset matched from request of topic-partition"):
+        base().option("startingTimestamp", "1800000000000").load().collect()
+    latest = base().option("startingTimestamp", "1800000000000").option("startingOffsetsByTimestampStrategy", "latest").load()
+    assert latest.count() == 0
