@@ -165,6 +165,7 @@ class Kafka:
             try:
                 self._admin = KafkaAdminClient(
                     bootstrap_servers=self.bootstrap_servers,
+                    bootstrap_timeout_ms=int(self.timeout_s * 1000),
                     request_timeout_ms=int(self.timeout_s * 1000),
                     **_only_known(self.settings, KafkaAdminClient.DEFAULT_CONFIG),
                 )
@@ -357,29 +358,27 @@ class Kafka:
 
     # -- consumer groups -------------------------------------------------------------------------------
 
-    def commit_group_offsets(self, group_id: str, offsets: dict[TopicPartition, int]) -> None:
-        """Commit ``offsets`` (the next offset to read, per partition) as consumer group ``group_id``.
+    def commit_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, str]:
+        """Commit ``offsets`` (the next offset to read, per partition) for consumer group ``group_id``.
 
-        The group never joins (no rebalance): this only records positions, so lag tools can see them.
+        Uses the admin API, so nothing joins the group: this only records positions, e.g. for lag tools.
+        Returns the partitions the broker refused, with the error's name (empty: all committed).
         """
+        from kafka.errors import NoError
         from kafka.structs import OffsetAndMetadata
 
         if not offsets:
-            return
-        consumer = self._consumer(group_id=group_id)
-        try:
-            consumer.commit({tp: OffsetAndMetadata(int(o), "", -1) for tp, o in offsets.items()})
-        finally:
-            consumer.close(autocommit=False)
+            return {}
+        request = {tp: OffsetAndMetadata(int(o), "", -1) for tp, o in offsets.items()}
+        result = self.admin.alter_group_offsets(group_id, request)
+        refused = {tp: error.__name__ for tp, error in result.items() if error is not NoError}
+        refused.update({tp: "no answer for this partition" for tp in offsets if tp not in result})
+        return refused
 
-    def group_offsets(self, group_id: str, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        """Committed offsets of ``group_id`` for ``partitions``; partitions with none are absent."""
-        consumer = self._consumer(group_id=group_id)
-        try:
-            committed = {tp: consumer.committed(tp) for tp in partitions}
-        finally:
-            consumer.close(autocommit=False)
-        return {tp: o for tp, o in committed.items() if o is not None and o >= 0}
+    def group_offsets(self, group_id: str) -> dict[TopicPartition, int]:
+        """Every offset committed by consumer group ``group_id`` (partitions with none are absent)."""
+        listed = self.admin.list_group_offsets({group_id: None}).get(group_id, {})
+        return {TopicPartition(tp.topic, tp.partition): c.offset for tp, c in listed.items() if c.offset != -1}
 
     # -- reads -----------------------------------------------------------------------------------------
 

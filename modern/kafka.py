@@ -677,8 +677,10 @@ def GroupOffsetCommitter(spark: Any, group_id: str, bootstrap_servers: str, *, q
                 if not offsets:
                     continue
                 with Kafka(bootstrap_servers) as kafka:
-                    kafka.commit_group_offsets(group_id, offsets)
-                self.committed.update(offsets)
+                    refused = kafka.commit_group_offsets(group_id, offsets)
+                if refused:
+                    log.error("committing offsets of group %r failed for %s", group_id, refused)
+                self.committed.update({tp: o for tp, o in offsets.items() if tp not in refused})
                 figures = offsets_behind_latest(source)
                 if figures is not None:
                     self.behind_latest[str(progress.id)] = figures

@@ -151,3 +151,16 @@ def test_offsets_for_time_is_exact_even_where_the_broker_is_not(bootstrap_server
     assert kafka.offsets_for_time([tp0], 1_000_000) == {tp0: 0}
     assert kafka.offsets_for_time([tp0], 1_009_000) == {tp0: 9}
     assert kafka.offsets_for_time(topic, 6_000_000) == {tp0: None, tp1: None}
+
+
+def test_an_unreachable_cluster_fails_within_the_handles_timeout() -> None:
+    import time
+
+    from kit.broker import free_port
+    from kit.errors import BrokerUnavailable
+
+    started = time.monotonic()
+    with pytest.raises(BrokerUnavailable):
+        Kafka(f"127.0.0.1:{free_port()}", timeout_s=1).topics()
+    # Bounded by the handle's timeout (1 s), not kafka-python's 30 s default; generous slack for a busy CI.
+    assert time.monotonic() - started < 15

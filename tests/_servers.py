@@ -1,0 +1,363 @@
+"""Real ZooKeeper and PostgreSQL servers for tests, from their Debian packages, one of each per session.
+
+Each server runs on a free 127.0.0.1 port in a new temporary directory, is waited for with a bounded
+deadline, dies with the test process (PR_SET_PDEATHSIG) and is always stopped and its directory removed.
+A missing package fails the fixture with the package's name and the install command (``.ci/run`` installs
+both); nothing is skipped.
+
+Example (in a test module):
+    from _servers import postgres_dsn_factory, postgres_server, zookeeper_hosts  # noqa: F401 - fixtures
+
+    def test_zk(zookeeper_hosts):            # "127.0.0.1:PORT"
+        ...
+
+    def test_pg(postgres_dsn_factory):       # a fresh database per call, dropped after the test
+        dsn = postgres_dsn_factory()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import pwd
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from kit.broker import free_port
+
+__all__ = [
+    "MissingServerPackage",
+    "PostgresServer",
+    "ServerError",
+    "ZooKeeperServer",
+    "postgres_dsn_factory",
+    "postgres_server",
+    "zookeeper_hosts",
+]
+
+_LOOPBACK = "127.0.0.1"
+_ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
+_SLF4J_SIMPLE_JAR = Path("/usr/share/java/slf4j-simple.jar")
+_POSTGRES_LIB = Path("/usr/lib/postgresql")
+
+
+class ServerError(RuntimeError):
+    """A test server could not be started."""
+
+
+class MissingServerPackage(ServerError):
+    """A test server's Debian package is not installed.
+
+    Attributes:
+        package: the Debian package to install.
+    """
+
+    def __init__(self, package: str, missing: str) -> None:
+        self.package = package
+        super().__init__(
+            f"{missing}: install the Debian package {package!r} "
+            f"(`apt-get update && apt-get install -y {package}`, as .ci/run does) and run the tests again."
+        )
+
+
+def _die_with_parent() -> None:
+    # Between fork and exec (after any user switch, which would clear it): SIGTERM the server when the
+    # test process dies, even by SIGKILL.
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _tail(path: Path, lines: int = 25) -> str:
+    if not path.exists():
+        return ""
+    return "\n".join(path.read_bytes()[-16384:].decode("utf-8", "replace").splitlines()[-lines:])
+
+
+def _stop(process: subprocess.Popen[bytes] | None, signum: int, grace_s: float) -> None:
+    if process is None or process.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        process.send_signal(signum)
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+class ZooKeeperServer:
+    """A standalone ZooKeeper (``ZooKeeperServerMain``) from the Debian ``zookeeper`` package.
+
+    Args:
+        startup_timeout_s: how long to wait for it to serve (default 60 s).
+    """
+
+    def __init__(self, *, startup_timeout_s: float = 60.0) -> None:
+        self.startup_timeout_s = startup_timeout_s
+        self.port: int | None = None
+        self.workdir: Path | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def hosts(self) -> str:
+        """Connection string for clients: ``127.0.0.1:PORT``."""
+        return f"{_LOOPBACK}:{self.port}"
+
+    def start(self) -> ZooKeeperServer:
+        """Start the server and wait until it answers ``srvr`` as a standalone server.
+
+        Raises:
+            MissingServerPackage: ``zookeeper`` (or a Java runtime) is not installed.
+            ServerError: it exited or did not serve within ``startup_timeout_s``.
+        """
+        if not _ZOOKEEPER_JAR.is_file():
+            raise MissingServerPackage("zookeeper", f"ZooKeeper is not installed ({_ZOOKEEPER_JAR} is missing)")
+        java = shutil.which("java")
+        if java is None:
+            raise MissingServerPackage("default-jre-headless", "no `java` on PATH to run ZooKeeper")
+        classpath = [str(_ZOOKEEPER_JAR)]  # its manifest's Class-Path brings the other jars of the package
+        if _SLF4J_SIMPLE_JAR.is_file():
+            classpath.append(str(_SLF4J_SIMPLE_JAR))
+        self.workdir = Path(tempfile.mkdtemp(prefix="dmk-zookeeper-"))
+        self.port = free_port()
+        config = self.workdir / "zoo.cfg"
+        config.write_text(
+            f"tickTime=1000\ndataDir={self.workdir / 'data'}\nclientPort={self.port}\n"
+            f"clientPortAddress={_LOOPBACK}\nmaxClientCnxns=0\nadmin.enableServer=false\n"
+            "4lw.commands.whitelist=srvr\n"
+        )
+        log = self.workdir / "zookeeper.log"
+        with log.open("wb") as out:
+            self._process = subprocess.Popen(
+                [java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                 "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", ":".join(classpath),
+                 "org.apache.zookeeper.server.ZooKeeperServerMain", str(config)],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=self.workdir,
+                preexec_fn=_die_with_parent,
+            )
+        try:
+            self._wait_until_serving(log)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _srvr(self) -> bytes:
+        with socket.create_connection((_LOOPBACK, self.port), timeout=2) as sock:
+            sock.sendall(b"srvr")
+            chunks = []
+            while chunk := sock.recv(4096):
+                chunks.append(chunk)
+            return b"".join(chunks)
+
+    def _wait_until_serving(self, log: Path) -> None:
+        deadline = time.monotonic() + self.startup_timeout_s
+        last = "no answer yet"
+        while time.monotonic() < deadline:
+            assert self._process is not None
+            if self._process.poll() is not None:
+                raise ServerError(f"ZooKeeper exited with code {self._process.returncode} while starting on port "
+                                  f"{self.port}; its log:\n{_tail(log)}")
+            try:
+                answer = self._srvr()
+            except OSError as exc:
+                last = repr(exc)
+            else:
+                if b"Mode: standalone" in answer:
+                    return
+                last = answer.decode("utf-8", "replace").strip()
+            time.sleep(0.05)
+        raise ServerError(f"ZooKeeper on port {self.port} did not serve within {self.startup_timeout_s:g} s "
+                          f"(last answer: {last}); its log:\n{_tail(log)}")
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, SIGKILL after 10 s) and remove its directory. Safe to call twice."""
+        process, self._process = self._process, None
+        _stop(process, signal.SIGTERM, 10.0)
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+
+    def __enter__(self) -> ZooKeeperServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def _postgres_bindir() -> Path:
+    def version(path: Path) -> tuple[int, ...]:
+        return tuple(int(part) for part in re.findall(r"\d+", path.parent.parent.name))
+
+    found = sorted(_POSTGRES_LIB.glob("*/bin/postgres"), key=version)
+    if found:
+        return found[-1].parent
+    on_path = shutil.which("postgres")
+    if on_path and Path(on_path).resolve().with_name("initdb").exists():
+        return Path(on_path).resolve().parent
+    raise MissingServerPackage(
+        "postgresql", f"PostgreSQL's server is not installed (no {_POSTGRES_LIB}/*/bin/postgres)"
+    )
+
+
+class PostgresServer:
+    """A throwaway PostgreSQL cluster (``initdb`` + ``postgres``) from the Debian ``postgresql`` package.
+
+    PostgreSQL refuses to run as root, so as root the cluster belongs to, and runs as, the package's
+    ``postgres`` system user; otherwise it runs as the current user. Authentication is ``trust`` on
+    127.0.0.1 only, with superuser ``postgres``.
+
+    Args:
+        startup_timeout_s: how long to wait for it to accept connections (default 60 s).
+    """
+
+    def __init__(self, *, startup_timeout_s: float = 60.0) -> None:
+        self.startup_timeout_s = startup_timeout_s
+        self.port: int | None = None
+        self.workdir: Path | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def dsn(self, dbname: str = "postgres") -> str:
+        """libpq connection string for ``dbname`` as the superuser."""
+        return f"host={_LOOPBACK} port={self.port} user=postgres dbname={dbname} connect_timeout=5"
+
+    def start(self) -> PostgresServer:
+        """Create the cluster, start the server and wait until it accepts connections.
+
+        Raises:
+            MissingServerPackage: ``postgresql`` is not installed (or, as root, its ``postgres`` user is missing).
+            ServerError: ``initdb`` failed, or the server exited or did not answer within ``startup_timeout_s``.
+        """
+        bindir = _postgres_bindir()
+        run_as: dict[str, str] = {}
+        if os.geteuid() == 0:
+            try:
+                pwd.getpwnam("postgres")
+            except KeyError:
+                raise MissingServerPackage(
+                    "postgresql", "as root, PostgreSQL must run as the 'postgres' system user, which does not exist"
+                ) from None
+            run_as = {"user": "postgres", "group": "postgres"}
+        # Not under pytest's basetemp: that is private to root (0700), and the server runs as 'postgres'.
+        self.workdir = Path(tempfile.mkdtemp(prefix="dmk-postgres-"))
+        if run_as:
+            shutil.chown(self.workdir, run_as["user"], run_as["group"])
+        data = self.workdir / "data"
+        initdb = subprocess.run(
+            [str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8",
+             "--locale=C", "--no-sync", "--no-instructions"],
+            cwd=self.workdir, capture_output=True, timeout=120, check=False, **run_as,
+        )
+        if initdb.returncode != 0:
+            output = (initdb.stdout + initdb.stderr).decode("utf-8", "replace")
+            self.stop()
+            raise ServerError(f"initdb failed with code {initdb.returncode}:\n{output}")
+        self.port = free_port()
+        log = self.workdir / "postgres.log"
+        with log.open("wb") as out:
+            self._process = subprocess.Popen(
+                [str(bindir / "postgres"), "-D", str(data), "-p", str(self.port), "-k", str(self.workdir),
+                 "-c", f"listen_addresses={_LOOPBACK}", "-c", "fsync=off", "-c", "full_page_writes=off"],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=self.workdir,
+                preexec_fn=_die_with_parent, **run_as,
+            )
+        try:
+            self._wait_until_ready(log)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_until_ready(self, log: Path) -> None:
+        import psycopg
+
+        deadline = time.monotonic() + self.startup_timeout_s
+        last = "no answer yet"
+        while time.monotonic() < deadline:
+            assert self._process is not None
+            if self._process.poll() is not None:
+                raise ServerError(f"PostgreSQL exited with code {self._process.returncode} while starting on port "
+                                  f"{self.port}; its log:\n{_tail(log)}")
+            try:
+                with psycopg.connect(self.dsn(), autocommit=True, connect_timeout=2) as connection:
+                    connection.execute("SELECT 1")
+                return
+            except psycopg.OperationalError as exc:
+                last = str(exc).strip()
+            time.sleep(0.05)
+        raise ServerError(f"PostgreSQL on port {self.port} did not accept connections within "
+                          f"{self.startup_timeout_s:g} s (last error: {last}); its log:\n{_tail(log)}")
+
+    def stop(self) -> None:
+        """Stop the server (fast shutdown, SIGKILL after 15 s) and remove the cluster. Safe to call twice."""
+        process, self._process = self._process, None
+        _stop(process, signal.SIGINT, 15.0)
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+
+    def __enter__(self) -> PostgresServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+@pytest.fixture(scope="session")
+def zookeeper_hosts() -> Iterator[str]:
+    """``127.0.0.1:PORT`` of the session's ZooKeeper server."""
+    server = ZooKeeperServer()
+    try:
+        server.start()
+    except ServerError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        yield server.hosts
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """The session's PostgreSQL server."""
+    server = PostgresServer()
+    try:
+        server.start()
+    except ServerError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def postgres_dsn_factory(postgres_server: PostgresServer) -> Iterator[Callable[[], str]]:
+    """Create empty databases for this test (``dsn = postgres_dsn_factory()``); dropped afterwards."""
+    import psycopg
+
+    created: list[str] = []
+
+    def make() -> str:
+        name = f"pytest_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(postgres_server.dsn(), autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{name}"')
+        created.append(name)
+        return postgres_server.dsn(name)
+
+    yield make
+    if created:
+        with psycopg.connect(postgres_server.dsn(), autocommit=True) as admin:
+            for name in created:
+                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
