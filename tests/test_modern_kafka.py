@@ -438,3 +438,39 @@ def test_starting_and_ending_timestamps(spark, bootstrap_servers, topic_factory,
         base().option("startingTimestamp", "1800000000000").load().collect()
     latest = base().option("startingTimestamp", "1800000000000").option("startingOffsetsByTimestampStrategy", "latest").load()
     assert latest.count() == 0
+
+
+def test_min_offsets_per_trigger_waits_for_enough_records_or_the_delay(bootstrap_servers, topic_factory) -> None:
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
+    from modern._options import SourceSettings
+    from modern.kafka import KafkaStreamReader
+
+    topic = topic_factory(partitions=2)
+    settings = SourceSettings.from_options(
+        {"kafka.bootstrap.servers": bootstrap_servers, "subscribe": topic, "startingOffsets": "earliest",
+         "minOffsetsPerTrigger": "100", "maxOffsetsPerTrigger": "1000", "maxTriggerDelay": "1h"},
+        streaming=True,
+    )
+    reader = KafkaStreamReader(settings)
+    try:
+        assert reader.getDefaultReadLimit() == ReadMaxRows(1000)
+        start = reader.initialOffset()
+        assert start == {topic: {"0": 0, "1": 0}}
+        _produce(bootstrap_servers, topic, {0: 20, 1: 10})
+        # As Spark's delayBatch: the first trigger is "overdue" (no trigger yet), so it runs.
+        first = reader.latestOffset(start, ReadMaxRows(1000))
+        assert first == {topic: {"0": 20, "1": 10}}
+        _produce(bootstrap_servers, topic, {0: 30, 1: 30})
+        assert reader.latestOffset(first, ReadMaxRows(1000)) == first  # 60 new < 100: wait
+        # The engine's ReadAllAvailable overrides the source's own limits.
+        assert reader.latestOffset(first, ReadAllAvailable()) == {topic: {"0": 50, "1": 40}}
+        _produce(bootstrap_servers, topic, {0: 40})
+        assert reader.latestOffset(first, ReadMaxRows(1000)) == {topic: {"0": 90, "1": 40}}  # 100 new: go
+        _produce(bootstrap_servers, topic, {1: 5})
+        third = {topic: {"0": 90, "1": 40}}
+        assert reader.latestOffset(third, ReadMaxRows(1000)) == third
+        reader._last_trigger_ms -= 3_600_000  # an hour passes: maxTriggerDelay forces the batch
+        assert reader.latestOffset(third, ReadMaxRows(1000)) == {topic: {"0": 90, "1": 45}}
+    finally:
+        reader.stop()
