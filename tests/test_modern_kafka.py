@@ -366,8 +366,24 @@ def test_group_offset_committer(spark, bootstrap_servers, kafka, topic_factory, 
             assert time.monotonic() < deadline, f"group offsets {kafka.group_offsets(group)}"
             time.sleep(0.1)
         assert listener.committed == expected
+        # The last batch drained the topic: nothing is behind latest (as Spark's source metrics would say).
+        assert list(listener.behind_latest.values()) == [
+            {"minOffsetsBehindLatest": 0.0, "maxOffsetsBehindLatest": 0.0, "avgOffsetsBehindLatest": 0.0}
+        ]
     finally:
         spark.streams.removeListener(listener)
+
+
+def test_offsets_behind_latest_from_progress() -> None:
+    from types import SimpleNamespace
+
+    from modern.kafka import offsets_behind_latest
+
+    source = SimpleNamespace(latestOffset='{"t": {"0": 100, "1": 50}}', endOffset='{"t": {"0": 40, "1": 50}}')
+    assert offsets_behind_latest(source) == {
+        "minOffsetsBehindLatest": 0.0, "maxOffsetsBehindLatest": 60.0, "avgOffsetsBehindLatest": 30.0,
+    }
+    assert offsets_behind_latest(SimpleNamespace(latestOffset=None, endOffset='{"t": {"0": 1}}')) is None
 
 
 # -- exactly-once across a driver crash ------------------------------------------------------------------------
