@@ -1,7 +1,20 @@
-"""The DStream (Spark Streaming) side of the kit.
+"""The DStream (Spark Streaming) side of the kit. It depends on ``kit`` only, never on ``modern`` or ``compare``.
 
-Not built yet: the Kafka direct/receiver streams, checkpoint recovery, offset stores and rate control
-arrive with the legacy issue. It will depend on ``kit`` only, never on ``modern`` or ``compare``.
+Public modules:
+
+* :mod:`legacy.kafka` -- Spark 2.4's ``pyspark.streaming.kafka`` on PySpark 4.3: ``KafkaUtils.createDirectStream``,
+  ``KafkaUtils.createRDD``, ``OffsetRange``, ``TopicAndPartition``, ``Broker``, ``KafkaMessageAndMetadata``,
+  ``offsetRanges()`` in ``transform``/``foreachRDD``, and ``get_or_create`` (checkpoint recovery that refuses a
+  checkpoint written by other job code);
+* :mod:`legacy.rate` -- Spark's direct-stream rate limit and PID estimator as pure functions;
+* :mod:`legacy.errors` -- the errors the DStream side raises.
+
+Example (a Spark 2.4 job, only the import changed):
+    >>> from legacy.kafka import KafkaUtils, OffsetRange                                   # doctest: +SKIP
+    >>> stream = KafkaUtils.createDirectStream(ssc, ["events"], {"metadata.broker.list": "h:9092"})  # doctest: +SKIP
+    >>> stream.foreachRDD(lambda rdd: print(rdd.offsetRanges()))                           # doctest: +SKIP
+
+See ``docs/legacy.md``.
 """
 
-__all__: list[str] = []
+__all__: list[str] = ["errors", "kafka", "rate"]
