@@ -1,7 +1,8 @@
 """A DStream job that resumes from an offset store after its driver is SIGKILLed mid-stream.
 
-SQLite (results and offsets in one transaction): every record exactly once. Kafka consumer group (output,
-then commit): every record at least once, duplicates only from batches whose commit the crash prevented.
+SQLite (results and offsets in one transaction): every record exactly once. Kafka consumer group and
+ZooKeeper (output, then save): every record at least once, duplicates only from batches whose offsets the
+crash kept from being saved.
 """
 
 from __future__ import annotations
@@ -81,16 +82,17 @@ def test_sqlite_store_resumes_exactly_once(bootstrap_servers, topic_factory, tmp
     assert offsets == PER_PARTITION
 
 
-def test_kafka_group_store_resumes_at_least_once(bootstrap_servers, topic_factory, tmp_path) -> None:
+@pytest.mark.parametrize("store", ["kafka", "zookeeper"])
+def test_group_and_zookeeper_stores_resume_at_least_once(store, bootstrap_servers, topic_factory, tmp_path, request) -> None:
     topic = topic_factory(partitions=2)
     expected = _produce(bootstrap_servers, topic)
-    group = f"copy-{topic}"
+    location = f"copy-{topic}" if store == "kafka" else request.getfixturevalue("zookeeper_hosts")
     results = tmp_path / "copied.jsonl"
 
     def stored() -> int:
         return sum(1 for _ in results.open()) if results.exists() else 0
 
-    _crash_and_resume(bootstrap_servers, topic, "kafka", group, str(results), stored)
+    _crash_and_resume(bootstrap_servers, topic, store, location, str(results), stored)
     values = [json.loads(line) for line in results.open()]
     counts = Counter(values)
     assert set(counts) == expected  # no gap

@@ -23,7 +23,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from _servers import postgres_dsn_factory, postgres_server, zookeeper_hosts  # noqa: F401 - fixtures
 
 from kit.broker import free_port
 from kit.errors import BrokerUnavailable, ConfigError

@@ -3,8 +3,9 @@
     python -m tests.drivers.legacy_store_copy BOOTSTRAP TOPIC STORE LOCATION RESULTS {run|drain} TOTAL
 
 STORE is ``sqlite`` (LOCATION: database file, which also holds the results, written in the same
-transaction as the offsets: exactly-once; RESULTS is ignored) or ``kafka`` (LOCATION: consumer group;
-results are appended to the JSON Lines file RESULTS, then the offsets committed: at-least-once). The stream resumes from the store's offsets (``fromOffsets``).
+transaction as the offsets: exactly-once; RESULTS is ignored), ``kafka`` (LOCATION: consumer group) or
+``zookeeper`` (LOCATION: ZooKeeper hosts); with those two, results are appended to the JSON Lines file
+RESULTS, then the offsets saved: at-least-once. The stream resumes from the store's offsets (``fromOffsets``).
 ``run`` processes at most 100 records per partition per 0.5 s batch until killed; ``drain`` stops once
 TOTAL records have been stored.
 """
@@ -17,7 +18,7 @@ import time
 
 from kit.spark import streaming_context
 from legacy.kafka import KafkaUtils, TopicAndPartition
-from legacy.offsets import KafkaGroupOffsetStore, SqlOffsetStore
+from legacy.offsets import KafkaGroupOffsetStore, SqlOffsetStore, ZooKeeperOffsetStore
 
 
 def main(bootstrap: str, topic: str, store_kind: str, location: str, results: str, mode: str, total: str) -> int:
@@ -29,7 +30,7 @@ def main(bootstrap: str, topic: str, store_kind: str, location: str, results: st
             tx.execute("CREATE TABLE IF NOT EXISTS copied (value TEXT)")
             tx.save_offsets([])
     else:
-        store = KafkaGroupOffsetStore(bootstrap, location)
+        store = KafkaGroupOffsetStore(bootstrap, location) if store_kind == "kafka" else ZooKeeperOffsetStore(location)
         store_results = results
     resume = store.load([topic])
     params = {"metadata.broker.list": bootstrap, "auto.offset.reset": "smallest"}
