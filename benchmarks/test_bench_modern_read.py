@@ -8,31 +8,14 @@ shapes PySpark's Python Data Source API accepts; the raw consumer loop is the re
 from __future__ import annotations
 
 import datetime
-import uuid
-
 import pyarrow as pa
 import pytest
-from kafka import KafkaProducer
 
 from kit.kafka import Kafka
 from modern._options import SourceSettings
 from modern.kafka import KafkaInputPartition, _read
 
-RECORDS = 200_000
-
-
-@pytest.fixture(scope="module")
-def loaded_topic(bootstrap_servers: str) -> str:
-    topic = f"bench_modern_{uuid.uuid4().hex[:8]}"
-    with Kafka(bootstrap_servers) as kafka:
-        kafka.create_topic(topic, 1)
-    producer = KafkaProducer(bootstrap_servers=bootstrap_servers, linger_ms=20, batch_size=1 << 20)
-    value = b'{"event_id":"e42-0000000000","user":"u0042","key":"k0007","ad_id":"ad-0013","event_time":1767225600123}'
-    for i in range(RECORDS):
-        producer.send(topic, key=b"u%04d" % (i % 100), value=value, partition=0)
-    producer.flush()
-    producer.close()
-    return topic
+from conftest import RECORDS
 
 
 def _settings(bootstrap_servers: str, topic: str) -> SourceSettings:

@@ -6,28 +6,12 @@ than the bare loop (both read every record of a 200k-record partition of ~130-by
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaConsumer, TopicPartition
 
 from kit.kafka import Kafka
 
-RECORDS = 200_000
-
-
-@pytest.fixture(scope="module")
-def loaded_topic(bootstrap_servers: str) -> str:
-    topic = f"bench_read_{uuid.uuid4().hex[:8]}"
-    with Kafka(bootstrap_servers) as kafka:
-        kafka.create_topic(topic, 1)
-    producer = KafkaProducer(bootstrap_servers=bootstrap_servers, linger_ms=20, batch_size=1 << 20)
-    value = b'{"event_id":"e42-0000000000","user":"u0042","key":"k0007","ad_id":"ad-0013","event_time":1767225600123}'
-    for i in range(RECORDS):
-        producer.send(topic, key=b"u%04d" % (i % 100), value=value, partition=0)
-    producer.flush()
-    producer.close()
-    return topic
+from conftest import RECORDS
 
 
 def _bare_loop(bootstrap_servers: str, topic: str) -> int:

@@ -8,11 +8,11 @@ times, without keys, to partition 0.
 from __future__ import annotations
 
 import pickle
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 
 import pytest
+from _streaming import await_condition as _await_condition
 
 from kit.errors import ConfigError, OffsetOutOfRange, UnknownTopic
 from kit.kafka import Kafka
@@ -59,13 +59,7 @@ def send_values(kafka: Kafka, topic: str, values_by_partition: dict[int, list[st
 
 
 def await_condition(ssc, condition: Callable[[], bool], what: Callable[[], object], timeout_s: float = TIMEOUT_S) -> None:
-    """Wait until ``condition()``; fail with the last observed ``what()`` (and surface stream errors)."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s:g} s; last observed: {what()!r}")
-        if ssc.awaitTerminationOrTimeout(0.05):
-            raise AssertionError(f"the streaming context stopped; last observed: {what()!r}")
+    _await_condition(ssc, condition, what, timeout_s)
 
 
 @pytest.fixture

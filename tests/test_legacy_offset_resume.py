@@ -8,20 +8,15 @@ crash kept from being saved.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
-import subprocess
-import sys
-import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from kafka import KafkaProducer
 
+from tests.drivers import driver_command, kill_mid_stream, run_to_completion
+
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
-REPO = Path(__file__).resolve().parents[1]
 PER_PARTITION = {0: 700, 1: 500}
 TOTAL = sum(PER_PARTITION.values())
 
@@ -40,24 +35,11 @@ def _produce(bootstrap_servers: str, topic: str) -> set[str]:
 
 
 def _crash_and_resume(bootstrap_servers: str, topic: str, store: str, location: str, results: str, progress) -> None:  # noqa: ANN001
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    command = [sys.executable, "-m", "tests.drivers.legacy_store_copy", bootstrap_servers, topic, store, location, results]
-    driver = subprocess.Popen(command + ["run", str(TOTAL)], cwd=REPO, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 180
-        while progress() < 300:  # a few batches stored, most of the input still ahead
-            assert driver.poll() is None, driver.stderr.read().decode()[-3000:]
-            assert time.monotonic() < deadline, f"only {progress()} records stored after 180 s"
-            time.sleep(0.05)
-        driver.send_signal(signal.SIGKILL)
-        driver.wait(timeout=30)
-    finally:
-        if driver.poll() is None:
-            driver.kill()
+    command = driver_command("legacy_store_copy", bootstrap_servers, topic, store, location, results)
+    # Killed after a few stored batches, with most of the input still ahead.
+    kill_mid_stream(command + ["run", str(TOTAL)], lambda: progress() >= 300, progress)
     assert progress() < TOTAL, "the driver finished before it could be killed mid-stream"
-    drain = subprocess.run(command + ["drain", str(TOTAL)], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-    assert drain.returncode == 0, drain.stderr[-3000:]
+    run_to_completion(command + ["drain", str(TOTAL)])
 
 
 def test_sqlite_store_resumes_exactly_once(bootstrap_servers, topic_factory, tmp_path) -> None:

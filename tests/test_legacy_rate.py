@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import doctest
 import random
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from _streaming import await_condition as run_until
 
 from kit.errors import ConfigError
 from kit.kafka import Kafka
@@ -251,15 +251,6 @@ def produce(kafka: Kafka, topic: str, counts: dict[int, int]) -> None:
             producer.send(topic, value=f"{partition}-{i}".encode(), partition=partition)
     producer.flush()
     producer.close()
-
-
-def run_until(ssc, condition, what, timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s:g} s; last observed: {what()!r}")
-        if ssc.awaitTerminationOrTimeout(0.05):
-            raise AssertionError(f"the streaming context stopped; last observed: {what()!r}")
 
 
 @pytest.fixture

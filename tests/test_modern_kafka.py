@@ -390,37 +390,20 @@ def test_offsets_behind_latest_from_progress() -> None:
 
 
 def test_sigkill_of_the_driver_then_restart_gives_no_gap_and_no_duplicate(bootstrap_servers, topic_factory, tmp_path) -> None:
-    import os
-    import signal
-    import subprocess
-    import sys
-
     from modern.sinks import read_batches
+    from tests.drivers import driver_command, kill_mid_stream, run_to_completion
 
     topic = topic_factory(partitions=3)
     _produce(bootstrap_servers, topic, {0: 400, 1: 300, 2: 300})
     ckpt, out = tmp_path / "ckpt", tmp_path / "out"
-    repo = Path(__file__).resolve().parents[1]
-    env = {**os.environ, "PYTHONPATH": str(repo)}
-    command = [sys.executable, "-m", "tests.drivers.modern_copy", bootstrap_servers, topic, str(ckpt), str(out)]
+    command = driver_command("modern_copy", bootstrap_servers, topic, ckpt, out)
 
-    driver = subprocess.Popen(command + ["run"], cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 180
-        while len(list(out.glob("batch=*.parquet"))) < 4:  # killed mid-stream, after a few committed batches
-            assert driver.poll() is None, driver.stderr.read().decode()[-3000:]
-            assert time.monotonic() < deadline, "the driver wrote fewer than 4 batches in 180 s"
-            time.sleep(0.05)
-        driver.send_signal(signal.SIGKILL)
-        driver.wait(timeout=30)
-    finally:
-        if driver.poll() is None:
-            driver.kill()
-    written_before = len(read_batches(out))
-    assert 0 < written_before < 1000
+    def batches_written() -> int:
+        return len(list(out.glob("batch=*.parquet")))
 
-    drain = subprocess.run(command + ["drain"], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
-    assert drain.returncode == 0, drain.stderr[-3000:]
+    kill_mid_stream(command + ["run"], lambda: batches_written() >= 4, batches_written)  # after a few batches
+    assert 0 < len(read_batches(out)) < 1000
+    run_to_completion(command + ["drain"])
     rows = read_batches(out)
     got = sorted(zip(rows["partition"], rows["offset"]))
     expected = sorted([(0, o) for o in range(400)] + [(1, o) for o in range(300)] + [(2, o) for o in range(300)])
