@@ -48,7 +48,7 @@ from kafka.errors import KafkaError
 
 from kit.errors import ConfigError
 from kit.kafka import Kafka, TopicPartition
-from legacy._offset_errors import (
+from legacy.errors import (
     CorruptStoredOffset,
     InvalidOffsetRange,
     NonContiguousOffsets,
