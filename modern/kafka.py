@@ -496,11 +496,8 @@ class _WriteCommit(WriterCommitMessage):
 
 def _write_rows(settings: SinkSettings, rows: Iterator[Any]) -> _WriteCommit:
     """Produce every row and wait for every acknowledgement; any failure fails the task (and the batch)."""
-    from kafka import KafkaProducer
-
-    producer = KafkaProducer(
-        bootstrap_servers=settings.bootstrap_servers, **{"linger_ms": 5, **settings.client, **settings.producer}
-    )
+    with Kafka(settings.bootstrap_servers, settings=settings.client) as kafka:
+        producer = kafka.producer(**{"linger_ms": 5, **settings.producer})
     futures = []
     try:
         for row in rows:
@@ -664,6 +661,8 @@ def GroupOffsetCommitter(spark: Any, group_id: str, bootstrap_servers: str, *, q
         def __init__(self) -> None:
             self.behind_latest: dict[str, dict[str, float]] = {}
             self.committed: dict[TopicPartition, int] = {}
+            # One handle for the listener's life: progress events arrive on Spark's single listener thread.
+            self._kafka = Kafka(bootstrap_servers)
 
         def onQueryStarted(self, event: Any) -> None:
             pass
@@ -676,8 +675,7 @@ def GroupOffsetCommitter(spark: Any, group_id: str, bootstrap_servers: str, *, q
                 offsets = _kafka_offsets(source.endOffset)
                 if not offsets:
                     continue
-                with Kafka(bootstrap_servers) as kafka:
-                    refused = kafka.commit_group_offsets(group_id, offsets)
+                refused = self._kafka.commit_group_offsets(group_id, offsets)
                 if refused:
                     log.error("committing offsets of group %r failed for %s", group_id, refused)
                 self.committed.update({tp: o for tp, o in offsets.items() if tp not in refused})
