@@ -67,7 +67,7 @@ __all__ = [
     "write_dataset",
 ]
 
-DATASET_FORMAT = "dmk-dataset/1"
+DATASET_FORMAT = "dmk-dataset/2"
 """Value of the manifest's ``format`` field; bumped whenever the file layout or the generator changes."""
 
 COLUMNS: tuple[str, ...] = ("seq", "key", "value", "timestamp_ms", "partition", "kind")
@@ -153,6 +153,7 @@ _INT_MINIMUMS = {
     "campaigns": 1,
     "allowed_lateness_ms": 1,
     "lateness_margin_ms": 0,
+    "window_ms": 0,
 }
 _FRACTIONS = ("late_fraction", "too_late_fraction", "duplicate_fraction", "malformed_fraction")
 
@@ -182,17 +183,23 @@ class DatasetSpec:
         late_fraction: share of records that are out of order by at most
             ``allowed_lateness_ms - lateness_margin_ms``. Default 0.0.
         too_late_fraction: share of records out of order by at least
-            ``allowed_lateness_ms + lateness_margin_ms``. Default 0.0.
+            ``allowed_lateness_ms + lateness_margin_ms + window_ms`` (:attr:`too_late_min_ms`). Default 0.0.
         allowed_lateness_ms: the watermark delay the workloads use. Default 5_000.
         lateness_margin_ms: distance kept between every record's lateness and ``allowed_lateness_ms``,
             so late/too-late is never decided by a millisecond of watermark timing. Default 2_000.
+        window_ms: the longest event-time window of the workloads. Spark drops a record from a window only
+            when the *window's end* is behind the watermark, so a too_late record is made late by this
+            much more than the allowed lateness: then it is dropped from every window containing it.
+            Default 10_000.
         duplicate_fraction: share of records that re-deliver an earlier clean record. Default 0.0.
         malformed_fraction: share of records :func:`kit.events.parse_event` rejects, split evenly over
             its four reasons. Default 0.0.
         start_ms: event time the stream starts at. Default 1_767_225_600_000 (2026-01-01T00:00Z).
 
     Constraints beyond the ranges: ``campaigns <= ads``; ``session_margin_ms < session_gap_ms``;
-    ``lateness_margin_ms < allowed_lateness_ms``; the four fractions each lie in [0, 1) and sum to less than
+    ``lateness_margin_ms < allowed_lateness_ms``; no too_late record is late by more than
+    ``allowed_lateness_ms + session_gap_ms - lateness_margin_ms`` (session windows, which Spark closes only
+    a gap after their last event, keep every too_late record); the four fractions each lie in [0, 1) and sum to less than
     0.5; and ``session_margin_ms > allowed_lateness_ms - lateness_margin_ms``. The last one is why late
     records cannot move session boundaries: a late record arrives when the stream's maximum event time is
     at most ``allowed_lateness_ms - lateness_margin_ms`` past its own event time, and its user's previous
@@ -219,6 +226,7 @@ class DatasetSpec:
     too_late_fraction: float = 0.0
     allowed_lateness_ms: int = 5_000
     lateness_margin_ms: int = 2_000
+    window_ms: int = 10_000
     duplicate_fraction: float = 0.0
     malformed_fraction: float = 0.0
     start_ms: int = 1_767_225_600_000
@@ -261,6 +269,15 @@ class DatasetSpec:
                 "lateness_margin_ms",
                 f"less than allowed_lateness_ms={self.allowed_lateness_ms}",
                 self.lateness_margin_ms,
+            )
+        if self.too_late_max_ms + self.lateness_margin_ms > self.allowed_lateness_ms + self.session_gap_ms:
+            raise _config_error(
+                "window_ms",
+                f"at most session_gap_ms - 2 * lateness_margin_ms - {_TOO_LATE_SPREAD_MS} = "
+                f"{self.session_gap_ms - 2 * self.lateness_margin_ms - _TOO_LATE_SPREAD_MS}",
+                self.window_ms,
+                "A too_late record must stay within one session gap of the watermark, so that session windows "
+                "keep it in every engine; raise session_gap_ms or lower window_ms.",
             )
         if self.session_margin_ms <= self.late_max_ms:
             raise _config_error(
@@ -320,8 +337,13 @@ class DatasetSpec:
 
     @property
     def too_late_min_ms(self) -> int:
-        """Smallest lateness of a ``too_late`` record: allowed lateness plus margin."""
-        return self.allowed_lateness_ms + self.lateness_margin_ms
+        """Smallest lateness of a ``too_late`` record: allowed lateness plus margin plus ``window_ms``."""
+        return self.allowed_lateness_ms + self.lateness_margin_ms + self.window_ms
+
+    @property
+    def too_late_max_ms(self) -> int:
+        """Largest lateness of a ``too_late`` record: :attr:`too_late_min_ms` plus a fixed 5 s spread."""
+        return self.too_late_min_ms + _TOO_LATE_SPREAD_MS
 
     def kind_counts(self) -> dict[str, int]:
         """Exact number of rows of each kind in :func:`generate`'s output.
