@@ -10,6 +10,10 @@ Partitioning (``partition_by``):
                   go to ``seq % partitions``, so a replay is reproducible), see :func:`kit.kafka.key_partition`;
     ``"field"`` — the dataset's own ``partition`` column.
 
+A frame with a ``topic`` column is split over several topics (a workload with two inputs, such as an
+impressions/clicks join): each row goes to its own topic, every topic is created with ``partitions``, and
+the result gives end offsets per topic. Rows are still sent in frame order, so the topics advance together.
+
 Example:
     >>> frame = read_dataset("events.parquet")                              # doctest: +SKIP
     >>> result = replay(frame, "127.0.0.1:9092", ReplaySettings(topic="events", partitions=4))
@@ -83,8 +87,9 @@ class ReplayResult:
         topic: the topic written.
         records: records sent and acknowledged (always all of them: otherwise replay raises).
         seconds: wall time from the first send to the last acknowledgement.
-        end_offsets: partition → end offset of the topic after the replay (exact, see kit.kafka).
-        log: one row per dataset record: ``seq, partition, offset, produced_ms``.
+        end_offsets: partition → end offset of ``topic`` after the replay (exact, see kit.kafka).
+        log: one row per dataset record: ``seq, topic, partition, offset, produced_ms``.
+        topic_end_offsets: topic → partition → end offset, for every topic written.
     """
 
     topic: str
@@ -92,6 +97,7 @@ class ReplayResult:
     seconds: float
     end_offsets: dict[int, int]
     log: pd.DataFrame = field(repr=False)
+    topic_end_offsets: dict[str, dict[int, int]] = field(default_factory=dict)
 
     @property
     def rate_rps(self) -> float:
@@ -210,12 +216,16 @@ def replay(
     """
     with Kafka(bootstrap_servers, settings=kafka_settings) as kafka:
         wanted = settings.partitions or _default_partitions(frame)
-        topic_exists = settings.topic in kafka.topics()
-        if topic_exists and settings.partitions is None:
-            partitions = len(kafka.partitions(settings.topic))
-        else:
-            kafka.create_topic(settings.topic, wanted)
-            partitions = wanted
+        row_topics = frame["topic"].tolist() if "topic" in frame else None
+        names = sorted(set(row_topics)) if row_topics is not None else [settings.topic]
+        existing = kafka.topics()
+        for name in names:
+            if name in existing and settings.partitions is None:
+                partitions = len(kafka.partitions(name))
+            else:
+                kafka.create_topic(name, wanted)
+                partitions = wanted
+        # Several topics are created alike, so one partition count serves them all.
         targets = _partitions_for(frame, settings, partitions)
         n = len(frame)
         acks = _Acks(n)
@@ -240,7 +250,7 @@ def replay(
                 produced_ms[seq] = now_ms
                 try:
                     future = producer.send(
-                        settings.topic,
+                        row_topics[seq] if row_topics is not None else settings.topic,
                         key=keys[seq],
                         value=values[seq],
                         partition=int(targets[seq]),
@@ -267,10 +277,11 @@ def replay(
             raise ReplayError(
                 settings.topic, sent=n, acknowledged=acks.acknowledged, first_error=acks.first_error
             )
-        ends = kafka.end_offsets(settings.topic)
+        ends = {name: kafka.end_offsets(name) for name in names}
     log = pd.DataFrame(
         {
             "seq": frame["seq"].to_numpy() if "seq" in frame else np.arange(n),
+            "topic": row_topics if row_topics is not None else [settings.topic] * n,
             "partition": acks.partition,
             "offset": acks.offset,
             "produced_ms": produced_ms,
@@ -280,6 +291,7 @@ def replay(
         topic=settings.topic,
         records=n,
         seconds=seconds,
-        end_offsets={tp.partition: end for tp, end in ends.items()},
+        end_offsets={tp.partition: end for tp, end in ends.get(settings.topic, {}).items()},
         log=log,
+        topic_end_offsets={name: {tp.partition: end for tp, end in e.items()} for name, e in ends.items()},
     )

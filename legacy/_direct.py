@@ -232,7 +232,7 @@ def _read_ranges(spec: _ReadSpec, _split: int, ranges: Iterable[tuple[str, int, 
                     yield (key_decoder(record.key), value_decoder(record.value))
             else:
                 for record in records:
-                    message = KafkaMessageAndMetadata(topic, partition, record.offset, record.key, record.value)
+                    message = KafkaMessageAndMetadata(topic, partition, record.offset, record.key, record.value, record.timestamp)
                     message._set_key_decoder(key_decoder)
                     message._set_value_decoder(value_decoder)
                     yield handler(message)

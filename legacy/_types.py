@@ -143,14 +143,22 @@ class KafkaMessageAndMetadata:
         offset: the record's offset.
         key: raw key bytes (None for a record without key).
         message: raw value bytes (None for a tombstone).
+        timestamp: the record's Kafka timestamp in milliseconds, -1 when unknown. Not in 2.4's 0.8 class
+            (0.8 messages had no timestamp); added as the 0-10 ``ConsumerRecord.timestamp()`` so that jobs can
+            measure latency.
     """
 
-    __slots__ = ("topic", "partition", "offset", "_rawKey", "_rawMessage", "_keyDecoder", "_valueDecoder")
+    __slots__ = (
+        "topic", "partition", "offset", "timestamp", "_rawKey", "_rawMessage", "_keyDecoder", "_valueDecoder",
+    )
 
-    def __init__(self, topic: str, partition: int, offset: int, key: bytes | None, message: bytes | None) -> None:
+    def __init__(
+        self, topic: str, partition: int, offset: int, key: bytes | None, message: bytes | None, timestamp: int = -1
+    ) -> None:
         self.topic = topic
         self.partition = partition
         self.offset = offset
+        self.timestamp = timestamp
         self._rawKey = key
         self._rawMessage = message
         self._keyDecoder: Callable[[bytes | None], Any] = utf8_decoder
@@ -184,7 +192,7 @@ class KafkaMessageAndMetadata:
         return hash(self._identity())
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (KafkaMessageAndMetadata, self._identity())
+        return (KafkaMessageAndMetadata, (*self._identity(), self.timestamp))
 
     def __str__(self) -> str:
         return "KafkaMessageAndMetadata(topic: %s, partition: %d, offset: %d, key and message...)" % (

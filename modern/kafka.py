@@ -312,26 +312,49 @@ def _plan(settings: SourceSettings, start: Offsets, end: Offsets, earliest_of) -
     return split_ranges(ranges, settings.min_partitions, settings.max_records_per_partition)
 
 
+# One Kafka handle per Python worker process and client configuration, as Spark caches its Kafka consumers
+# per executor: a worker runs one task at a time, and a fresh consumer per task costs the bootstrap and
+# metadata round trips on every partition of every micro-batch.
+_WORKER_HANDLES: dict[tuple[Any, ...], Kafka] = {}
+
+
+def _handle_key(settings: SourceSettings) -> tuple[Any, ...]:
+    return (settings.bootstrap_servers, tuple(sorted((k, repr(v)) for k, v in settings.client.items())))
+
+
 def _read(settings: SourceSettings, part: KafkaInputPartition) -> Iterator[pa.RecordBatch]:
     """Read one range in an executor, as Arrow record batches of Spark's Kafka schema."""
+    key = _handle_key(settings)
+    kafka = _WORKER_HANDLES.get(key)
+    if kafka is None:
+        kafka = _WORKER_HANDLES[key] = Kafka(settings.bootstrap_servers, settings=settings.client)
+    try:
+        yield from _read_with(kafka, settings, part)
+    except BaseException:
+        # A handle that failed, or whose read was abandoned half-way, is not reused.
+        _WORKER_HANDLES.pop(key, None)
+        kafka.close()
+        raise
+
+
+def _read_with(kafka: Kafka, settings: SourceSettings, part: KafkaInputPartition) -> Iterator[pa.RecordBatch]:
     fields = _ARROW_FIELDS + ([_ARROW_HEADERS] if settings.include_headers else [])
     schema = pa.schema(fields)
-    with Kafka(settings.bootstrap_servers, settings=settings.client) as kafka:
-        start, until = part.from_offset, part.until_offset
-        try:
-            records = kafka.read_range(part.topic, part.partition, start, until, idle_timeout_s=settings.poll_timeout_ms / 1000)
-            yield from _batches(records, schema, settings.include_headers)
-        except OffsetOutOfRange as exc:
-            beginning, end = exc.available
-            tp = TopicPartition(part.topic, part.partition)
-            if start < beginning:
-                _data_loss(settings, f"Cannot fetch offset {start} of {tp.topic}-{tp.partition}", tp, start, beginning)
-            else:
-                _data_loss(settings, f"Offsets up to {until} of {tp.topic}-{tp.partition} are not in Kafka (end {end})", tp, until, end)
-            # failOnDataLoss=false: read what is still there, as Spark's consumer does.
-            lo, hi = max(start, beginning), min(until, end)
-            if lo < hi:
-                yield from _batches(kafka.read_range(part.topic, part.partition, lo, hi), schema, settings.include_headers)
+    start, until = part.from_offset, part.until_offset
+    try:
+        records = kafka.read_range(part.topic, part.partition, start, until, idle_timeout_s=settings.poll_timeout_ms / 1000)
+        yield from _batches(records, schema, settings.include_headers)
+    except OffsetOutOfRange as exc:
+        beginning, end = exc.available
+        tp = TopicPartition(part.topic, part.partition)
+        if start < beginning:
+            _data_loss(settings, f"Cannot fetch offset {start} of {tp.topic}-{tp.partition}", tp, start, beginning)
+        else:
+            _data_loss(settings, f"Offsets up to {until} of {tp.topic}-{tp.partition} are not in Kafka (end {end})", tp, until, end)
+        # failOnDataLoss=false: read what is still there, as Spark's consumer does.
+        lo, hi = max(start, beginning), min(until, end)
+        if lo < hi:
+            yield from _batches(kafka.read_range(part.topic, part.partition, lo, hi), schema, settings.include_headers)
 
 
 def _batches(records: Iterator[Any], schema: pa.Schema, include_headers: bool) -> Iterator[pa.RecordBatch]:
