@@ -1,0 +1,228 @@
+"""Workload specifications: what each paired job computes, and the exact pandas oracle it is held to.
+
+A workload is one computation written three times with the same name: ``legacy/workloads/<name>.py``
+(DStreams), ``modern/workloads/<name>.py`` (Structured Streaming) and the oracle in
+``kit/workloads/<name>.py`` (plain pandas over the dataset file, no Spark). The :class:`WorkloadSpec` in
+that last module is the contract the three share: input topics, output columns, output mode, the
+watermark delay, and which implementation variants exist and whether each must match the oracle.
+
+The contract every implementation follows:
+
+- Input: the Kafka topic(s) that :func:`kit.replay.replay` produced from a :mod:`kit.dataset` file (for a
+  workload with two inputs, :meth:`WorkloadSpec.route` names each record's input). Records that
+  :func:`kit.events.parse_event` rejects go to a dead-letter output (topic, partition, offset, reason).
+- Output rows carry the key and value columns, then ``last_input_ts``: the largest Kafka timestamp of the
+  input records behind the row's current value. The sink (:mod:`kit.sink`) adds ``batch`` and
+  ``emitted_at``; latency is ``emitted_at - last_input_ts``.
+- The final result (:func:`final_result`) is derived the same way for every engine: the last value per key
+  in update mode, all rows in append mode. Windows or sessions still open when the input ends are emitted
+  by neither engine (nothing advances the watermark past them), and the oracle leaves them out too.
+
+Example:
+    >>> from kit.dataset import DatasetSpec, generate
+    >>> spec = get("running_counts")
+    >>> frame = generate(DatasetSpec.from_profile("messy", records=20_000, seed=7))
+    >>> expected = spec.oracle(frame, DatasetSpec.from_profile("messy", records=20_000, seed=7))
+    >>> int(expected.rows["count"].sum()) + len(expected.dead_letters) == len(frame)
+    True
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from kit.dataset import DatasetSpec
+from kit.errors import ConfigError
+from kit.events import REQUIRED_FIELDS, parse_event
+
+__all__ = [
+    "NAMES",
+    "OracleResult",
+    "Variant",
+    "WorkloadSpec",
+    "final_result",
+    "get",
+    "parse_dataset",
+    "window_starts",
+]
+
+NAMES: tuple[str, ...] = ("running_counts", "windowed_counts", "sessions", "dedup", "ysb", "join")
+"""Every built-in workload, in the order the playbook presents them."""
+
+LAST_INPUT_TS = "last_input_ts"
+"""Output column: largest Kafka timestamp (ms) of the input records behind a row's current value."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One implementation of a workload on one engine.
+
+    Attributes:
+        name: the variant's name in reports (``"default"`` for the main one).
+        function: the builder's name in the engine's workload module (``build`` for the main one).
+        equivalent: whether it must match the oracle exactly. False marks an implementation kept to show a
+            migration trap (e.g. processing-time windows); its divergence is asserted, not hidden.
+        note: one line on what it is.
+    """
+
+    name: str
+    function: str
+    equivalent: bool = True
+    note: str = ""
+
+
+_DEFAULT = (Variant("default", "build"),)
+
+
+@dataclass(frozen=True)
+class OracleResult:
+    """What a correct implementation outputs for a dataset.
+
+    Attributes:
+        rows: the final result (:func:`final_result`'s shape): key and value columns, no timestamps.
+        dead_letters: ``seq, reason`` of every record the engines must dead-letter.
+        late_dropped: ``seq`` of every record (per window for windowed workloads: ``seq, window_start``) the
+            engines must drop as too late.
+    """
+
+    rows: pd.DataFrame
+    dead_letters: pd.DataFrame
+    late_dropped: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """The contract a workload's legacy, modern and oracle implementations share.
+
+    Attributes:
+        name: module name in ``kit/workloads``, ``legacy/workloads`` and ``modern/workloads``.
+        summary: one line for reports and ``dmk compare --help``.
+        inputs: logical input names; the runners map each to a topic.
+        key_columns: columns identifying an output row (a key in update mode, a row id in append mode).
+        value_columns: the other output columns (before ``last_input_ts``).
+        output_mode: ``"update"`` (the final result is the last value per key) or ``"append"`` (each row is
+            emitted once, when final).
+        granularity: what is compared, in words ("final count per key", "per event-time window").
+        watermark_delay_ms: the allowed lateness of the event-time workloads, None for the others.
+        oracle: ``oracle(frame, dataset_spec) -> OracleResult`` over a :func:`kit.dataset.generate` frame.
+        legacy: the legacy variants (the first is the main one).
+        modern: the modern variants.
+        router: for several inputs, maps the parsed dataset (:func:`parse_dataset`'s events, plus rejects) to
+            each record's input; None sends everything to ``inputs[0]``.
+    """
+
+    name: str
+    summary: str
+    inputs: tuple[str, ...]
+    key_columns: tuple[str, ...]
+    value_columns: tuple[str, ...]
+    output_mode: Literal["update", "append"]
+    granularity: str
+    watermark_delay_ms: int | None
+    oracle: Callable[[pd.DataFrame, DatasetSpec], OracleResult] = field(repr=False)
+    legacy: tuple[Variant, ...] = _DEFAULT
+    modern: tuple[Variant, ...] = _DEFAULT
+    router: Callable[[pd.DataFrame], pd.Series] | None = field(default=None, repr=False)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """Output columns in order: keys, values, ``last_input_ts``."""
+        return (*self.key_columns, *self.value_columns, LAST_INPUT_TS)
+
+    def variants(self, engine: Literal["legacy", "modern"]) -> tuple[Variant, ...]:
+        """The variants of ``engine``."""
+        return self.legacy if engine == "legacy" else self.modern
+
+    def route(self, frame: pd.DataFrame) -> pd.Series:
+        """Input name of each row of a dataset frame (all ``inputs[0]`` for a single-input workload)."""
+        if self.router is None:
+            return pd.Series(self.inputs[0], index=frame.index)
+        return self.router(frame)
+
+
+def get(name: str) -> WorkloadSpec:
+    """The spec of a built-in workload.
+
+    Raises:
+        ConfigError: ``name`` is not one of :data:`NAMES` (the message lists them).
+    """
+    if name not in NAMES:
+        raise ConfigError(
+            f"unknown workload {name!r}; the workloads are: {', '.join(NAMES)}.",
+            field="workload",
+            expected=NAMES,
+            actual=name,
+        )
+    return importlib.import_module(f"kit.workloads.{name}").SPEC
+
+
+# --------------------------------------------------------------------------------------------------------
+# Helpers the oracles share
+
+
+def parse_dataset(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Parse every record of a dataset frame as the engines do, with :func:`kit.events.parse_event`.
+
+    Returns:
+        ``(events, rejects)``. ``events`` has ``seq``, the fields of :data:`kit.events.REQUIRED_FIELDS`
+        (``event_time`` in ms) and ``prior_max_ms``: the largest event time of the valid records before it in
+        replay order (``-2**62`` for the first), i.e. what an ideal engine's watermark is computed from when
+        the record arrives. ``rejects`` has ``seq`` and ``reason``.
+    """
+    good: list[dict] = []
+    bad: list[tuple[int, str]] = []
+    for seq, value in zip(frame["seq"].tolist(), frame["value"].tolist()):
+        event, reason = parse_event(value)
+        if event is None:
+            bad.append((seq, reason))
+        else:
+            good.append({"seq": seq, **{name: event[name] for name in REQUIRED_FIELDS}})
+    events = pd.DataFrame(good, columns=["seq", *REQUIRED_FIELDS])
+    times = events["event_time"].to_numpy(dtype=np.int64)
+    prior = np.maximum.accumulate(times) if len(times) else times
+    events["prior_max_ms"] = np.concatenate([[-(2**62)], prior[:-1]]) if len(times) else prior
+    rejects = pd.DataFrame(bad, columns=["seq", "reason"])
+    return events, rejects
+
+
+def window_starts(event_time_ms: pd.Series, size_ms: int, slide_ms: int) -> pd.DataFrame:
+    """Every ``(row, window_start)`` of the event-time windows containing each time, as Spark's ``window()``.
+
+    Windows are ``[start, start + size)`` with starts on multiples of ``slide_ms`` from the epoch.
+
+    Returns:
+        A frame indexed like ``event_time_ms`` (one row per window a time falls in) with ``window_start``.
+    """
+    times = event_time_ms.to_numpy(dtype=np.int64)
+    last = times - times % slide_ms
+    parts = []
+    for k in range(size_ms // slide_ms):
+        start = last - k * slide_ms
+        parts.append(pd.DataFrame({"window_start": start}, index=event_time_ms.index)[start + size_ms > times])
+    return pd.concat(parts).sort_index(kind="stable")
+
+
+def final_result(spec: WorkloadSpec, rows: pd.DataFrame) -> pd.DataFrame:
+    """The final result of an engine's output rows (as :func:`kit.sink.read_batches` returns them).
+
+    Update mode: the last value per key, in batch order. Append mode: every row. Either way only the key and
+    value columns are kept, sorted by key, with a fresh index: the shape of :attr:`OracleResult.rows`.
+    """
+    columns = [*spec.key_columns, *spec.value_columns]
+    if rows.empty:
+        return pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
+    if spec.output_mode == "update":
+        rows = rows.sort_values("batch", kind="stable").drop_duplicates(list(spec.key_columns), keep="last")
+    return rows[columns].sort_values(columns).reset_index(drop=True)
+
+
+def sorted_rows(spec: WorkloadSpec, rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` restricted to the spec's key and value columns, sorted, with a fresh index (for oracles)."""
+    columns = [*spec.key_columns, *spec.value_columns]
+    return rows[columns].sort_values(columns).reset_index(drop=True)

@@ -1,0 +1,162 @@
+"""The DStream halves of the paired workloads, and what they build on.
+
+Each module here has the name of a workload in :mod:`kit.workloads` and exposes ``build(ssc, source) ->
+DStream`` (plus any extra variant its spec names). A builder only describes the computation: it never starts,
+stops, sleeps or talks to Kafka; :mod:`legacy.runner` does. The returned DStream's elements are tuples in the
+spec's column order (keys, values, ``last_input_ts``).
+
+:class:`Source` hands a builder its input as parsed events (dicts with the event fields plus ``kafka_ts``,
+``topic``, ``partition`` and ``offset``); records :func:`kit.events.parse_event` rejects never reach the
+builder, they go to the dead-letter output. :func:`event_time_operator` is the event-time machinery DStreams
+lack: a global watermark and per-key state with Spark's rules for late records, which the windowed, session,
+dedup, YSB and join workloads all use.
+
+Example (``raw`` a direct stream of ``(topic, partition, offset, timestamp, value)`` tuples)::
+
+    source = Source({"events": raw}, dataset_spec)
+    counts = legacy.workloads.running_counts.build(ssc, source)
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from kit.dataset import DatasetSpec
+from kit.errors import ConfigError
+from kit.events import parse_event
+
+__all__ = ["NO_WATERMARK", "Source", "event_time_operator", "parse_record"]
+
+NO_WATERMARK = -(2**62)
+"""The watermark before any event was seen: earlier than every event time."""
+
+
+def parse_record(record: tuple[str, int, int, int, bytes | None]) -> tuple[bool, Any]:
+    """``(True, event)`` for a valid record, ``(False, (topic, partition, offset, reason))`` otherwise.
+
+    ``record`` is ``(topic, partition, offset, kafka_timestamp_ms, value)``; a valid event gets those as
+    ``topic``, ``partition``, ``offset`` and ``kafka_ts`` next to its own fields.
+    """
+    topic, partition, offset, timestamp, value = record
+    event, reason = parse_event(value)
+    if event is None:
+        return False, (topic, partition, offset, reason)
+    event["kafka_ts"] = timestamp
+    event["topic"] = topic
+    event["partition"] = partition
+    event["offset"] = offset
+    return True, event
+
+
+def _is_valid(parsed: tuple[bool, Any]) -> bool:
+    return parsed[0]
+
+
+def _is_malformed(parsed: tuple[bool, Any]) -> bool:
+    return not parsed[0]
+
+
+def _payload(parsed: tuple[bool, Any]) -> Any:
+    return parsed[1]
+
+
+class Source:
+    """A legacy workload's input: parsed events per input name, dead letters and late records split off.
+
+    Args:
+        raw: input name → DStream of ``(topic, partition, offset, kafka_timestamp_ms, value)`` tuples.
+        dataset: the spec of the dataset being replayed (YSB reads its campaign table from it).
+    """
+
+    def __init__(self, raw: Mapping[str, Any], dataset: DatasetSpec) -> None:
+        self.dataset = dataset
+        self._raw = dict(raw)
+        self._parsed: dict[str, Any] = {}
+        self.dead_letters: dict[str, Any] = {}
+        """Input name → DStream of ``(topic, partition, offset, reason)``; filled as inputs are used."""
+        self.late: list[Any] = []
+        """DStreams of the events builders dropped as too late (:meth:`drop_late`)."""
+
+    def events(self, name: str = "events") -> Any:
+        """The valid events of input ``name`` as a DStream of dicts (see :func:`parse_record`).
+
+        Raises:
+            ConfigError: ``name`` is not an input of this run.
+        """
+        if name not in self._raw:
+            raise ConfigError(
+                f"workload asked for input {name!r}, but this run has only {sorted(self._raw)}.",
+                field="input",
+                expected=tuple(sorted(self._raw)),
+                actual=name,
+            )
+        if name not in self._parsed:
+            # Parsed once per batch and cached: the workload and the dead-letter output both read it.
+            parsed = self._raw[name].map(parse_record).cache()
+            self._parsed[name] = parsed.filter(_is_valid).map(_payload)
+            self.dead_letters[name] = parsed.filter(_is_malformed).map(_payload)
+        return self._parsed[name]
+
+    def drop_late(self, dropped: Any) -> None:
+        """Report a DStream of events (or ``(event, detail)`` pairs) a builder dropped as too late."""
+        self.late.append(dropped)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Event time on DStreams
+
+
+def _advance(new_times: Iterable[int], state: tuple[int, int] | None) -> tuple[int, int]:
+    # State is (watermark for this batch, max event time up to this batch). The watermark a batch works with
+    # comes from the batches before it, as in Structured Streaming.
+    seen = state[1] if state is not None else NO_WATERMARK
+    return seen, max([seen, *new_times])
+
+
+def event_time_operator(
+    events: Any,
+    *,
+    delay_ms: int,
+    key: Callable[[dict], Any],
+    step: Callable[[Any, list[dict], int], tuple[Any, list, list]],
+    shards: int = 4,
+) -> tuple[Any, Any]:
+    """Run ``step`` over keyed state with a global event-time watermark: Structured Streaming's stateful
+    operator model, on DStreams.
+
+    The watermark of batch N is the largest ``event_time`` of batches 0..N-1 minus ``delay_ms`` (Spark
+    computes it the same way; it stays :data:`NO_WATERMARK` until events arrive). It is kept in
+    ``updateStateByKey`` state, so it survives a restart from the checkpoint with the rest of the state.
+    Every batch, each shard of the state (``hash(key(event)) % shards``) is called as
+    ``step(shard_state, new_events, watermark) -> (shard_state, output_rows, late_events)`` with the shard's
+    new events (in no particular order; may be empty), including batches without any.
+
+    Args:
+        events: DStream of event dicts.
+        delay_ms: the allowed lateness.
+        key: what state is kept by (e.g. ``lambda e: e["user"]``); also decides the shard.
+        step: the operator's logic; ``shard_state`` is None the first time.
+        shards: state partitions.
+
+    Returns:
+        ``(rows, late)``: DStreams of the output rows and of the late events ``step`` returned.
+    """
+    marks = events.map(lambda e: (0, e["event_time"])).updateStateByKey(_advance)
+    ticks = marks.flatMap(lambda kv: [(shard, ("w", kv[1][0])) for shard in range(shards)])
+    keyed = events.map(lambda e: (zlib.crc32(repr(key(e)).encode()) % shards, ("e", e)))
+
+    def update(values: list, state: tuple | None) -> tuple:
+        watermark = NO_WATERMARK
+        new: list[dict] = []
+        for tag, item in values:
+            if tag == "w":
+                watermark = item
+            else:
+                new.append(item)
+        inner, rows, late = step(state[0] if state is not None else None, new, watermark)
+        return inner, rows, late
+
+    state = keyed.union(ticks).updateStateByKey(update, numPartitions=shards)
+    return state.flatMap(lambda kv: kv[1][1]), state.flatMap(lambda kv: kv[1][2])

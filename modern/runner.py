@@ -1,0 +1,235 @@
+"""Run modern workloads: one named streaming query per job, idempotent outputs, progress kept, wait for done.
+
+Output layout under ``out_dir`` (the same as :mod:`legacy.runner`'s, batch = batch id)::
+
+    <job>/                    the job's rows (kit.sink batch files)
+    dead_letters.<input>/     malformed records of an input: topic, partition, offset, reason
+    progress/<query>.jsonl    every StreamingQueryProgress of every query, as JSON lines
+
+Each job's query is named ``<job>``, the dead-letter queries ``dead_letters.<input>``; each has its
+checkpoint in ``<checkpoint_dir>/<query name>``, so a restarted driver resumes every query where it was.
+
+Example::
+
+    config = ModernRunConfig(bootstrap_servers="127.0.0.1:9092", topics={"events": "events"},
+                             out_dir="out", checkpoint_dir="ckpt", dataset=spec,
+                             jobs=(("running_counts", "default"),))
+    run = ModernRun(spark, config).start()
+    run.await_offsets({"events": {0: 2500, 1: 2500}}, timeout_s=120)
+    run.stop()
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kit import workloads
+from kit.dataset import DatasetSpec
+from kit.errors import ConfigError, KitError
+from modern.kafka import offsets_from_json
+from modern.sinks import ParquetBatchSink
+from modern.workloads import Source
+
+__all__ = ["ModernRun", "ModernRunConfig", "RunTimeout", "job_id", "late_dropped"]
+
+
+class RunTimeout(KitError):
+    """Queries did not reach the expected offsets in time; carries what they had reached."""
+
+    def __init__(self, message: str, *, reached: dict) -> None:
+        super().__init__(message)
+        self.reached = reached
+
+
+def job_id(workload: str, variant: str = "default") -> str:
+    """Query and output name of a job: the workload, or ``<workload>.<variant>``."""
+    return workload if variant == "default" else f"{workload}.{variant}"
+
+
+@dataclass(frozen=True)
+class ModernRunConfig:
+    """One modern run: which jobs, over which topics, writing where.
+
+    Attributes:
+        bootstrap_servers: Kafka to read.
+        topics: input name → topic.
+        out_dir: output root (see the module docstring).
+        checkpoint_dir: root of the queries' checkpoint locations.
+        dataset: the spec of the replayed dataset.
+        jobs: ``(workload, variant)`` pairs; each is its own query.
+        trigger: processing-time trigger interval (``"0 seconds"``: as fast as possible, Spark's default),
+            or ``"availableNow"``. Default ``"0 seconds"``.
+        source_options: extra Kafka source options (``maxOffsetsPerTrigger``...). Default: none.
+    """
+
+    bootstrap_servers: str
+    topics: Mapping[str, str]
+    out_dir: str
+    checkpoint_dir: str
+    dataset: DatasetSpec
+    jobs: tuple[tuple[str, str], ...]
+    trigger: str = "0 seconds"
+    source_options: Mapping[str, Any] = field(default_factory=dict)
+
+
+class _ProgressLog:
+    """A StreamingQueryListener appending each progress of this run's queries to a JSON-lines file."""
+
+    def __init__(self, directory: Path, names: set[str]) -> None:
+        from pyspark.sql.streaming import StreamingQueryListener
+
+        log = self
+
+        class Listener(StreamingQueryListener):
+            def onQueryStarted(self, event: Any) -> None:  # noqa: N802 - Spark's name
+                pass
+
+            def onQueryProgress(self, event: Any) -> None:  # noqa: N802
+                log.write(event.progress)
+
+            def onQueryIdle(self, event: Any) -> None:  # noqa: N802
+                pass
+
+            def onQueryTerminated(self, event: Any) -> None:  # noqa: N802
+                pass
+
+        self.listener = Listener()
+        self.directory = directory
+        self.names = names
+        self._lock = threading.Lock()
+
+    def write(self, progress: Any) -> None:
+        if progress.name not in self.names:
+            return
+        with self._lock:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            with open(self.directory / f"{progress.name}.jsonl", "a", encoding="utf-8") as out:
+                out.write(progress.json.replace("\n", " ") + "\n")
+
+
+def read_progress(out_dir: str | Path, name: str) -> list[dict]:
+    """Every progress a run's query ``name`` reported, oldest first."""
+    path = Path(out_dir) / "progress" / f"{name}.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def late_dropped(out_dir: str | Path, name: str) -> int:
+    """Rows query ``name``'s stateful operators dropped as later than the watermark (Spark's
+    ``numRowsDroppedByWatermark``, summed over batches and operators).
+
+    Spark counts the rows *entering* the operator: after partial aggregation for aggregations, so for a
+    windowed count it can be fewer than the records dropped (several late records of one key and window in
+    one batch count once).
+    """
+    return sum(
+        op.get("numRowsDroppedByWatermark", 0) for p in read_progress(out_dir, name) for op in p.get("stateOperators", [])
+    )
+
+
+class ModernRun:
+    """The queries of one :class:`ModernRunConfig`; :meth:`start`, :meth:`await_offsets`, :meth:`stop`."""
+
+    def __init__(self, spark: Any, config: ModernRunConfig) -> None:
+        self.spark = spark
+        self.config = config
+        self.queries: dict[str, Any] = {}
+        self._log: _ProgressLog | None = None
+
+    def _writer(self, frame: Any, name: str, mode: str) -> Any:
+        writer = (
+            frame.writeStream.queryName(name)
+            .outputMode(mode)
+            .foreachBatch(ParquetBatchSink(Path(self.config.out_dir) / name))
+            .option("checkpointLocation", str(Path(self.config.checkpoint_dir) / name))
+        )
+        if self.config.trigger == "availableNow":
+            return writer.trigger(availableNow=True)
+        return writer.trigger(processingTime=self.config.trigger)
+
+    def start(self) -> ModernRun:
+        """Build and start every query (dead-letter queries included).
+
+        Raises:
+            ConfigError: unknown workload or variant, or a job needing an input the config lacks.
+        """
+        config = self.config
+        source = Source(self.spark, config.bootstrap_servers, config.topics, config.dataset, config.source_options)
+        writers: dict[str, Any] = {}
+        for workload, variant in config.jobs:
+            spec = workloads.get(workload)
+            chosen = {v.name: v for v in spec.modern}
+            if variant not in chosen:
+                raise ConfigError(
+                    f"workload {workload!r} has no modern variant {variant!r}; it has {', '.join(chosen)}.",
+                    field="variant",
+                    expected=tuple(chosen),
+                    actual=variant,
+                )
+            module = importlib.import_module(f"modern.workloads.{workload}")
+            frame = getattr(module, chosen[variant].function)(self.spark, source)
+            name = job_id(workload, variant)
+            writers[name] = self._writer(frame.select(*spec.columns), name, spec.output_mode)
+        for name in list(source.used):
+            writers[f"dead_letters.{name}"] = self._writer(source.dead_letters(name), f"dead_letters.{name}", "append")
+        self._log = _ProgressLog(Path(config.out_dir) / "progress", set(writers))
+        self.spark.streams.addListener(self._log.listener)
+        for name, writer in writers.items():
+            self.queries[name] = writer.start()
+        return self
+
+    def _reached(self, query: Any) -> dict[str, dict[int, int]]:
+        progress = query.lastProgress
+        reached: dict[str, dict[int, int]] = {}
+        for source in (progress or {}).get("sources", []):
+            if source.get("endOffset"):
+                for tp, offset in offsets_from_json(source["endOffset"]).items():
+                    reached.setdefault(tp.topic, {})[tp.partition] = offset
+        return reached
+
+    def await_offsets(self, end_offsets: Mapping[str, Mapping[int, int]], *, timeout_s: float) -> None:
+        """Wait until every query has processed its topics up to ``end_offsets``, then until it is idle
+        (``processAllAvailable``: the no-data batch that applies the last watermark has run too).
+
+        Raises:
+            StreamingQueryException: a query failed (Spark's exception, with its message).
+            RunTimeout: not reached in time; says where each query was.
+        """
+        deadline = time.monotonic() + timeout_s
+        pending = dict(self.queries)
+        while pending:
+            for name, query in list(pending.items()):
+                error = query.exception()
+                if error is not None:
+                    raise error
+                reached = self._reached(query)
+                topics = {t for t in reached} or set()
+                wanted = {t: e for t, e in end_offsets.items() if t in topics}
+                if wanted and all(reached[t].get(p, -1) >= end for t, e in wanted.items() for p, end in e.items()):
+                    query.processAllAvailable()
+                    del pending[name]
+            if pending and time.monotonic() > deadline:
+                raise RunTimeout(
+                    f"modern queries {sorted(pending)} did not reach the end offsets {dict(end_offsets)} within "
+                    f"{timeout_s:.0f} s; they reached {({n: self._reached(q) for n, q in pending.items()})}. "
+                    "Check the driver log; raise the timeout for larger datasets.",
+                    reached={n: self._reached(q) for n, q in pending.items()},
+                )
+            if pending:
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        """Stop every query and remove the progress listener."""
+        for query in self.queries.values():
+            query.stop()
+        if self._log is not None:
+            self.spark.streams.removeListener(self._log.listener)
+            self._log = None

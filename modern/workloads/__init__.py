@@ -1,0 +1,142 @@
+"""The Structured Streaming halves of the paired workloads, and the source they read.
+
+Each module here has the name of a workload in :mod:`kit.workloads` and exposes ``build(spark, source) ->
+DataFrame`` (plus any extra variant its spec names): a streaming DataFrame with the spec's columns (keys,
+values, ``last_input_ts`` in milliseconds). A builder only describes the query; :mod:`modern.runner` names,
+starts, and stops it, and writes its output with an idempotent ``foreachBatch`` sink in the spec's output
+mode.
+
+:class:`Source` reads each input topic with the Kafka source (:mod:`modern.kafka`) and parses records with
+:func:`kit.events.parse_event` (the same function the legacy side and the oracle use, so a record is
+rejected for the same reason everywhere). Builders see only valid events; the malformed ones are a separate
+DataFrame the runner writes to the dead-letter output.
+
+Example::
+
+    source = Source(spark, "127.0.0.1:9092", {"events": "events"}, dataset_spec)
+    counts = modern.workloads.running_counts.build(spark, source)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from kit.dataset import DatasetSpec
+from kit.errors import ConfigError
+from kit.events import REQUIRED_FIELDS, parse_event
+
+__all__ = ["EVENT_COLUMNS", "Source"]
+
+EVENT_COLUMNS: tuple[str, ...] = (
+    *REQUIRED_FIELDS,
+    "event_time_ms",
+    "kafka_ts",
+    "topic",
+    "partition",
+    "offset",
+)
+"""Columns of :meth:`Source.events`: the event fields (``event_time`` as a timestamp), ``event_time_ms``,
+the Kafka timestamp ``kafka_ts`` (a timestamp) and the record's coordinates."""
+
+_PARSED = (
+    "event_id string, user string, key string, ad_id string, ad_type string, event_type string, "
+    "event_time long, reason string"
+)
+
+
+def _parse_values(values: pd.Series) -> pd.DataFrame:
+    rows = []
+    for value in values:
+        event, reason = parse_event(value)
+        if event is None:
+            rows.append((None, None, None, None, None, None, None, reason))
+        else:
+            rows.append((*(event[name] for name in REQUIRED_FIELDS), None))
+    return pd.DataFrame(rows, columns=[*REQUIRED_FIELDS, "reason"])
+
+
+class Source:
+    """A modern workload's input: one Kafka stream per input name, parsed.
+
+    Args:
+        spark: the SparkSession.
+        bootstrap_servers: Kafka to read.
+        topics: input name → topic.
+        dataset: the spec of the dataset being replayed (YSB reads its campaign table from it).
+        options: extra Kafka source options for every input (e.g. ``maxOffsetsPerTrigger``).
+    """
+
+    def __init__(
+        self,
+        spark: Any,
+        bootstrap_servers: str,
+        topics: Mapping[str, str],
+        dataset: DatasetSpec,
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.spark = spark
+        self.dataset = dataset
+        self.bootstrap_servers = bootstrap_servers
+        self.topics = dict(topics)
+        self.options = dict(options or {})
+        self.used: list[str] = []
+        """Input names builders asked for, in order."""
+
+    def _parsed(self, name: str) -> Any:
+        from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
+
+        from modern.kafka import source_format
+
+        if name not in self.topics:
+            raise ConfigError(
+                f"workload asked for input {name!r}, but this run has only {sorted(self.topics)}.",
+                field="input",
+                expected=tuple(sorted(self.topics)),
+                actual=name,
+            )
+        if name not in self.used:
+            self.used.append(name)
+        reader = (
+            self.spark.readStream.format(source_format(self.spark))
+            .option("kafka.bootstrap.servers", self.bootstrap_servers)
+            .option("subscribe", self.topics[name])
+            .option("startingOffsets", "earliest")
+        )
+        for option, value in self.options.items():
+            reader = reader.option(option, value)
+        parse = F.pandas_udf(_parse_values, _PARSED)
+        return reader.load().select(
+            "topic", "partition", "offset", F.col("timestamp").alias("kafka_ts"), parse("value").alias("p")
+        )
+
+    def events(self, name: str = "events") -> Any:
+        """The valid events of input ``name``: a streaming DataFrame with :data:`EVENT_COLUMNS`.
+
+        Raises:
+            ConfigError: ``name`` is not an input of this run.
+        """
+        from pyspark.sql import functions as F  # noqa: N812
+
+        parsed = self._parsed(name)
+        fields = [F.col(f"p.{field}").alias(field) for field in REQUIRED_FIELDS if field != "event_time"]
+        return parsed.where(F.col("p.reason").isNull()).select(
+            *fields,
+            F.timestamp_millis("p.event_time").alias("event_time"),
+            F.col("p.event_time").alias("event_time_ms"),
+            "kafka_ts",
+            "topic",
+            "partition",
+            "offset",
+        )
+
+    def dead_letters(self, name: str = "events") -> Any:
+        """The malformed records of input ``name``: ``topic, partition, offset, reason``."""
+        from pyspark.sql import functions as F  # noqa: N812
+
+        parsed = self._parsed(name)
+        return parsed.where(F.col("p.reason").isNotNull()).select(
+            "topic", "partition", "offset", F.col("p.reason").alias("reason")
+        )
