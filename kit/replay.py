@@ -8,7 +8,11 @@ produced time) built from the broker's acknowledgements.
 Partitioning (``partition_by``):
     ``"key"``   — Kafka's Java default: ``murmur2(key) & 0x7fffffff % partitions`` (records without a key
                   go to ``seq % partitions``, so a replay is reproducible), see :func:`kit.kafka.key_partition`;
-    ``"field"`` — the dataset's own ``partition`` column.
+    ``"field"`` — the dataset's own ``partition`` column;
+    ``"seq"``   — ``seq % partitions``: every partition gets an even, time-uniform share of the stream. Keyed
+                  partitions carry bursty per-key traffic, so a consumer working off a backlog with a
+                  per-batch record limit moves them apart in event time (docs/playbook.md, "partition
+                  skew"); ``"seq"`` takes that out of an equivalence test.
 
 A frame with a ``topic`` column is split over several topics (a workload with two inputs, such as an
 impressions/clicks join): each row goes to its own topic, every topic is created with ``partitions``, and
@@ -53,7 +57,7 @@ class ReplaySettings:
             error). None: the dataset's ``partition`` column range, else 4.
         rate_rps: target records per second (token bucket); None sends as fast as the broker acknowledges.
         timestamps: record timestamp = ``"produce"`` time (default) or the dataset's ``"event"`` time.
-        partition_by: ``"key"`` (default) or ``"field"`` (see the module docstring).
+        partition_by: ``"key"`` (default), ``"field"`` or ``"seq"`` (see the module docstring).
         acks: producer acks, default ``"all"``.
         flush_timeout_s: how long to wait for the last acknowledgements (default 120 s).
     """
@@ -62,7 +66,7 @@ class ReplaySettings:
     partitions: int | None = None
     rate_rps: float | None = None
     timestamps: Literal["produce", "event"] = "produce"
-    partition_by: Literal["key", "field"] = "key"
+    partition_by: Literal["key", "field", "seq"] = "key"
     acks: str | int = "all"
     flush_timeout_s: float = 120.0
 
@@ -75,8 +79,8 @@ class ReplaySettings:
             raise ConfigError(f"rate_rps must be > 0 records/s (or None for as fast as possible), got {self.rate_rps}")
         if self.timestamps not in ("produce", "event"):
             raise ConfigError(f"timestamps must be 'produce' or 'event', got {self.timestamps!r}")
-        if self.partition_by not in ("key", "field"):
-            raise ConfigError(f"partition_by must be 'key' or 'field', got {self.partition_by!r}")
+        if self.partition_by not in ("key", "field", "seq"):
+            raise ConfigError(f"partition_by must be 'key', 'field' or 'seq', got {self.partition_by!r}")
 
 
 @dataclass(frozen=True)
@@ -167,6 +171,9 @@ class _Acks:
 
 
 def _partitions_for(frame: pd.DataFrame, settings: ReplaySettings, partitions: int) -> np.ndarray:
+    if settings.partition_by == "seq":
+        seqs = frame["seq"].to_numpy(dtype=np.int64) if "seq" in frame else np.arange(len(frame))
+        return seqs % partitions
     if settings.partition_by == "field":
         if "partition" not in frame or frame["partition"].isna().any():
             raise ConfigError("partition_by='field' needs a 'partition' value on every dataset record")

@@ -166,7 +166,10 @@ def create_context(sc: Any, config: LegacyRunConfig) -> Any:
         rows = getattr(module, chosen[variant].function)(ssc, source)
         name = job_id(workload, variant)
         rows.foreachRDD(_batch_writer(out / name, spec.columns))
-        for late in source.late[late_before:]:
+        reported = source.late[late_before:]
+        if reported:
+            # One writer per job: its batch files are per batch time, so two writers would overwrite.
+            late = ssc.union(*reported)
             late.map(_late_row).foreachRDD(
                 _batch_writer(out / f"{name}.late", ("event_id", "topic", "partition", "offset", "detail"))
             )

@@ -115,6 +115,11 @@ def _advance(new_times: Iterable[int], state: tuple[int, int] | None) -> tuple[i
     return seen, max([seen, *new_times])
 
 
+def _watermark(max_seen: int, delay_ms: int) -> int:
+    # Before any event there is nothing to subtract the delay from.
+    return NO_WATERMARK if max_seen == NO_WATERMARK else max_seen - delay_ms
+
+
 def event_time_operator(
     events: Any,
     *,
@@ -144,7 +149,7 @@ def event_time_operator(
         ``(rows, late)``: DStreams of the output rows and of the late events ``step`` returned.
     """
     marks = events.map(lambda e: (0, e["event_time"])).updateStateByKey(_advance)
-    ticks = marks.flatMap(lambda kv: [(shard, ("w", kv[1][0])) for shard in range(shards)])
+    ticks = marks.flatMap(lambda kv: [(shard, ("w", _watermark(kv[1][0], delay_ms))) for shard in range(shards)])
     keyed = events.map(lambda e: (zlib.crc32(repr(key(e)).encode()) % shards, ("e", e)))
 
     def update(values: list, state: tuple | None) -> tuple:

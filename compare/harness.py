@@ -1,0 +1,162 @@
+"""Run paired workloads in-process: replay a dataset live while an engine runs its jobs, then collect.
+
+One run = one engine, one dataset, any number of jobs sharing the replay (a StreamingContext hosts all the
+legacy jobs, each modern job is its own query). The replay is paced while the engine runs, as production
+traffic arrives: batches then cover short, consecutive stretches of the stream, which is what the datasets'
+lateness margins assume (see :data:`TEST_DATASET` and docs/kit.md).
+
+Example::
+
+    spec = dataset_spec("messy")
+    run = run_engine("modern", (("running_counts", "default"),), spec, generate(spec),
+                     bootstrap_servers="127.0.0.1:9092", spark=spark, workdir=Path("runs"))
+    workloads.final_result(workloads.get("running_counts"), run.rows("running_counts"))
+"""
+
+from __future__ import annotations
+
+import glob
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from kit import workloads
+from kit.dataset import DatasetSpec
+from kit.kafka import Kafka
+from kit.replay import ReplayResult, ReplaySettings, replay
+from kit.sink import read_batches
+
+# 20k records over 40 s of event time. A margin of 4 s around the 5 s allowed lateness leaves room for
+# batches of up to 2 s of event time: legacy 1 s batches at 1000 records/s, modern micro-batches capped at
+# 800 records (Spark drops late rows by the watermark of two batches back).
+TEST_DATASET = {"records": 20_000, "events_per_second": 500, "lateness_margin_ms": 4_000, "users": 300}
+REPLAY_RATE_RPS = 1_000
+MAX_OFFSETS_PER_TRIGGER = 800
+# Legacy batches are capped too (1000 records per 1 s batch, 2 s of event time): a driver that falls
+# behind would otherwise take its whole backlog in one batch, and a too-late record in that batch would be
+# judged by a watermark from before the records that made it late.
+LEGACY_MAX_RATE_PER_PARTITION = 250
+PARTITIONS = 4
+
+
+def dataset_spec(profile: str, **overrides: object) -> DatasetSpec:
+    """The dataset the equivalence tests use for ``profile`` (:data:`TEST_DATASET`, seed 11), with overrides."""
+    return DatasetSpec.from_profile(profile, **{**TEST_DATASET, "seed": 11, **overrides})
+
+
+@dataclass
+class EngineRun:
+    """What one engine produced for every job of a run (outputs as :func:`kit.sink.read_batches` frames)."""
+
+    engine: str
+    out_dir: Path
+    replay: ReplayResult
+    jobs: tuple[tuple[str, str], ...]
+
+    def rows(self, workload: str, variant: str = "default") -> pd.DataFrame:
+        name = workload if variant == "default" else f"{workload}.{variant}"
+        return read_batches(self.out_dir / name)
+
+    def late(self, workload: str, variant: str = "default") -> pd.DataFrame:
+        name = workload if variant == "default" else f"{workload}.{variant}"
+        rows = read_batches(self.out_dir / f"{name}.late")
+        return rows if not rows.empty else pd.DataFrame(columns=["event_id", "topic", "partition", "offset", "detail"])
+
+    def dead_letters(self) -> pd.DataFrame:
+        frames = [read_batches(d) for d in sorted(glob.glob(str(self.out_dir / "dead_letters.*")))]
+        frames = [f for f in frames if not f.empty]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["topic", "partition", "offset", "reason"])
+
+    def seqs_of(self, located: pd.DataFrame) -> pd.Series:
+        """Dataset ``seq`` of rows carrying ``topic, partition, offset`` (via the replay log)."""
+        log = self.replay.log.set_index(["topic", "partition", "offset"])["seq"]
+        keys = list(zip(located["topic"], located["partition"].astype(int), located["offset"].astype(int)))
+        return pd.Series(log.loc[keys].to_numpy() if keys else [], dtype="int64")
+
+
+def route_inputs(specs: list[workloads.WorkloadSpec], frame: pd.DataFrame) -> pd.DataFrame:
+    """The replay frame for jobs of ``specs``: each dataset row once per distinct input it feeds, in ``seq`` order.
+
+    A row goes to ``events`` for the single-input workloads and to ``impressions`` or ``clicks`` for the join;
+    with both kinds of job in one run, it is produced to both topics (adjacent, so the topics advance
+    together). The ``topic`` column holds the input name.
+    """
+    copies = []
+    seen: set[tuple] = set()
+    for spec in specs:
+        routes = spec.route(frame)
+        signature = tuple(sorted(set(routes)))
+        if signature in seen:
+            continue
+        seen.add(signature)
+        copies.append(frame.assign(topic=routes.to_numpy()))
+    routed = pd.concat(copies, ignore_index=True)
+    return routed.sort_values("seq", kind="stable").reset_index(drop=True)
+
+
+def run_engine(
+    engine: str,
+    jobs: tuple[tuple[str, str], ...],
+    spec: DatasetSpec,
+    frame: pd.DataFrame,
+    *,
+    bootstrap_servers: str,
+    spark: object,
+    workdir: Path,
+    timeout_s: float = 600,
+) -> EngineRun:
+    """Replay ``frame`` (routed to each job's inputs) while ``engine`` runs ``jobs``; wait for all output."""
+    tag = f"{engine}-{uuid.uuid4().hex[:6]}"
+    routed = route_inputs([workloads.get(w) for w, _ in jobs], frame)
+    topics = {name: f"{tag}-{name}" for name in sorted(set(routed["topic"]))}
+    routed["topic"] = routed["topic"].map(topics)
+    inputs = sorted(topics)
+    with Kafka(bootstrap_servers) as kafka:
+        for topic in topics.values():
+            kafka.create_topic(topic, PARTITIONS)
+    out_dir, checkpoint = workdir / engine, workdir / f"{engine}-checkpoint"
+    # Paced in dataset records: a dataset record copied to two inputs (the join's and "events") costs one
+    # unit of event time, so the stream advances at the same event-time speed whatever the jobs.
+    copies = len(routed) / max(len(frame), 1)
+    # Even partitions (seq % 4), not keyed ones: with bursty per-user traffic, keyed partitions drift apart
+    # in event time whenever an engine works off a backlog under a record limit, and the watermark then
+    # drops on-time records (a real trap, shown in docs/playbook.md; not what these runs compare).
+    settings = ReplaySettings(
+        topic=topics[inputs[0]], partitions=PARTITIONS, rate_rps=REPLAY_RATE_RPS * copies, partition_by="seq"
+    )
+    if engine == "legacy":
+        from legacy.runner import LegacyRunConfig, await_progress, create_context
+
+        from legacy.rate import MAX_RATE_PER_PARTITION
+
+        config = LegacyRunConfig(bootstrap_servers, topics, str(out_dir), str(checkpoint), spec, jobs, batch_seconds=1.0)
+        conf = spark.sparkContext._conf  # the live context's conf: read when the direct streams are created
+        previous = conf.get(MAX_RATE_PER_PARTITION, "0")
+        conf.set(MAX_RATE_PER_PARTITION, str(LEGACY_MAX_RATE_PER_PARTITION))
+        try:
+            ssc = create_context(spark.sparkContext, config)
+        finally:
+            conf.set(MAX_RATE_PER_PARTITION, previous)
+        ssc.start()
+        try:
+            result = replay(routed, bootstrap_servers, settings)
+            await_progress(out_dir, result.topic_end_offsets, timeout_s=timeout_s)
+        finally:
+            ssc.stop(stopSparkContext=False, stopGraceFully=False)
+    else:
+        from modern.runner import ModernRun, ModernRunConfig
+
+        config = ModernRunConfig(
+            bootstrap_servers, topics, str(out_dir), str(checkpoint), spec, jobs,
+            source_options={"maxOffsetsPerTrigger": MAX_OFFSETS_PER_TRIGGER},
+        )
+        run = ModernRun(spark, config).start()
+        try:
+            result = replay(routed, bootstrap_servers, settings)
+            run.await_offsets(result.topic_end_offsets, timeout_s=timeout_s)
+        finally:
+            run.stop()
+    return EngineRun(engine, out_dir, result, jobs)
+

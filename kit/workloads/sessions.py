@@ -1,0 +1,73 @@
+"""``sessions``: per-user sessions in event time, closed after ``DatasetSpec.session_gap_ms`` of inactivity.
+
+A session is a user's run of events with no silence longer than the gap; it spans ``[first event, last
+event + gap)``, as Spark's ``session_window`` does (an event at most a gap after the previous one, inclusive,
+extends the session). Legacy: :func:`legacy.workloads.event_time_operator` with per-user open sessions that
+merge when out-of-order events bridge them. Modern: ``session_window`` aggregation in append mode, and a
+second variant, ``applyInPandasWithState`` with event-time timeouts. Each session is output once, when the
+watermark (largest event time seen minus the 5 s allowed lateness) passes its end: keys ``user,
+session_start``, values ``session_end, events`` (all times in ms; ``events`` counts duplicates too, since
+they are records like any other).
+
+A record is too late for a session iff ``event_time + gap <= watermark`` (Spark's rule for session
+windows: a record is late when the session it would open is already closed). The datasets keep every
+``too_late`` record within that reach, so they are merged into their sessions, not dropped.
+
+Example:
+    >>> from kit.dataset import DatasetSpec, generate
+    >>> dataset = DatasetSpec.from_profile("messy", records=20_000, seed=7)
+    >>> expected = SPEC.oracle(generate(dataset), dataset)
+    >>> list(expected.rows.columns), len(expected.late_dropped)
+    (['user', 'session_start', 'session_end', 'events'], 0)
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from kit.dataset import DatasetSpec
+from kit.workloads import OracleResult, Variant, WorkloadSpec, parse_dataset, sorted_rows
+
+__all__ = ["SPEC", "oracle"]
+
+
+def oracle(frame: pd.DataFrame, dataset: DatasetSpec) -> OracleResult:
+    """Sessionize the valid, not-too-late events per user; keep the sessions the final watermark closed."""
+    events, rejects = parse_dataset(frame)
+    gap, delay = dataset.session_gap_ms, SPEC.watermark_delay_ms
+    late = events["event_time"] + gap <= events["prior_max_ms"] - delay
+    kept = events[~late].sort_values(["user", "event_time"], kind="stable")
+    # Spark merges an event into the session before it iff it starts no later than that session's end.
+    silence = kept.groupby("user")["event_time"].diff()
+    kept = kept.assign(session=(silence.isna() | (silence > gap)).cumsum())
+    sessions = kept.groupby("session").agg(
+        user=("user", "first"),
+        session_start=("event_time", "min"),
+        session_end=("event_time", "max"),
+        events=("seq", "size"),
+    )
+    sessions["session_end"] += gap
+    # Sessions still open when the input ends are emitted by neither engine.
+    closed = sessions[sessions["session_end"] <= events["event_time"].max() - delay]
+    return OracleResult(sorted_rows(SPEC, closed), rejects, events.loc[late, ["seq"]].reset_index(drop=True))
+
+
+SPEC = WorkloadSpec(
+    name="sessions",
+    summary="per-user event-time sessions, 30 s gap (event_time_operator vs session_window)",
+    inputs=("events",),
+    key_columns=("user", "session_start"),
+    value_columns=("session_end", "events"),
+    output_mode="append",
+    granularity="per session (user, start), emitted once when the watermark passes its end",
+    watermark_delay_ms=5_000,
+    oracle=oracle,
+    modern=(
+        Variant("default", "build", note="groupBy(user, session_window(event_time, gap)).count(), append mode"),
+        Variant(
+            "state",
+            "build_with_state",
+            note="applyInPandasWithState with event-time timeouts: sessions kept and closed by hand",
+        ),
+    ),
+)

@@ -1,0 +1,72 @@
+"""``sessions`` on DStreams: per-user event-time sessions built by hand on :func:`event_time_operator`.
+
+DStreams have no session windows (``window()`` is processing time) and no watermark, so this keeps, per
+user, the sessions still open, ``[start, last event + gap)``, in the operator's shard state, and merges
+each new event into them the way Spark's ``session_window`` does: an event overlapping one or more open
+sessions joins them (out-of-order events can bridge two sessions into one), otherwise it opens its own.
+A session is output once, when the global watermark reaches its end; an event is dropped as too late when
+the session it would open already ends at or before the watermark (``event_time + gap <= watermark``).
+
+Example (``source`` a :class:`legacy.workloads.Source`)::
+
+    sessions = build(ssc, source)   # DStream of (user, session_start, session_end, events, last_input_ts)
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from kit.workloads.sessions import SPEC
+from legacy.workloads import event_time_operator
+
+__all__ = ["build"]
+
+
+# --8<-- [start:sessions]
+def _merge(sessions: list[list], event: dict, gap_ms: int) -> list[list]:
+    """One user's open sessions, each ``[start, last event, events, last kafka_ts]``, with ``event`` merged in."""
+    t = event["event_time"]
+    merged = [t, t, 1, event["kafka_ts"]]
+    rest = []
+    for s in sessions:
+        # Overlap of [s.start, s.last + gap] and [t, t + gap], ends included as in Spark.
+        if s[0] <= t + gap_ms and t <= s[1] + gap_ms:
+            merged = [min(merged[0], s[0]), max(merged[1], s[1]), merged[2] + s[2], max(merged[3], s[3])]
+        else:
+            rest.append(s)
+    return [*rest, merged]
+
+
+def _step(state: dict | None, new: list[dict], watermark: int, *, gap_ms: int) -> tuple[dict, list, list]:
+    open_sessions: dict[str, list[list]] = state or {}
+    late = []
+    for event in new:
+        if event["event_time"] + gap_ms <= watermark:
+            late.append((event, None))
+        else:
+            user = event["user"]
+            open_sessions[user] = _merge(open_sessions.get(user, []), event, gap_ms)
+    rows = []
+    for user in list(open_sessions):
+        still_open = []
+        for start, last, events, kafka_ts in open_sessions[user]:
+            if last + gap_ms <= watermark:
+                rows.append((user, start, last + gap_ms, events, kafka_ts))
+            else:
+                still_open.append([start, last, events, kafka_ts])
+        if still_open:
+            open_sessions[user] = still_open
+        else:
+            del open_sessions[user]
+    return open_sessions, rows, late
+
+
+def build(ssc: Any, source: Any) -> Any:
+    step = functools.partial(_step, gap_ms=source.dataset.session_gap_ms)
+    rows, late = event_time_operator(
+        source.events(), delay_ms=SPEC.watermark_delay_ms, key=lambda e: e["user"], step=step
+    )
+    source.drop_late(late)
+    return rows
+# --8<-- [end:sessions]

@@ -1,0 +1,121 @@
+"""``sessions`` in Structured Streaming, twice: ``session_window``, and by hand with ``applyInPandasWithState``.
+
+``build``: ``withWatermark`` + ``groupBy("user", session_window("event_time", gap))`` in append mode.
+Spark merges overlapping sessions ``[event, event + gap)``, drops a record when the session it would open
+already ends at or behind the watermark (``event_time + gap <= watermark``), and emits each session once,
+when the watermark reaches its end.
+
+``build_with_state``: the same sessions kept by hand, per user, with ``applyInPandasWithState`` and
+event-time timeouts: the open sessions are the group state, the timeout is the earliest open session's
+end, and a session is emitted when the watermark reaches its end (from the data call or the timeout).
+This is the form to start from when sessions need logic ``session_window`` cannot express.
+
+Example (``source`` a :class:`modern.workloads.Source`)::
+
+    sessions = build(spark, source)             # user, session_start, session_end, events, last_input_ts
+    by_hand = build_with_state(spark, source)   # the same rows
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pandas as pd
+
+from kit.workloads.sessions import SPEC
+
+__all__ = ["build", "build_with_state"]
+
+
+# --8<-- [start:sessions]
+def build(spark: Any, source: Any) -> Any:
+    from pyspark.sql import functions as F  # noqa: N812
+
+    gap = f"{source.dataset.session_gap_ms} milliseconds"
+    events = source.events().withWatermark("event_time", f"{SPEC.watermark_delay_ms} milliseconds")
+    sessions = events.groupBy("user", F.session_window("event_time", gap).alias("session")).agg(
+        F.count("*").alias("events"), F.unix_millis(F.max("kafka_ts")).alias("last_input_ts")
+    )
+    return sessions.select(
+        "user",
+        F.unix_millis("session.start").alias("session_start"),
+        F.unix_millis("session.end").alias("session_end"),
+        "events",
+        "last_input_ts",
+    )
+# --8<-- [end:sessions]
+
+
+# --8<-- [start:sessions.state]
+_OUTPUT = "user string, session_start long, session_end long, events long, last_input_ts long"
+# One user's open sessions as a JSON list of [start, last event, events, last kafka_ts]. A string, because
+# PySpark 4.3's worker cannot read back a state schema holding arrays (KeyError: 'elementType').
+_STATE = "open_sessions string"
+
+
+def _merge(sessions: list[list[int]], t: int, kafka_ts: int, gap_ms: int) -> list[list[int]]:
+    """One user's open sessions, ``[start, last event, events, last kafka_ts]``, with an event at ``t``."""
+    merged = [t, t, 1, kafka_ts]
+    rest = []
+    for s in sessions:
+        # Overlap of [s.start, s.last + gap] and [t, t + gap], ends included as in Spark's session_window.
+        if s[0] <= t + gap_ms and t <= s[1] + gap_ms:
+            merged = [min(merged[0], s[0]), max(merged[1], s[1]), merged[2] + s[2], max(merged[3], s[3])]
+        else:
+            rest.append(s)
+    return [*rest, merged]
+
+
+def _sessionize(gap_ms: int) -> Any:
+    def sessionize(key: tuple, batches: Iterator[pd.DataFrame], state: Any) -> Iterator[pd.DataFrame]:
+        (user,) = key
+        sessions = json.loads(state.get[0]) if state.exists else []
+        for batch in batches:  # empty when called for a timeout
+            for t, kafka_ts in zip(batch["event_time_ms"].tolist(), batch["kafka_ts_ms"].tolist()):
+                sessions = _merge(sessions, t, kafka_ts, gap_ms)
+        watermark = state.getCurrentWatermarkMs()
+        closed = [s for s in sessions if s[1] + gap_ms <= watermark]
+        still_open = [s for s in sessions if s[1] + gap_ms > watermark]
+        if still_open:
+            state.update((json.dumps(still_open),))
+            # Spark times a key out when its timeout is *before* the watermark; sessions close when their
+            # end is at or before it, hence the millisecond less.
+            state.setTimeoutTimestamp(min(s[1] for s in still_open) + gap_ms - 1)
+        else:
+            state.remove()
+        if closed:
+            yield pd.DataFrame(
+                {
+                    "user": user,
+                    "session_start": [s[0] for s in closed],
+                    "session_end": [s[1] + gap_ms for s in closed],
+                    "events": [s[2] for s in closed],
+                    "last_input_ts": [s[3] for s in closed],
+                }
+            )
+
+    return sessionize
+
+
+def build_with_state(spark: Any, source: Any) -> Any:
+    from pyspark.sql import functions as F  # noqa: N812
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    gap_ms, delay_ms = source.dataset.session_gap_ms, SPEC.watermark_delay_ms
+    # Spark drops rows at or behind the watermark before they reach the function, but a session keeps an
+    # event until event_time + gap is behind it. So the watermark is declared on that column, with the gap
+    # added to the delay: the watermark's value is unchanged (max(event_time) - delay), and the rows
+    # dropped are exactly those session_window drops.
+    events = source.events().select(
+        "user",
+        "event_time_ms",
+        F.unix_millis("kafka_ts").alias("kafka_ts_ms"),
+        F.timestamp_millis(F.col("event_time_ms") + gap_ms).alias("session_reach"),
+    )
+    events = events.withWatermark("session_reach", f"{delay_ms + gap_ms} milliseconds")
+    return events.groupBy("user").applyInPandasWithState(
+        _sessionize(gap_ms), _OUTPUT, _STATE, "append", GroupStateTimeout.EventTimeTimeout
+    )
+# --8<-- [end:sessions.state]

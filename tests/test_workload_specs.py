@@ -1,0 +1,110 @@
+"""Workload specs, oracles and the shared result shapes (no JVM, no broker)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from kit import workloads
+from kit.dataset import DatasetSpec, generate
+from kit.errors import ConfigError
+from kit.sink import read_batches, write_batch
+
+MESSY = DatasetSpec.from_profile("messy", records=20_000, events_per_second=500, lateness_margin_ms=4_000, seed=5)
+
+
+@pytest.fixture(scope="module")
+def messy() -> pd.DataFrame:
+    return generate(MESSY)
+
+
+def test_unknown_workload_names_the_valid_ones() -> None:
+    with pytest.raises(ConfigError, match="unknown workload 'wordcount'; the workloads are: running_counts") as info:
+        workloads.get("wordcount")
+    assert info.value.field == "workload" and info.value.actual == "wordcount"
+
+
+@pytest.mark.parametrize("name", workloads.NAMES)
+def test_every_workload_has_a_spec_and_both_builders(name: str) -> None:
+    import importlib
+
+    spec = workloads.get(name)
+    assert spec.name == name
+    assert spec.columns[-1] == "last_input_ts"
+    assert spec.output_mode in ("update", "append")
+    for engine in ("legacy", "modern"):
+        module = importlib.import_module(f"{engine}.workloads.{name}")
+        for variant in spec.variants(engine):
+            assert callable(getattr(module, variant.function)), f"{engine}.workloads.{name}.{variant.function}"
+    assert spec.variants("legacy")[0].name == spec.variants("modern")[0].name == "default"
+
+
+def test_parse_dataset_rejects_exactly_the_malformed_records(messy) -> None:
+    events, rejects = workloads.parse_dataset(messy)
+    labelled = messy.loc[~messy["kind"].isin(["clean", "late", "too_late", "duplicate"]), ["seq", "kind"]]
+    assert rejects["seq"].tolist() == labelled["seq"].tolist()
+    assert rejects["reason"].tolist() == labelled["kind"].tolist()
+    assert len(events) + len(rejects) == len(messy)
+    # prior_max_ms is the running maximum of the event times before each event.
+    assert events["prior_max_ms"].iloc[0] < 0
+    assert (events["prior_max_ms"].iloc[1:].to_numpy() == events["event_time"].cummax().iloc[:-1].to_numpy()).all()
+
+
+@pytest.mark.parametrize("name", workloads.NAMES)
+def test_oracles_are_deterministic_and_dead_letter_the_malformed(messy, name: str) -> None:
+    spec = workloads.get(name)
+    first, second = spec.oracle(messy, MESSY), spec.oracle(messy, MESSY)
+    pd.testing.assert_frame_equal(first.rows, second.rows)
+    assert list(first.rows.columns) == [*spec.key_columns, *spec.value_columns]
+    assert len(first.rows) > 0
+    if spec.output_mode == "update":  # append outputs may repeat a key (a re-delivered impression joins twice)
+        assert not first.rows.duplicated(list(spec.key_columns)).any(), "a key appears twice in the final result"
+    assert len(first.dead_letters) == int((~messy["kind"].isin(["clean", "late", "too_late", "duplicate"])).sum())
+    # Only too_late records are ever late-dropped (the dataset's margins make that exact).
+    kinds = messy.set_index("seq").loc[first.late_dropped["seq"], "kind"]
+    assert set(kinds) <= {"too_late"}
+
+
+def test_window_starts_follow_spark_window() -> None:
+    times = pd.Series([0, 4_999, 5_000, 12_345], index=[10, 11, 12, 13])
+    tumbling = workloads.window_starts(times, 10_000, 10_000)
+    assert tumbling["window_start"].tolist() == [0, 0, 0, 10_000]
+    sliding = workloads.window_starts(times, 10_000, 5_000)
+    assert list(zip(sliding.index, sliding["window_start"])) == [
+        (10, 0), (10, -5_000), (11, 0), (11, -5_000), (12, 5_000), (12, 0), (13, 10_000), (13, 5_000),
+    ]
+
+
+def test_final_result_takes_the_last_value_per_key_in_update_mode(tmp_path) -> None:
+    spec = workloads.get("running_counts")
+    write_batch(tmp_path, 2, pd.DataFrame({"key": ["a", "b"], "count": [3, 1], "last_input_ts": [5, 6]}))
+    write_batch(tmp_path, 1, pd.DataFrame({"key": ["a", "c"], "count": [1, 7], "last_input_ts": [1, 2]}))
+    write_batch(tmp_path, 3, pd.DataFrame({"key": ["b"], "count": [2], "last_input_ts": [9]}))
+    final = workloads.final_result(spec, read_batches(tmp_path))
+    assert final.to_dict("list") == {"key": ["a", "b", "c"], "count": [3, 2, 7]}
+
+
+def test_final_result_keeps_every_row_in_append_mode(tmp_path) -> None:
+    spec = workloads.get("dedup")
+    rows = pd.DataFrame({c: [] for c in spec.columns})
+    assert workloads.final_result(spec, rows).empty
+
+
+def test_a_replayed_batch_replaces_its_file(tmp_path) -> None:
+    write_batch(tmp_path, 7, pd.DataFrame({"key": ["a", "b"]}))
+    write_batch(tmp_path, 7, pd.DataFrame({"key": ["a"]}))
+    write_batch(tmp_path, 8, pd.DataFrame({"key": []}))
+    rows = read_batches(tmp_path)
+    assert rows["key"].tolist() == ["a"] and rows["batch"].tolist() == [7]
+    assert rows["emitted_at"].iloc[0] > 1_700_000_000_000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["batch=000000000000007.parquet", "batch=000000000000008.parquet"]
+
+
+def test_the_readme_workloads_example_runs() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    code = readme.split("## Paired workloads", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    scope: dict = {}
+    exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - the README's own example
+    assert len(scope["expected"].late_dropped) > 0 and len(scope["expected"].rows) > 0

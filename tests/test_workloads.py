@@ -1,0 +1,200 @@
+"""Paired workloads: legacy, modern and the pandas oracle agree exactly, on a clean and a messy dataset.
+
+Each (engine, profile, workload) is one run: a live replay of 20k records into 4 partitions while the engine
+runs every variant of the workload (many batches per engine), shared by all the tests that check it. A run
+takes a minute or more, so the default tier keeps one pair, ``running_counts`` on the messy profile (late,
+too-late, duplicate and malformed records), on both engines; ``-m slow`` runs every workload on both profiles.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from compare.diff import assert_equivalent
+from compare.harness import EngineRun, dataset_spec, run_engine
+from kit import workloads
+from kit.dataset import generate
+
+pytestmark = pytest.mark.filterwarnings("ignore:DStream is deprecated:FutureWarning")
+
+PROFILES = [pytest.param("messy"), pytest.param("clean", marks=pytest.mark.slow)]
+DEFAULT_TIER = "running_counts"
+
+
+def _jobs(engine: str, name: str) -> tuple[tuple[str, str], ...]:
+    return tuple((name, v.name) for v in workloads.get(name).variants(engine))
+
+
+def _tier(name: str) -> list:
+    return [] if name == DEFAULT_TIER else [pytest.mark.slow]
+
+
+def _cases() -> list:
+    cases = []
+    for name in workloads.NAMES:
+        spec = workloads.get(name)
+        for engine in ("legacy", "modern"):
+            for variant in spec.variants(engine):
+                cases.append(
+                    pytest.param(name, engine, variant.name, id=f"{name}-{engine}-{variant.name}", marks=_tier(name))
+                )
+    return cases
+
+
+_RUNS: dict[tuple[str, str, str], EngineRun] = {}
+_DATA: dict[str, tuple] = {}
+
+
+def _data(profile: str) -> tuple:
+    if profile not in _DATA:
+        spec = dataset_spec(profile)
+        frame = generate(spec)
+        _DATA[profile] = (spec, frame, {name: workloads.get(name).oracle(frame, spec) for name in workloads.NAMES})
+    return _DATA[profile]
+
+
+@pytest.fixture
+def engine_run(request, bootstrap_servers, spark, tmp_path_factory):
+    """Run (once per session) an engine on a profile with every variant of a workload; shared by the tests."""
+
+    def get(engine: str, profile: str, name: str) -> EngineRun:
+        if (engine, profile, name) not in _RUNS:
+            spec, frame, _ = _data(profile)
+            workdir = tmp_path_factory.mktemp(f"{engine}-{profile}-{name}")
+            _RUNS[engine, profile, name] = run_engine(
+                engine, _jobs(engine, name), spec, frame,
+                bootstrap_servers=bootstrap_servers, spark=spark, workdir=workdir,
+            )
+        return _RUNS[engine, profile, name]
+
+    return get
+
+
+def _equivalent_cases() -> list:
+    return [c for c in _cases() if _variant(*c.values).equivalent]
+
+
+def _variant(name: str, engine: str, variant: str) -> workloads.Variant:
+    return next(v for v in workloads.get(name).variants(engine) if v.name == variant)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize(("name", "engine", "variant"), _equivalent_cases())
+def test_final_result_equals_the_oracle(engine_run, profile, name, engine, variant) -> None:
+    spec = workloads.get(name)
+    run = engine_run(engine, profile, name)
+    expected = _data(profile)[2][name].rows
+    got = workloads.final_result(spec, run.rows(name, variant))
+    assert len(got) > 0
+    assert_equivalent(expected, got, keys=spec.key_columns, values=spec.value_columns)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("engine", ["legacy", "modern"])
+@pytest.mark.parametrize("name", [pytest.param(n, marks=_tier(n)) for n in workloads.NAMES])
+def test_dead_letters_are_exactly_the_malformed_records(engine_run, profile, engine, name) -> None:
+    run = engine_run(engine, profile, name)
+    rejects = _data(profile)[2]["running_counts"].dead_letters
+    # A malformed record produced to two topics (the join's input and "events") is a dead letter in each.
+    log = run.replay.log[["seq", "topic"]]
+    expected = rejects.merge(log, on="seq")[["topic", "seq", "reason"]]
+    dead = run.dead_letters()
+    got = pd.DataFrame({"topic": dead["topic"].to_numpy(), "seq": run.seqs_of(dead), "reason": dead["reason"].to_numpy()})
+    assert not got.duplicated(["topic", "seq"]).any(), "a malformed record was dead-lettered twice"
+    columns = ["topic", "seq", "reason"]
+    pd.testing.assert_frame_equal(
+        got.sort_values(columns).reset_index(drop=True), expected.sort_values(columns).reset_index(drop=True),
+        check_dtype=False,
+    )
+    assert (len(got) > 0) == (profile == "messy")
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize(("name", "engine", "variant"), [c for c in _equivalent_cases() if c.values[1] == "legacy"])
+def test_legacy_drops_exactly_the_records_the_oracle_drops(engine_run, profile, name, engine, variant) -> None:
+    run = engine_run(engine, profile, name)
+    expected = _data(profile)[2][name].late_dropped
+    late = run.late(name, variant)
+    got = pd.DataFrame({"seq": run.seqs_of(late)})
+    for column in expected.columns.drop("seq"):
+        got[column] = late["detail"].to_numpy()
+    columns = list(expected.columns)
+    pd.testing.assert_frame_equal(
+        got.sort_values(columns).reset_index(drop=True), expected.sort_values(columns).reset_index(drop=True),
+        check_dtype=False,
+    )
+
+
+# Spark's numRowsDroppedByWatermark counts rows entering a stateful operator: input records for dedup and
+# stream-stream joins, partially aggregated rows for aggregations (one per key, window and task).
+_PER_RECORD_METRIC = {"dedup", "join"}
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize(("name", "engine", "variant"), [c for c in _equivalent_cases() if c.values[1] == "modern"])
+def test_modern_reports_the_late_rows_spark_dropped(engine_run, profile, name, engine, variant) -> None:
+    from modern.runner import job_id, late_dropped
+
+    run = engine_run(engine, profile, name)
+    expected = len(_data(profile)[2][name].late_dropped)
+    got = late_dropped(run.out_dir, job_id(name, variant))
+    if name in _PER_RECORD_METRIC:
+        assert got == expected
+    else:
+        assert (0 < got <= expected) if expected else got == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("profile", PROFILES)
+def test_naive_windowed_counts_count_by_arrival_not_by_event_time(engine_run, profile) -> None:
+    """The naive DStream ``windowed_counts`` (``reduceByKeyAndWindow``) counts what *arrived* in each window of
+    batches: rebuilt from the batches' offset ranges, its counts match that exactly; and that diverges from the
+    event-time result: a window of arrivals mixes event-time windows, and too-late records are counted."""
+    from kit.sink import read_batches
+    from kit.workloads.windowed_counts import WINDOWS
+
+    spec = workloads.get("windowed_counts")
+    _, frame, oracles = _data(profile)
+    expected = oracles["windowed_counts"]
+    run = engine_run("legacy", profile, "windowed_counts")
+    naive = workloads.final_result(spec, run.rows("windowed_counts", "naive"))
+    assert len(naive) > 0
+
+    # Each valid record's batch, from the offset ranges of the batches of the job's input and the replay log.
+    progress = read_batches(run.out_dir / "progress.events")
+    batch_of = pd.DataFrame(
+        [
+            (int(batch), topic, int(partition), offset)
+            for batch, topic, partition, start, end in progress[
+                ["batch", "topic", "partition", "from_offset", "until_offset"]
+            ].itertuples(index=False)
+            for offset in range(int(start), int(end))
+        ],
+        columns=["batch", "topic", "partition", "offset"],
+    )
+    events, _ = workloads.parse_dataset(frame)
+    located = ["topic", "partition", "offset"]
+    arrived = batch_of.merge(run.replay.log[["seq", *located]], on=located)
+    arrived = arrived.merge(events[["seq", "key", "event_time"]], on="seq")
+
+    too_late = set(expected.late_dropped["seq"])
+    counted_too_late, mixed_windows = set(), 0
+    for kind, size_ms, _ in WINDOWS:
+        rows = naive[naive["window_kind"] == kind]
+        assert len(rows) > 0, f"the naive job emitted no {kind} window"
+        for start, window in rows.groupby("window_start"):
+            # A DStream window ending at batch time T holds the batches of (T - size, T].
+            inside = arrived[(arrived["batch"] > start) & (arrived["batch"] <= start + size_ms)]
+            rebuilt = inside.groupby("key").size()
+            got = window.set_index("key")["count"]
+            pd.testing.assert_series_equal(
+                got.sort_index(), rebuilt.sort_index(), check_names=False, check_dtype=False,
+                obj=f"naive {kind} window starting {start}",
+            )
+            counted_too_late |= too_late & set(inside["seq"])
+            mixed_windows += (inside["event_time"] // size_ms).nunique() > 1
+
+    assert mixed_windows > 0, "no naive window mixed records of different event-time windows"
+    assert run.late("windowed_counts", "naive").empty
+    assert bool(counted_too_late) == (profile == "messy"), "the naive job should count the too-late records"
