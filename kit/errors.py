@@ -23,6 +23,7 @@ __all__ = [
     "KitError",
     "OffsetOutOfRange",
     "ReplayError",
+    "RunTimeout",
     "TopicConfigurationMismatch",
     "UnknownTopic",
 ]
@@ -187,3 +188,17 @@ class ReplayError(KitError):
             f"(first error: {first_error}). The topic now holds a partial replay: "
             "delete it (or use a new topic name) and replay again once the broker is healthy."
         )
+
+
+class RunTimeout(KitError):
+    """An engine run did not reach the expected input offsets in time; carries what it had reached.
+
+    Attributes:
+        reached: what the run had processed when the wait gave up.
+        expected: what it was waiting for.
+    """
+
+    def __init__(self, message: str, *, reached: dict, expected: dict) -> None:
+        super().__init__(message)
+        self.reached = reached
+        self.expected = expected

@@ -35,26 +35,13 @@ import pandas as pd
 
 from kit import workloads
 from kit.dataset import DatasetSpec
-from kit.errors import ConfigError, KitError
+from kit.errors import RunTimeout
 from kit.sink import read_batches, write_batch
+from kit.workloads import job_id
 from legacy.kafka import KafkaUtils, OffsetRange
 from legacy.workloads import Source
 
 __all__ = ["LegacyRunConfig", "RunTimeout", "await_progress", "create_context", "job_id", "read_progress"]
-
-
-class RunTimeout(KitError):
-    """A run did not reach the expected offsets in time; carries what it had reached."""
-
-    def __init__(self, message: str, *, reached: dict, expected: dict) -> None:
-        super().__init__(message)
-        self.reached = reached
-        self.expected = expected
-
-
-def job_id(workload: str, variant: str = "default") -> str:
-    """Output name of a job: the workload, or ``<workload>.<variant>``."""
-    return workload if variant == "default" else f"{workload}.{variant}"
 
 
 @dataclass(frozen=True)
@@ -145,25 +132,11 @@ def create_context(sc: Any, config: LegacyRunConfig) -> Any:
     source = Source(raw, config.dataset)
     for workload, variant in config.jobs:
         spec = workloads.get(workload)
-        chosen = {v.name: v for v in spec.legacy}
-        if variant not in chosen:
-            raise ConfigError(
-                f"workload {workload!r} has no legacy variant {variant!r}; it has {', '.join(chosen)}.",
-                field="variant",
-                expected=tuple(chosen),
-                actual=variant,
-            )
-        missing = [name for name in spec.inputs if name not in config.topics]
-        if missing:
-            raise ConfigError(
-                f"workload {workload!r} reads inputs {list(spec.inputs)}; no topic given for {missing}.",
-                field="topics",
-                expected=spec.inputs,
-                actual=tuple(config.topics),
-            )
+        chosen = spec.variant("legacy", variant)
+        spec.check_inputs(config.topics)
         module = importlib.import_module(f"legacy.workloads.{workload}")
         late_before = len(source.late)
-        rows = getattr(module, chosen[variant].function)(ssc, source)
+        rows = getattr(module, chosen.function)(ssc, source)
         name = job_id(workload, variant)
         rows.foreachRDD(_batch_writer(out / name, spec.columns))
         reported = source.late[late_before:]

@@ -32,25 +32,13 @@ from typing import Any
 
 from kit import workloads
 from kit.dataset import DatasetSpec
-from kit.errors import ConfigError, KitError
+from kit.errors import RunTimeout
+from kit.workloads import job_id
 from modern.kafka import offsets_from_json
 from modern.sinks import ParquetBatchSink
 from modern.workloads import Source
 
 __all__ = ["ModernRun", "ModernRunConfig", "RunTimeout", "job_id", "late_dropped"]
-
-
-class RunTimeout(KitError):
-    """Queries did not reach the expected offsets in time; carries what they had reached."""
-
-    def __init__(self, message: str, *, reached: dict) -> None:
-        super().__init__(message)
-        self.reached = reached
-
-
-def job_id(workload: str, variant: str = "default") -> str:
-    """Query and output name of a job: the workload, or ``<workload>.<variant>``."""
-    return workload if variant == "default" else f"{workload}.{variant}"
 
 
 @dataclass(frozen=True)
@@ -166,16 +154,10 @@ class ModernRun:
         writers: dict[str, Any] = {}
         for workload, variant in config.jobs:
             spec = workloads.get(workload)
-            chosen = {v.name: v for v in spec.modern}
-            if variant not in chosen:
-                raise ConfigError(
-                    f"workload {workload!r} has no modern variant {variant!r}; it has {', '.join(chosen)}.",
-                    field="variant",
-                    expected=tuple(chosen),
-                    actual=variant,
-                )
+            chosen = spec.variant("modern", variant)
+            spec.check_inputs(config.topics)
             module = importlib.import_module(f"modern.workloads.{workload}")
-            frame = getattr(module, chosen[variant].function)(self.spark, source)
+            frame = getattr(module, chosen.function)(self.spark, source)
             name = job_id(workload, variant)
             writers[name] = self._writer(frame.select(*spec.columns), name, spec.output_mode)
         for name in list(source.used):
@@ -222,6 +204,7 @@ class ModernRun:
                     f"{timeout_s:.0f} s; they reached {({n: self._reached(q) for n, q in pending.items()})}. "
                     "Check the driver log; raise the timeout for larger datasets.",
                     reached={n: self._reached(q) for n, q in pending.items()},
+                    expected={t: dict(e) for t, e in end_offsets.items()},
                 )
             if pending:
                 time.sleep(0.2)

@@ -108,3 +108,13 @@ def test_the_readme_workloads_example_runs() -> None:
     scope: dict = {}
     exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - the README's own example
     assert len(scope["expected"].late_dropped) > 0 and len(scope["expected"].rows) > 0
+
+
+def test_unknown_variant_and_missing_input_are_clear_errors() -> None:
+    spec = workloads.get("sessions")
+    assert spec.variant("modern", "state").function == "build_with_state"
+    with pytest.raises(ConfigError, match="workload 'sessions' has no legacy variant 'state'; it has default") as info:
+        spec.variant("legacy", "state")
+    assert info.value.field == "variant"
+    with pytest.raises(ConfigError, match=r"workload 'join' reads inputs \['impressions', 'clicks'\]; no topic given for \['clicks'\]"):
+        workloads.get("join").check_inputs({"impressions": "t1"})

@@ -30,7 +30,7 @@ Example:
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -48,6 +48,7 @@ __all__ = [
     "WorkloadSpec",
     "final_result",
     "get",
+    "job_id",
     "parse_dataset",
     "window_starts",
 ]
@@ -139,11 +140,43 @@ class WorkloadSpec:
         """The variants of ``engine``."""
         return self.legacy if engine == "legacy" else self.modern
 
+    def variant(self, engine: Literal["legacy", "modern"], name: str) -> Variant:
+        """The variant ``name`` of ``engine``.
+
+        Raises:
+            ConfigError: no such variant (the message lists the engine's variants).
+        """
+        chosen = {v.name: v for v in self.variants(engine)}
+        if name not in chosen:
+            raise ConfigError(
+                f"workload {self.name!r} has no {engine} variant {name!r}; it has {', '.join(chosen)}.",
+                field="variant",
+                expected=tuple(chosen),
+                actual=name,
+            )
+        return chosen[name]
+
+    def check_inputs(self, topics: Mapping[str, str]) -> None:
+        """Raise :class:`~kit.errors.ConfigError` unless ``topics`` (input name → topic) covers every input."""
+        missing = [name for name in self.inputs if name not in topics]
+        if missing:
+            raise ConfigError(
+                f"workload {self.name!r} reads inputs {list(self.inputs)}; no topic given for {missing}.",
+                field="topics",
+                expected=self.inputs,
+                actual=tuple(topics),
+            )
+
     def route(self, frame: pd.DataFrame) -> pd.Series:
         """Input name of each row of a dataset frame (all ``inputs[0]`` for a single-input workload)."""
         if self.router is None:
             return pd.Series(self.inputs[0], index=frame.index)
         return self.router(frame)
+
+
+def job_id(workload: str, variant: str = "default") -> str:
+    """Output (and query) name of a job: the workload, or ``<workload>.<variant>``."""
+    return workload if variant == "default" else f"{workload}.{variant}"
 
 
 def get(name: str) -> WorkloadSpec:

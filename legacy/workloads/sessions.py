@@ -17,27 +17,13 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from kit.workloads.sessions import SPEC
+from kit.workloads.sessions import SPEC, merge_session
 from legacy.workloads import event_time_operator
 
 __all__ = ["build"]
 
 
 # --8<-- [start:sessions]
-def _merge(sessions: list[list], event: dict, gap_ms: int) -> list[list]:
-    """One user's open sessions, each ``[start, last event, events, last kafka_ts]``, with ``event`` merged in."""
-    t = event["event_time"]
-    merged = [t, t, 1, event["kafka_ts"]]
-    rest = []
-    for s in sessions:
-        # Overlap of [s.start, s.last + gap] and [t, t + gap], ends included as in Spark.
-        if s[0] <= t + gap_ms and t <= s[1] + gap_ms:
-            merged = [min(merged[0], s[0]), max(merged[1], s[1]), merged[2] + s[2], max(merged[3], s[3])]
-        else:
-            rest.append(s)
-    return [*rest, merged]
-
-
 def _step(state: dict | None, new: list[dict], watermark: int, *, gap_ms: int) -> tuple[dict, list, list]:
     open_sessions: dict[str, list[list]] = state or {}
     late = []
@@ -46,7 +32,7 @@ def _step(state: dict | None, new: list[dict], watermark: int, *, gap_ms: int) -
             late.append((event, None))
         else:
             user = event["user"]
-            open_sessions[user] = _merge(open_sessions.get(user, []), event, gap_ms)
+            open_sessions[user] = merge_session(open_sessions.get(user, []), event["event_time"], event["kafka_ts"], gap_ms)
     rows = []
     for user in list(open_sessions):
         still_open = []

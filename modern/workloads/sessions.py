@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from kit.workloads.sessions import SPEC
+from kit.workloads.sessions import SPEC, merge_session
 
 __all__ = ["build", "build_with_state"]
 
@@ -55,26 +55,13 @@ _OUTPUT = "user string, session_start long, session_end long, events long, last_
 _STATE = "open_sessions string"
 
 
-def _merge(sessions: list[list[int]], t: int, kafka_ts: int, gap_ms: int) -> list[list[int]]:
-    """One user's open sessions, ``[start, last event, events, last kafka_ts]``, with an event at ``t``."""
-    merged = [t, t, 1, kafka_ts]
-    rest = []
-    for s in sessions:
-        # Overlap of [s.start, s.last + gap] and [t, t + gap], ends included as in Spark's session_window.
-        if s[0] <= t + gap_ms and t <= s[1] + gap_ms:
-            merged = [min(merged[0], s[0]), max(merged[1], s[1]), merged[2] + s[2], max(merged[3], s[3])]
-        else:
-            rest.append(s)
-    return [*rest, merged]
-
-
 def _sessionize(gap_ms: int) -> Any:
     def sessionize(key: tuple, batches: Iterator[pd.DataFrame], state: Any) -> Iterator[pd.DataFrame]:
         (user,) = key
         sessions = json.loads(state.get[0]) if state.exists else []
         for batch in batches:  # empty when called for a timeout
             for t, kafka_ts in zip(batch["event_time_ms"].tolist(), batch["kafka_ts_ms"].tolist()):
-                sessions = _merge(sessions, t, kafka_ts, gap_ms)
+                sessions = merge_session(sessions, t, kafka_ts, gap_ms)
         watermark = state.getCurrentWatermarkMs()
         closed = [s for s in sessions if s[1] + gap_ms <= watermark]
         still_open = [s for s in sessions if s[1] + gap_ms > watermark]
