@@ -243,7 +243,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from kit.kafka import Kafka
     from kit.replay import ReplaySettings
 
-    spec = DatasetSpec.from_profile(args.profile, records=args.records, seed=args.seed, partitions=args.partitions)
+    # At least 40 s of event time, so that too-late records (late by 17 s and more) fit in any demo size.
+    spec = DatasetSpec.from_profile(
+        args.profile, records=args.records, seed=args.seed, partitions=args.partitions,
+        events_per_second=min(1000.0, args.records / 40),
+    )
     workdir = Path(args.out or tempfile.mkdtemp(prefix="dmk-demo-"))
     workdir.mkdir(parents=True, exist_ok=True)
     data = workdir / "events.parquet"

@@ -20,7 +20,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_gen_writes_a_dataset_and_manifest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "events.jsonl"
-    code = main(["gen", "--records", "12000", "--seed", "5", "--profile", "messy", "--out", str(out), "--users", "50"])
+    code = main([
+        "gen", "--records", "12000", "--seed", "5", "--profile", "messy", "--out", str(out), "--users", "50",
+        "--events-per-second", "300",  # 40 s of event time: too-late records need 17 s and more before them
+    ])
     assert code == 0
     manifest = read_manifest(out)
     assert manifest["records"] == 12_000 and manifest["spec"]["users"] == 50 and manifest["spec"]["seed"] == 5
