@@ -6,6 +6,8 @@ Commands:
     dmk gen                  write a deterministic dataset file and its manifest
     dmk replay FILE          produce a dataset file into a topic
     dmk offsets TOPIC        exact beginning/end offsets of a topic
+    dmk compare WORKLOAD     replay a dataset through a legacy and a modern driver, 3-way diff, report
+    dmk report RUN_DIR       re-render a compare run's report.md and report.html
 
 Every command that needs Kafka takes ``--bootstrap-servers`` (default: ``$DMK_BOOTSTRAP_SERVERS``, else an
 embedded broker started for the command). Errors print one line and exit with code 2.
@@ -341,6 +343,72 @@ def _modern_count(bootstrap_servers: str, topic: str) -> int:
     )
 
 
+def _compare_progress() -> tuple[Progress, Callable[[str, int, int], None]]:
+    progress = _progress()
+    tasks: dict[str, int] = {}
+    started: dict[str, float] = {}
+
+    def update(name: str, done: int, total: int) -> None:
+        if name not in tasks:
+            tasks[name] = progress.add_task(name, total=total, rate="")
+            started[name] = time.monotonic()
+        elapsed = max(time.monotonic() - started[name], 1e-9)
+        progress.update(tasks[name], completed=min(done, total), rate=f"{done / elapsed:,.0f} rec/s")
+
+    return progress, update
+
+
+def _settings_from_args(args: argparse.Namespace):
+    from compare.run import CompareSettings
+
+    out = Path(args.out) if args.out else Path("runs") / f"{args.workload.replace(':', '.')}-{time.strftime('%Y%m%d-%H%M%S')}"
+    dataset = None if args.dataset else _spec_from_args(args)
+    return CompareSettings(
+        workload=args.workload, out_dir=out, dataset=dataset, dataset_file=args.dataset,
+        bootstrap_servers=args.bootstrap_servers, rate_rps=None if args.burst else args.rate,
+        partitions=args.partitions or 4, legacy=args.legacy, modern=args.modern, oracle=args.oracle,
+        legacy_mode=args.legacy_mode, batch_seconds=args.batch_seconds, trigger=args.trigger,
+        concurrent=args.concurrent, kill_driver=args.kill_driver, pause_broker_s=args.pause_broker,
+        seed=args.seed, timeout_s=args.timeout, master=args.master, broker_port=args.broker_port,
+    )
+
+
+def _print_summary(run_dir: Path, metrics: dict) -> None:
+    from compare.report import summary_rows
+
+    verdict = "[green]EQUIVALENT[/green]" if metrics["equivalent"] else "[red]DIFFERENT[/red]"
+    table = Table(title=f"{metrics['workload']}: {metrics['records']:,} records")
+    for column in ("figure", "legacy", "modern", "oracle"):
+        table.add_column(column, justify="left" if column == "figure" else "right")
+    for row in summary_rows(metrics):
+        table.add_row(*row)
+    console.print(table)
+    console.print(f"{verdict}  report: {run_dir / 'report.md'}  {run_dir / 'report.html'}  metrics: {run_dir / 'metrics.json'}")
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from compare.run import run_compare, validate
+
+    settings = _settings_from_args(args)
+    validate(settings)
+    if not args.bootstrap_servers:
+        err_console.print("[dim]no --bootstrap-servers given: starting the embedded Tansu broker[/dim]")
+    progress, update = _compare_progress()
+    with progress:
+        result = run_compare(settings, update)
+    _print_summary(result.out_dir, result.metrics)
+    return 0 if result.equivalent else 1
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from compare.report import load_metrics, render
+
+    run_dir = Path(args.run_dir)
+    md, page = render(run_dir)
+    _print_summary(run_dir, load_metrics(run_dir))
+    return 0 if load_metrics(run_dir)["equivalent"] else 1
+
+
 # -- parser ----------------------------------------------------------------------------------------------
 
 
@@ -401,6 +469,43 @@ def build_parser() -> argparse.ArgumentParser:
     off.add_argument("--json", action="store_true", help="print JSON (Spark's startingOffsets shape)")
     _add_bootstrap(off)
     off.set_defaults(func=cmd_offsets)
+
+    cmp = commands.add_parser(
+        "compare", help="replay a dataset through the legacy and the modern job, diff against the oracle, report",
+        description="Replay one dataset through a legacy (DStream) and a modern (Structured Streaming) driver "
+        "process, diff both against the exact pandas oracle, measure latency and throughput, and write a run "
+        "directory (report.md, report.html, metrics.json, diff/). Exit code 0 iff both engines equal the oracle.",
+    )
+    cmp.add_argument("workload", help="a built-in workload (running_counts, windowed_counts, sessions, dedup, ysb, join) or package.module:SPEC")
+    cmp.add_argument("--dataset", metavar="FILE", help="a dataset file from `dmk gen` (default: generate one)")
+    cmp.add_argument("--records", type=int, default=20_000, help="records to generate (default 20000)")
+    cmp.add_argument("--seed", type=int, default=11, help="dataset seed, also seeds fault points (default 11)")
+    cmp.add_argument("--profile", choices=["clean", "messy"], default="messy", help="dataset profile (default messy)")
+    cmp.add_argument("--partitions", type=int, help="partitions of each input topic (default 4)")
+    for name, default in (("events_per_second", 500), ("users", 300), ("lateness_margin_ms", 4000)):
+        cmp.add_argument("--" + name.replace("_", "-"), dest=name, type=_GEN_KNOBS[name][0], default=default,
+                         help=_GEN_KNOBS[name][1] + f" (default {default})")
+    cmp.add_argument("--out", metavar="RUN_DIR", help="run directory (default runs/<workload>-<time>)")
+    cmp.add_argument("--rate", type=float, default=1000.0, help="replay rate, dataset records/s (default 1000)")
+    cmp.add_argument("--burst", action="store_true", help="produce the whole dataset before the driver starts")
+    cmp.add_argument("--legacy-mode", default="direct", help="how the legacy job keeps offsets (default direct: checkpoint)")
+    cmp.add_argument("--batch-seconds", type=float, default=1.0, help="legacy batch interval (default 1.0)")
+    cmp.add_argument("--trigger", default="0 seconds", help="modern processing-time trigger (default '0 seconds')")
+    cmp.add_argument("--concurrent", action="store_true", help="run both engines at once (default: one after the other)")
+    cmp.add_argument("--kill-driver", type=int, default=0, metavar="N", help="SIGKILL and restart each driver N times")
+    cmp.add_argument("--pause-broker", type=float, default=0.0, metavar="SECONDS", help="SIGSTOP the embedded broker this long mid-replay")
+    cmp.add_argument("--legacy", metavar="MOD:FN", help="your legacy job, fn(ssc, source) -> DStream (docs/compare.md)")
+    cmp.add_argument("--modern", metavar="MOD:FN", help="your modern job, fn(spark, source) -> DataFrame")
+    cmp.add_argument("--oracle", metavar="MOD:FN", help="your oracle, fn(frame, dataset_spec) -> OracleResult or DataFrame")
+    cmp.add_argument("--timeout", type=float, default=600.0, help="bound on each driver's start and drain, s (default 600)")
+    cmp.add_argument("--master", help="Spark master for the drivers (default $DMK_SPARK_MASTER or local[2])")
+    cmp.add_argument("--broker-port", type=int, help="port of the embedded broker (default: a free one)")
+    _add_bootstrap(cmp)
+    cmp.set_defaults(func=cmd_compare)
+
+    rpt = commands.add_parser("report", help="re-render report.md and report.html of a compare run directory")
+    rpt.add_argument("run_dir", metavar="RUN_DIR")
+    rpt.set_defaults(func=cmd_report)
     return parser
 
 

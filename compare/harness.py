@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import glob
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,12 +57,10 @@ class EngineRun:
     jobs: tuple[tuple[str, str], ...]
 
     def rows(self, workload: str, variant: str = "default") -> pd.DataFrame:
-        name = workload if variant == "default" else f"{workload}.{variant}"
-        return read_batches(self.out_dir / name)
+        return read_batches(self.out_dir / workloads.job_id(workload, variant))
 
     def late(self, workload: str, variant: str = "default") -> pd.DataFrame:
-        name = workload if variant == "default" else f"{workload}.{variant}"
-        rows = read_batches(self.out_dir / f"{name}.late")
+        rows = read_batches(self.out_dir / f"{workloads.job_id(workload, variant)}.late")
         return rows if not rows.empty else pd.DataFrame(columns=["event_id", "topic", "partition", "offset", "detail"])
 
     def dead_letters(self) -> pd.DataFrame:
@@ -98,7 +97,7 @@ def route_inputs(specs: list[workloads.WorkloadSpec], frame: pd.DataFrame) -> pd
 
 def run_engine(
     engine: str,
-    jobs: tuple[tuple[str, str], ...],
+    jobs: tuple[tuple[str | workloads.WorkloadSpec, str | Callable], ...],
     spec: DatasetSpec,
     frame: pd.DataFrame,
     *,
@@ -107,9 +106,13 @@ def run_engine(
     workdir: Path,
     timeout_s: float = 600,
 ) -> EngineRun:
-    """Replay ``frame`` (routed to each job's inputs) while ``engine`` runs ``jobs``; wait for all output."""
+    """Replay ``frame`` (routed to each job's inputs) while ``engine`` runs ``jobs``; wait for all output.
+
+    ``jobs`` are ``(workload, variant)`` pairs as :func:`kit.workloads.resolve` takes them: a workload name or
+    spec, and a variant name or your own builder function.
+    """
     tag = f"{engine}-{uuid.uuid4().hex[:6]}"
-    routed = route_inputs([workloads.get(w) for w, _ in jobs], frame)
+    routed = route_inputs([w if isinstance(w, workloads.WorkloadSpec) else workloads.get(w) for w, _ in jobs], frame)
     topics = {name: f"{tag}-{name}" for name in sorted(set(routed["topic"]))}
     routed["topic"] = routed["topic"].map(topics)
     inputs = sorted(topics)

@@ -24,7 +24,6 @@ Example::
 
 from __future__ import annotations
 
-import importlib
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -131,14 +130,12 @@ def create_context(sc: Any, config: LegacyRunConfig) -> Any:
     }
     source = Source(raw, config.dataset)
     for workload, variant in config.jobs:
-        spec = workloads.get(workload)
-        chosen = spec.variant("legacy", variant)
-        spec.check_inputs(config.topics)
-        module = importlib.import_module(f"legacy.workloads.{workload}")
+        job = workloads.resolve("legacy", workload, variant)
+        job.spec.check_inputs(config.topics)
         late_before = len(source.late)
-        rows = getattr(module, chosen.function)(ssc, source)
-        name = job_id(workload, variant)
-        rows.foreachRDD(_batch_writer(out / name, spec.columns))
+        rows = job.build(ssc, source)
+        name = job.name
+        rows.foreachRDD(_batch_writer(out / name, job.spec.columns))
         reported = source.late[late_before:]
         if reported:
             # One writer per job: its batch files are per batch time, so two writers would overwrite.

@@ -21,7 +21,6 @@ Example::
 
 from __future__ import annotations
 
-import importlib
 import json
 import threading
 import time
@@ -153,13 +152,10 @@ class ModernRun:
         source = Source(self.spark, config.bootstrap_servers, config.topics, config.dataset, config.source_options)
         writers: dict[str, Any] = {}
         for workload, variant in config.jobs:
-            spec = workloads.get(workload)
-            chosen = spec.variant("modern", variant)
-            spec.check_inputs(config.topics)
-            module = importlib.import_module(f"modern.workloads.{workload}")
-            frame = getattr(module, chosen.function)(self.spark, source)
-            name = job_id(workload, variant)
-            writers[name] = self._writer(frame.select(*spec.columns), name, spec.output_mode)
+            job = workloads.resolve("modern", workload, variant)
+            job.spec.check_inputs(config.topics)
+            frame = job.build(self.spark, source)
+            writers[job.name] = self._writer(frame.select(*job.spec.columns), job.name, job.spec.output_mode)
         for name in list(source.used):
             writers[f"dead_letters.{name}"] = self._writer(source.dead_letters(name), f"dead_letters.{name}", "append")
         self._log = _ProgressLog(Path(config.out_dir) / "progress", set(writers))

@@ -47,8 +47,11 @@ __all__ = [
     "Variant",
     "WorkloadSpec",
     "final_result",
+    "Job",
     "get",
     "job_id",
+    "load_ref",
+    "resolve",
     "parse_dataset",
     "window_starts",
 ]
@@ -179,20 +182,101 @@ def job_id(workload: str, variant: str = "default") -> str:
     return workload if variant == "default" else f"{workload}.{variant}"
 
 
-def get(name: str) -> WorkloadSpec:
-    """The spec of a built-in workload.
+def load_ref(ref: str, what: str = "object") -> object:
+    """Import ``"package.module:attribute"`` (the form ``dmk compare --legacy/--modern/--oracle`` take).
 
     Raises:
-        ConfigError: ``name`` is not one of :data:`NAMES` (the message lists them).
+        ConfigError: not of that form, the module cannot be imported, or it has no such attribute.
     """
+    module_name, colon, attribute = ref.partition(":")
+    if not colon or not module_name or not attribute:
+        raise ConfigError(
+            f"{what} {ref!r} is not a reference of the form package.module:name.",
+            field=what, expected="package.module:name", actual=ref,
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ConfigError(
+            f"{what} {ref!r}: cannot import {module_name!r} ({err}). Run from the directory that holds it, or "
+            "install it, so that this Python and Spark's Python workers can import it.",
+            field=what, expected="an importable module", actual=module_name,
+        ) from None
+    target: object = module
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            raise ConfigError(
+                f"{what} {ref!r}: module {module_name!r} has no {attribute!r}.",
+                field=what, expected=attribute, actual=sorted(n for n in dir(module) if not n.startswith("_")),
+            )
+        target = getattr(target, part)
+    return target
+
+
+def get(name: str) -> WorkloadSpec:
+    """The spec of a built-in workload, or of your own: ``"package.module:SPEC"`` (a :class:`WorkloadSpec`).
+
+    Raises:
+        ConfigError: ``name`` is not one of :data:`NAMES` (the message lists them), or is a reference that
+            does not lead to a WorkloadSpec.
+    """
+    if ":" in name:
+        spec = load_ref(name, "workload")
+        if not isinstance(spec, WorkloadSpec):
+            raise ConfigError(
+                f"workload {name!r} is a {type(spec).__name__}, not a kit.workloads.WorkloadSpec.",
+                field="workload", expected="WorkloadSpec", actual=type(spec).__name__,
+            )
+        return spec
     if name not in NAMES:
         raise ConfigError(
-            f"unknown workload {name!r}; the workloads are: {', '.join(NAMES)}.",
+            f"unknown workload {name!r}; the workloads are: {', '.join(NAMES)} (or your own spec, given as "
+            "package.module:SPEC).",
             field="workload",
             expected=NAMES,
             actual=name,
         )
     return importlib.import_module(f"kit.workloads.{name}").SPEC
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job resolved for one engine: its spec, its output name and the function that builds it."""
+
+    spec: WorkloadSpec
+    name: str
+    build: Callable
+    equivalent: bool
+
+
+def resolve(
+    engine: Literal["legacy", "modern"], workload: str | WorkloadSpec, variant: str | Callable = "default"
+) -> Job:
+    """The job that runs ``variant`` of ``workload`` on ``engine``.
+
+    ``variant`` is a variant name of the spec, or your own builder: a ``"package.module:function"``
+    reference or the function itself, with the signature of the engine's builders (``fn(ssc, source)``
+    returning a DStream of output tuples; ``fn(spark, source)`` returning a DataFrame). Your own builder's
+    output is named like the workload's default variant, so both engines' outputs line up.
+
+    A spec variant's ``function`` is a name in ``<engine>.workloads.<spec name>``, or a
+    ``package.module:function`` reference (how a spec of your own names its builders).
+
+    Raises:
+        ConfigError: unknown workload or variant, or a reference that cannot be imported or is not callable.
+    """
+    spec = get(workload) if isinstance(workload, str) else workload
+    if callable(variant) or ":" in variant:
+        build = load_ref(variant, f"{engine} job") if isinstance(variant, str) else variant
+        if not callable(build):
+            raise ConfigError(f"{engine} job {variant!r} is not a function.", field=f"{engine} job", actual=variant)
+        return Job(spec, spec.name, build, True)
+    chosen = spec.variant(engine, variant)
+    if ":" in chosen.function:
+        build = load_ref(chosen.function, f"{engine} job")
+    else:
+        build = getattr(importlib.import_module(f"{engine}.workloads.{spec.name}"), chosen.function)
+    return Job(spec, job_id(spec.name, variant), build, chosen.equivalent)
 
 
 # --------------------------------------------------------------------------------------------------------

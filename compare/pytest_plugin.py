@@ -1,0 +1,180 @@
+"""pytest plugin (entry point ``pytest11``, loaded automatically once the kit is installed): equivalence tests
+for your own DStream → Structured Streaming migrations, in your CI.
+
+Fixtures:
+    ``kafka_broker``        session: bootstrap servers of an embedded Tansu broker, or of ``--kafka-bootstrap``
+                            (env ``DMK_TEST_BOOTSTRAP_SERVERS``).
+    ``spark``               session: one SparkSession (local[2] unless ``DMK_SPARK_MASTER`` says otherwise).
+    ``streaming_context``   a DStream StreamingContext (1 s batches) on that session's SparkContext, stopped
+                            after the test (the SparkContext stays).
+    ``replayed_topic``      ``replayed_topic(dataset, partitions=4, rate_rps=None)``: a fresh topic holding the
+                            dataset; returns the :class:`kit.replay.ReplayResult` (``.topic``, ``.end_offsets``,
+                            ``.log``). Deleted after the test.
+    ``assert_equivalent``   ``assert_equivalent(legacy_fn, modern_fn, dataset, oracle=None, *, spec=None)``: runs
+                            both jobs on a live replay of ``dataset`` and fails with a readable three-way diff
+                            unless both equal the oracle (and each other).
+
+Example (``tests/test_my_migration.py``)::
+
+    from myjobs import counts
+
+    def test_counts_migrated(assert_equivalent):
+        assert_equivalent(counts.legacy_counts, counts.modern_counts, "messy", spec="running_counts")
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from kit.errors import ConfigError
+
+BOOTSTRAP_ENV = "DMK_TEST_BOOTSTRAP_SERVERS"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--kafka-bootstrap",
+        default=os.environ.get(BOOTSTRAP_ENV),
+        help=f"run dmk's Kafka fixtures against this broker instead of an embedded one (env {BOOTSTRAP_ENV})",
+    )
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Bootstrap servers of the session's Kafka: an embedded Tansu broker unless ``--kafka-bootstrap`` is given."""
+    external = request.config.getoption("--kafka-bootstrap")
+    if external:
+        from kit.kafka import wait_for_broker
+
+        wait_for_broker(external, timeout_s=15)
+        yield external
+        return
+    from kit.broker import EmbeddedBroker
+
+    with EmbeddedBroker(log_path=tmp_path_factory.mktemp("broker") / "tansu.log") as broker:
+        yield broker.bootstrap_servers
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """The session's SparkSession (one JVM for the whole test session)."""
+    from kit.spark import spark_session
+
+    session = spark_session("dmk-tests")
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def streaming_context(spark: Any) -> Iterator[Any]:
+    """A StreamingContext with 1 s batches on the session's SparkContext; stopped after the test."""
+    from kit.spark import streaming_context as make
+
+    ssc = make(1.0)
+    yield ssc
+    ssc.stop(stopSparkContext=False, stopGraceFully=False)
+
+
+def _dataset(dataset: Any) -> tuple[Any, pd.DataFrame]:
+    """``(DatasetSpec, frame)`` of a profile name, a DatasetSpec or a dataset file path."""
+    from compare.harness import dataset_spec
+    from kit.dataset import DatasetSpec, generate, read_dataset, read_manifest
+
+    if isinstance(dataset, DatasetSpec):
+        return dataset, generate(dataset)
+    if isinstance(dataset, str) and dataset in ("clean", "messy"):
+        spec = dataset_spec(dataset)
+        return spec, generate(spec)
+    if isinstance(dataset, (str, os.PathLike)):
+        from compare.driver import dataset_spec as spec_of
+
+        return spec_of(read_manifest(dataset)["spec"]), read_dataset(dataset)
+    raise ConfigError(
+        f"dataset must be 'clean', 'messy', a kit.dataset.DatasetSpec or a dataset file path, not {type(dataset).__name__}"
+    )
+
+
+@pytest.fixture
+def replayed_topic(request: pytest.FixtureRequest, kafka_broker: str) -> Iterator[Callable[..., Any]]:
+    """``replayed_topic(dataset, partitions=4, rate_rps=None)`` → ReplayResult of a fresh topic (deleted after)."""
+    from kit.kafka import Kafka
+    from kit.replay import ReplaySettings, replay
+
+    created: list[str] = []
+    base = re.sub(r"[^A-Za-z0-9._-]", "_", request.node.name)[:60]
+
+    def make(dataset: Any, partitions: int = 4, rate_rps: float | None = None) -> Any:
+        _, frame = _dataset(dataset)
+        topic = f"dmk_{base}_{uuid.uuid4().hex[:8]}"
+        created.append(topic)
+        return replay(frame, kafka_broker, ReplaySettings(topic=topic, partitions=partitions, rate_rps=rate_rps))
+
+    yield make
+    with Kafka(kafka_broker) as kafka:
+        for topic in created:
+            kafka.delete_topic(topic)
+
+
+def _spec_for(spec: Any, legacy_fn: Callable) -> Any:
+    from kit import workloads
+
+    if isinstance(spec, workloads.WorkloadSpec):
+        return spec
+    if isinstance(spec, str):
+        return workloads.get(spec)
+    module = getattr(legacy_fn, "__module__", "")
+    if module.startswith("legacy.workloads."):
+        return workloads.get(module.rsplit(".", 1)[1])
+    raise ConfigError(
+        "assert_equivalent needs the workload's contract (key and value columns, output mode): pass "
+        "spec='running_counts' (a built-in workload name) or spec=your kit.workloads.WorkloadSpec"
+    )
+
+
+@pytest.fixture
+def assert_equivalent(kafka_broker: str, spark: Any, tmp_path: Path) -> Callable[..., Any]:
+    """``assert_equivalent(legacy_fn, modern_fn, dataset, oracle=None, *, spec=None)``.
+
+    Runs ``legacy_fn(ssc, source)`` and ``modern_fn(spark, source)`` (the job contract of docs/compare.md),
+    one after the other, each on its own live replay of ``dataset`` ('clean', 'messy', a DatasetSpec or a
+    dataset file); takes each engine's final result and fails, with a three-way table of the differing keys
+    and the counts, unless both equal the oracle. ``oracle(frame, dataset_spec)`` returns an
+    :class:`~kit.workloads.OracleResult` or a frame of rows; default: the spec's oracle. ``spec`` is a
+    built-in workload name or a WorkloadSpec; default: the workload whose ``legacy.workloads`` module defines
+    ``legacy_fn``. Returns the :class:`compare.diff.ThreeWayDiff`.
+    """
+    from compare.diff import OutputsDiffer, render_three_way, three_way
+    from compare.harness import run_engine
+    from kit import workloads
+
+    def check(legacy_fn: Callable, modern_fn: Callable, dataset: Any, oracle: Callable | None = None, *, spec: Any = None) -> Any:
+        contract = _spec_for(spec, legacy_fn)
+        dataset_spec, frame = _dataset(dataset)
+        finals = {}
+        for engine, fn in (("legacy", legacy_fn), ("modern", modern_fn)):
+            run = run_engine(
+                engine, ((contract, fn),), dataset_spec, frame,
+                bootstrap_servers=kafka_broker, spark=spark, workdir=tmp_path / engine,
+            )
+            finals[engine] = workloads.final_result(contract, run.rows(contract.name))
+        expected = (oracle or contract.oracle)(frame, dataset_spec)
+        rows = expected.rows if isinstance(expected, workloads.OracleResult) else workloads.sorted_rows(contract, expected)
+        diff = three_way(finals["legacy"], finals["modern"], rows, contract.key_columns, contract.value_columns)
+        if not diff.equivalent:
+            raise OutputsDiffer(
+                f"{contract.name}: the engines do not both equal the oracle\n"
+                f"legacy vs oracle: {diff.legacy.counts()}\nmodern vs oracle: {diff.modern.counts()}\n"
+                f"modern vs legacy: {diff.between.counts()}\n\n{render_three_way(diff)}",
+                diff.legacy if not diff.legacy.equal else diff.modern,
+            )
+        return diff
+
+    return check

@@ -1,0 +1,727 @@
+"""``dmk compare``: replay one dataset through a legacy and a modern driver process, diff, measure, report.
+
+One compare run:
+
+1. the dataset (generated from a :class:`~kit.dataset.DatasetSpec`, or a file from ``dmk gen``);
+2. per engine (one after the other by default, so timings are fair; ``concurrent=True`` runs both at once):
+   fresh topics, a driver process (``python -m compare.driver``, see :mod:`compare.driver`) started and
+   waited for, a paced live replay (or a burst before start), optional faults (SIGKILL and restart of the
+   driver, SIGSTOP/SIGCONT of the embedded broker), then a drain: the driver processes everything up to the
+   replay's end offsets, writes ``done.json`` and exits;
+3. the oracle, a three-way diff (legacy / modern / oracle), latency per output row (``emitted_at`` minus the
+   Kafka timestamp of the newest input behind the row, i.e. its produce time) and throughput;
+4. the run directory: ``metrics.json``, ``report.md``, ``report.html`` (:mod:`compare.report`), the diff as
+   CSV and Parquet, each engine's outputs and driver logs.
+
+Example::
+
+    settings = CompareSettings("running_counts", out_dir=Path("runs/rc"), dataset=DatasetSpec.from_profile("messy"))
+    result = run_compare(settings)
+    result.metrics["equivalent"]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from compare.diff import OutputDiff, ThreeWayDiff, three_way
+from compare.driver import CONTROL, DONE, DRAIN, FAILED, READY, dataset_spec, write_json
+from compare.harness import LEGACY_MAX_RATE_PER_PARTITION, MAX_OFFSETS_PER_TRIGGER, route_inputs
+from kit import workloads
+from kit.dataset import DatasetSpec, generate, read_dataset, read_manifest, write_dataset
+from kit.errors import ConfigError, KitError, RunTimeout
+from kit.kafka import Kafka
+from kit.replay import ReplayResult, ReplaySettings, replay
+from kit.sink import read_batches
+
+__all__ = ["ENGINES", "LEGACY_MODES", "CompareResult", "CompareSettings", "EngineFailed", "run_compare"]
+
+ENGINES = ("legacy", "modern")
+LEGACY_MODES = ("direct",)
+"""Legacy offset-keeping modes ``dmk compare`` runs. ``direct``: a direct stream with its offsets in the
+StreamingContext checkpoint (restarted with ``getOrCreate``)."""
+
+TRANSIENT_ERRORS = ("Python worker failed to connect back",)
+"""Driver failures that say nothing about the job: Spark waits a fixed 10 s for a new Python process to
+connect back, which an overloaded machine can miss. A driver failing with one of them is restarted from its
+checkpoint (at most :data:`MAX_RECOVERIES` times; counted in ``restarts``)."""
+MAX_RECOVERIES = 2
+
+Progress = Callable[[str, int, int], None]
+"""Called with (task, done, total): ``"replay legacy"``, ``"legacy"`` (records processed) ..."""
+
+
+class EngineFailed(KitError):
+    """An engine's driver process failed: its error, and where its log is."""
+
+
+@dataclass(frozen=True)
+class CompareSettings:
+    """What one compare run does.
+
+    Attributes:
+        workload: a built-in workload or ``package.module:SPEC`` (your own :class:`~kit.workloads.WorkloadSpec`).
+        out_dir: the run directory (created; must be empty or absent).
+        dataset: the dataset to generate (ignored when ``dataset_file`` is given). Default: the messy profile,
+            20k records, as :data:`compare.harness.TEST_DATASET`.
+        dataset_file: a dataset file written by ``dmk gen`` (its manifest gives the spec).
+        bootstrap_servers: Kafka to use; None starts the embedded broker for the run.
+        rate_rps: replay rate in dataset records/s while the engine runs; None: produce everything before
+            the driver starts (a burst; latency then measures the backlog).
+        partitions: partitions of each input topic.
+        legacy: your legacy builder (``package.module:function``) instead of the spec's default variant.
+        modern: your modern builder, likewise.
+        oracle: your oracle (``package.module:function``, ``fn(frame, dataset_spec) -> OracleResult``).
+        legacy_mode: how the legacy job keeps its offsets (:data:`LEGACY_MODES`).
+        batch_seconds: the legacy batch interval.
+        trigger: the modern processing-time trigger (``"0 seconds"``: as fast as possible).
+        concurrent: run both engines at once instead of one after the other.
+        kill_driver: SIGKILL each engine's driver this many times at seeded random points of the replay, and
+            restart it from its checkpoint.
+        pause_broker_s: freeze the embedded broker (SIGSTOP) this long in the middle of each replay.
+        seed: seeds the fault points (default: the dataset's seed).
+        timeout_s: bound on each wait (driver start, drain); a clear :class:`RunTimeout` past it.
+        master: Spark master for the drivers (default ``$DMK_SPARK_MASTER`` or local[2]).
+        broker_port: port of the embedded broker (default: a free one).
+    """
+
+    workload: str
+    out_dir: Path
+    dataset: DatasetSpec | None = None
+    dataset_file: str | None = None
+    bootstrap_servers: str | None = None
+    rate_rps: float | None = 1000.0
+    partitions: int = 4
+    legacy: str | None = None
+    modern: str | None = None
+    oracle: str | None = None
+    legacy_mode: str = "direct"
+    batch_seconds: float = 1.0
+    trigger: str = "0 seconds"
+    concurrent: bool = False
+    kill_driver: int = 0
+    pause_broker_s: float = 0.0
+    seed: int | None = None
+    timeout_s: float = 600.0
+    master: str | None = None
+    broker_port: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.legacy_mode not in LEGACY_MODES:
+            raise ConfigError(
+                f"legacy mode {self.legacy_mode!r} is not supported by dmk compare; use one of {', '.join(LEGACY_MODES)}.",
+                field="legacy_mode", expected=LEGACY_MODES, actual=self.legacy_mode,
+            )
+        if self.rate_rps is not None and not self.rate_rps > 0:
+            raise ConfigError(f"--rate must be > 0 records/s, got {self.rate_rps}")
+        if self.partitions < 1:
+            raise ConfigError(f"--partitions must be >= 1, got {self.partitions}")
+        if self.kill_driver < 0:
+            raise ConfigError(f"--kill-driver must be >= 0, got {self.kill_driver}")
+        if (self.kill_driver or self.pause_broker_s) and self.rate_rps is None:
+            raise ConfigError(
+                "fault injection happens during the replay: give a --rate (records/s) so the replay lasts, "
+                "instead of a burst before start"
+            )
+        if self.pause_broker_s and self.bootstrap_servers:
+            raise ConfigError(
+                "--pause-broker freezes the embedded broker; it cannot pause a Kafka given with --bootstrap-servers"
+            )
+        if self.broker_port and self.bootstrap_servers:
+            raise ConfigError("--broker-port is for the embedded broker; leave it out with --bootstrap-servers")
+        if not self.batch_seconds > 0:
+            raise ConfigError(f"--batch-seconds must be > 0, got {self.batch_seconds}")
+
+
+@dataclass
+class EngineOutcome:
+    """What one engine did in a compare run."""
+
+    engine: str
+    out_dir: Path
+    replay: ReplayResult
+    restarts: int = 0
+    kills: list[float] = field(default_factory=list)
+    pauses: list[float] = field(default_factory=list)
+    started_ms: int = 0
+    done_ms: int = 0
+
+
+@dataclass
+class CompareResult:
+    """A finished compare run: its metrics (as in ``metrics.json``) and the diff."""
+
+    out_dir: Path
+    metrics: dict
+    diff: ThreeWayDiff
+
+    @property
+    def equivalent(self) -> bool:
+        return bool(self.metrics["equivalent"])
+
+
+# -- the dataset -------------------------------------------------------------------------------------------
+
+
+def _dataset(settings: CompareSettings, out: Path) -> tuple[DatasetSpec, pd.DataFrame, str]:
+    if settings.dataset_file:
+        path = Path(settings.dataset_file)
+        frame = read_dataset(path)
+        spec = dataset_spec(read_manifest(path)["spec"])
+        return spec, frame, str(path)
+    from compare.harness import dataset_spec as default_spec
+
+    spec = settings.dataset or default_spec("messy")
+    frame = generate(spec)
+    path = out / "dataset.parquet"
+    write_dataset(frame, path, spec)
+    return spec, frame, str(path)
+
+
+# -- one engine --------------------------------------------------------------------------------------------
+
+
+class _Driver:
+    """A driver process of one engine: start, wait until ready, kill, restart, wait until done."""
+
+    def __init__(self, engine: str, config_path: Path, out: Path, timeout_s: float, env: dict[str, str]) -> None:
+        self.engine = engine
+        self.config_path = config_path
+        self.out = out
+        self.timeout_s = timeout_s
+        self.env = env
+        self.process: subprocess.Popen | None = None
+        self.starts = 0
+        self.recoveries = 0
+
+    @property
+    def log_path(self) -> Path:
+        return self.out / "driver.log"
+
+    def start(self) -> None:
+        (self.out / CONTROL / READY).unlink(missing_ok=True)
+        log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
+        log.write(f"--- driver start {self.starts + 1} at {time.strftime('%H:%M:%S')} ---\n".encode())
+        log.flush()
+        # Its own session: a kill takes the Python driver and its JVM together, as a crashed host would.
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "compare.driver", str(self.config_path)],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=self.env,
+        )
+        log.close()
+        self.starts += 1
+
+    def _check(self) -> None:
+        failed = self.out / CONTROL / FAILED
+        if failed.exists():
+            error = json.loads(failed.read_text(encoding="utf-8"))
+            if any(text in error["message"] for text in TRANSIENT_ERRORS) and self.recoveries < MAX_RECOVERIES:
+                # Infrastructure, not the job: restart from the checkpoint, as a supervised driver would.
+                self.recoveries += 1
+                self.finish()
+                failed.unlink()
+                self.start()
+                return
+            raise EngineFailed(
+                f"the {self.engine} driver failed: {error['error']}: {error['message'].splitlines()[0] if error['message'] else ''} "
+                f"(full log: {self.log_path})"
+            )
+        if self.process is not None and self.process.poll() is not None:
+            raise EngineFailed(
+                f"the {self.engine} driver exited with code {self.process.returncode} before it was done; "
+                f"last lines of {self.log_path}:\n{_tail(self.log_path)}"
+            )
+
+    def wait_for(self, name: str, timeout_s: float, on_poll: Callable[[], None] | None = None) -> dict:
+        deadline = time.monotonic() + timeout_s
+        path = self.out / CONTROL / name
+        while not path.exists():
+            if name != DONE or not (self.out / CONTROL / DONE).exists():
+                self._check()
+            if on_poll is not None:
+                on_poll()
+            if time.monotonic() > deadline:
+                raise RunTimeout(
+                    f"the {self.engine} driver did not write {name} within {timeout_s:.0f} s; see {self.log_path}. "
+                    "Raise --timeout for larger datasets.",
+                    reached=None, expected=name,
+                )
+            time.sleep(0.1)
+        return json.loads(path.read_text(encoding="utf-8"))
+
+    def kill(self) -> None:
+        """SIGKILL the driver and its JVM (its whole process group), and reap it."""
+        if self.process is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        # Spark's Python workers are in the same group; anything that escaped it is the JVM's to clean up.
+
+    def finish(self) -> None:
+        if self.process is None:
+            return
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def _processed(engine: str, out: Path) -> int:
+    """Input records an engine's jobs have processed so far (for the progress bar)."""
+    if engine == "legacy":
+        path = out / "metrics" / "batches.jsonl"
+        if not path.exists():
+            return 0
+        lines = path.read_text(encoding="utf-8").splitlines()
+        return sum(json.loads(line)["records"] for line in lines if line.strip())
+    totals = []
+    for path in (out / "progress").glob("*.jsonl"):
+        if path.name.startswith("dead_letters."):
+            continue
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        totals.append(sum(p.get("numInputRows", 0) for p in rows))
+    return min(totals) if totals else 0
+
+
+def _fault_plan(settings: CompareSettings, engine: str, expected_s: float) -> list[float]:
+    seed = settings.seed if settings.seed is not None else (settings.dataset.seed if settings.dataset else 0)
+    rng = random.Random(f"{seed}-{engine}")
+    return sorted(rng.uniform(0.15, 0.85) * expected_s for _ in range(settings.kill_driver))
+
+
+def _run_engine(
+    engine: str,
+    settings: CompareSettings,
+    routed: pd.DataFrame,
+    spec: DatasetSpec,
+    jobs: list[list[str]],
+    bootstrap: str,
+    broker: Any,
+    run_id: str,
+    progress: Progress,
+) -> EngineOutcome:
+    out = settings.out_dir / engine
+    out.mkdir(parents=True)
+    topics = {name: f"dmk-{run_id}-{engine}-{name}" for name in sorted(set(routed["topic"]))}
+    with Kafka(bootstrap) as kafka:
+        for topic in topics.values():
+            kafka.create_topic(topic, settings.partitions)
+    frame = routed.assign(topic=routed["topic"].map(topics))
+    config = {
+        "engine": engine,
+        "workload_name": workloads.get(settings.workload).name,
+        "bootstrap_servers": bootstrap,
+        "topics": topics,
+        "out_dir": str(out),
+        "checkpoint_dir": str(settings.out_dir / f"{engine}-checkpoint"),
+        "dataset": asdict(spec),
+        "jobs": jobs,
+        "batch_seconds": settings.batch_seconds,
+        "max_rate_per_partition": LEGACY_MAX_RATE_PER_PARTITION if settings.rate_rps else None,
+        "trigger": settings.trigger,
+        "source_options": {"maxOffsetsPerTrigger": MAX_OFFSETS_PER_TRIGGER} if settings.rate_rps else {},
+        "master": settings.master,
+        "timeout_s": settings.timeout_s,
+        "sys_path": [os.getcwd()],
+    }
+    config["fingerprint"] = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+    config_path = out / "driver-config.json"
+    write_json(config_path, config)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    driver = _Driver(engine, config_path, out, settings.timeout_s, env)
+    outcome = EngineOutcome(engine, out, replay=None)  # type: ignore[arg-type]
+    copies = len(routed) / max(routed["seq"].nunique(), 1)
+    replay_settings = ReplaySettings(
+        topic=topics[sorted(topics)[0]], partitions=settings.partitions,
+        rate_rps=settings.rate_rps * copies if settings.rate_rps else None, partition_by="seq",
+    )
+    total = len(routed)
+
+    def replay_with_progress() -> ReplayResult:
+        return replay(frame, bootstrap, replay_settings, on_progress=lambda sent, acked: progress(f"replay {engine}", acked, total))
+
+    try:
+        if settings.rate_rps is None:
+            outcome.replay = replay_with_progress()
+        driver.start()
+        outcome.started_ms = driver.wait_for(READY, settings.timeout_s)["started_ms"]
+        if settings.rate_rps is not None:
+            outcome.replay = _replay_with_faults(
+                engine, settings, driver, broker, replay_with_progress, total / settings.rate_rps / copies, outcome
+            )
+        write_json(out / CONTROL / DRAIN, {"end_offsets": outcome.replay.topic_end_offsets})
+        done = driver.wait_for(DONE, settings.timeout_s, on_poll=lambda: progress(engine, _processed(engine, out), total))
+        outcome.done_ms = done["done_ms"]
+        progress(engine, total, total)
+        driver.finish()
+    finally:
+        driver.stop()
+    outcome.restarts = driver.starts - 1
+    outcome.replay.log.to_parquet(out / "replay-log.parquet", index=False)
+    return outcome
+
+
+def _replay_with_faults(
+    engine: str,
+    settings: CompareSettings,
+    driver: _Driver,
+    broker: Any,
+    replay_fn: Callable[[], ReplayResult],
+    expected_s: float,
+    outcome: EngineOutcome,
+) -> ReplayResult:
+    """Run the replay while killing/restarting the driver and pausing the broker as planned."""
+    kills = _fault_plan(settings, engine, expected_s)
+    pause_at = expected_s / 2 if settings.pause_broker_s else None
+    errors: list[BaseException] = []
+    finished = threading.Event()
+    started = time.monotonic()
+
+    def faults() -> None:
+        try:
+            pending = list(kills)
+            paused = pause_at is None
+            while not finished.is_set() and (pending or not paused):
+                now = time.monotonic() - started
+                if pending and now >= pending[0]:
+                    pending.pop(0)
+                    outcome.kills.append(round(now, 2))
+                    driver.kill()
+                    driver.start()
+                    driver.wait_for(READY, settings.timeout_s)
+                elif not paused and now >= pause_at:
+                    paused = True
+                    outcome.pauses.append(round(now, 2))
+                    broker.pause()
+                    try:
+                        time.sleep(settings.pause_broker_s)
+                    finally:
+                        broker.resume()
+                time.sleep(0.05)
+        except BaseException as err:  # surfaced after the replay
+            errors.append(err)
+
+    thread = threading.Thread(target=faults, name=f"dmk-faults-{engine}", daemon=True)
+    thread.start()
+    try:
+        result = replay_fn()
+    finally:
+        finished.set()
+        thread.join()
+    if errors:
+        raise errors[0]
+    return result
+
+
+# -- measuring ---------------------------------------------------------------------------------------------
+
+
+def _seqs(outcome: EngineOutcome, located: pd.DataFrame) -> np.ndarray:
+    log = outcome.replay.log.set_index(["topic", "partition", "offset"])["seq"]
+    keys = list(zip(located["topic"], located["partition"].astype(int), located["offset"].astype(int)))
+    return log.loc[keys].to_numpy() if keys else np.array([], dtype="int64")
+
+
+def _dead_letters(outcome: EngineOutcome) -> pd.DataFrame:
+    frames = [read_batches(d) for d in sorted(outcome.out_dir.glob("dead_letters.*")) if d.is_dir()]
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["topic", "partition", "offset", "reason"])
+
+
+def _late_dropped(outcome: EngineOutcome, job: str) -> int:
+    if outcome.engine == "legacy":
+        return len(read_batches(outcome.out_dir / f"{job}.late"))
+    from modern.runner import late_dropped
+
+    return late_dropped(outcome.out_dir, job)
+
+
+def _latency(rows: pd.DataFrame) -> pd.Series:
+    if rows.empty:
+        return pd.Series(dtype="int64")
+    return (rows["emitted_at"] - rows[workloads.LAST_INPUT_TS]).astype("int64")
+
+
+def _percentiles(latency: pd.Series) -> dict[str, float | None]:
+    if latency.empty:
+        return {"p50": None, "p95": None, "p99": None, "max": None}
+    values = latency.to_numpy()
+    return {
+        "p50": float(np.percentile(values, 50)),
+        "p95": float(np.percentile(values, 95)),
+        "p99": float(np.percentile(values, 99)),
+        "max": float(values.max()),
+    }
+
+
+def timeline(outcome: EngineOutcome) -> pd.DataFrame:
+    """One row per batch of an engine's main job: ``completed_ms, records, duration_ms`` (for the plots)."""
+    if outcome.engine == "legacy":
+        path = outcome.out_dir / "metrics" / "batches.jsonl"
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
+        frame = pd.DataFrame(rows, columns=["batch_time_ms", "records", "scheduling_delay_ms", "processing_delay_ms", "total_delay_ms", "completed_ms"])
+        return pd.DataFrame({
+            "completed_ms": frame["completed_ms"].astype("int64"),
+            "records": frame["records"].astype("int64"),
+            "duration_ms": frame["processing_delay_ms"].fillna(0).astype("int64"),
+            "scheduling_delay_ms": frame["scheduling_delay_ms"].fillna(0).astype("int64"),
+        })
+    from modern.runner import read_progress
+
+    names = sorted(p.stem for p in (outcome.out_dir / "progress").glob("*.jsonl") if not p.name.startswith("dead_letters."))
+    rows = []
+    for name in names[:1]:
+        for p in read_progress(outcome.out_dir, name):
+            ended = pd.Timestamp(p["timestamp"]).value // 1_000_000 + int(p.get("batchDuration", 0))
+            rows.append((ended, int(p.get("numInputRows", 0)), int(p.get("batchDuration", 0)), 0))
+    return pd.DataFrame(rows, columns=["completed_ms", "records", "duration_ms", "scheduling_delay_ms"])
+
+
+def _lost_and_duplicated(diff: OutputDiff) -> tuple[int, int]:
+    """Output rows lost and duplicated against the oracle: missing rows are lost, unexpected rows are
+    duplicates; a mismatched row is lost if its first differing numeric value is below the oracle's (input
+    records were lost), duplicated if above (input counted twice)."""
+    lost, duplicated = len(diff.missing), len(diff.unexpected)
+    for row in diff.mismatched.to_dict("records"):
+        for column in diff.values:
+            expected, actual = row[f"{column}_expected"], row[f"{column}_actual"]
+            if isinstance(expected, (int, float, np.number)) and isinstance(actual, (int, float, np.number)) and expected != actual:
+                lost += actual < expected
+                duplicated += actual > expected
+                break
+    return lost, duplicated
+
+
+def _oracle(settings: CompareSettings, spec: workloads.WorkloadSpec, frame: pd.DataFrame, dataset: DatasetSpec) -> workloads.OracleResult:
+    if not settings.oracle:
+        return spec.oracle(frame, dataset)
+    fn = workloads.load_ref(settings.oracle, "oracle")
+    result = fn(frame, dataset)  # type: ignore[operator]
+    if isinstance(result, pd.DataFrame):  # rows only: dead letters and late drops as the spec's oracle says
+        base = spec.oracle(frame, dataset)
+        return workloads.OracleResult(workloads.sorted_rows(spec, result), base.dead_letters, base.late_dropped)
+    return result
+
+
+def _ref(function: Callable) -> str:
+    return f"{function.__module__}:{function.__qualname__}"
+
+
+def _measure(
+    settings: CompareSettings,
+    spec: workloads.WorkloadSpec,
+    outcomes: dict[str, EngineOutcome],
+    oracle: workloads.OracleResult,
+    job_names: dict[str, str],
+    job_refs: dict[str, str],
+    dataset_path: str,
+    records: int,
+) -> tuple[dict, ThreeWayDiff, dict[str, pd.DataFrame]]:
+    rows = {engine: read_batches(o.out_dir / job_names[engine]) for engine, o in outcomes.items()}
+    finals = {engine: workloads.final_result(spec, r) for engine, r in rows.items()}
+    diff = three_way(finals["legacy"], finals["modern"], oracle.rows, spec.key_columns, spec.value_columns)
+    latencies = {engine: _latency(r) for engine, r in rows.items()}
+    engines = {}
+    for engine, outcome in outcomes.items():
+        against = diff.legacy if engine == "legacy" else diff.modern
+        dead = _dead_letters(outcome)
+        lost, duplicated = _lost_and_duplicated(against)
+        first_produced = int(outcome.replay.log["produced_ms"].min())
+        span_s = max((outcome.done_ms - first_produced) / 1000, 1e-3)
+        engines[engine] = {
+            **{k: v for k, v in against.counts().items()},
+            "dead_letters": len(dead),
+            "late_dropped": _late_dropped(outcome, job_names[engine]),
+            "throughput_rps": round(len(outcome.replay.log) / span_s, 1),
+            "latency_ms": _percentiles(latencies[engine]),
+            "output_rows": len(rows[engine]),
+            "restarts": outcome.restarts,
+            "kills_at_s": outcome.kills,
+            "broker_paused_at_s": outcome.pauses,
+            "lost_rows": lost,
+            "duplicated_rows": duplicated,
+            "replay_seconds": round(outcome.replay.seconds, 2),
+            "input_records": len(outcome.replay.log),
+        }
+    metrics = {
+        "workload": spec.name,
+        "summary": spec.summary,
+        "records": records,
+        "dataset": dataset_path,
+        # Rows equal the oracle on both engines, and so do the dead letters.
+        "equivalent": bool(diff.equivalent) and all(e["dead_letters"] == len(oracle.dead_letters) for e in engines.values()),
+        "engines_agree": bool(diff.between.equal),
+        "oracle": {
+            "rows": len(oracle.rows),
+            "dead_letters": len(oracle.dead_letters),
+            "late_dropped": len(oracle.late_dropped),
+        },
+        "engines": engines,
+        "settings": {
+            "rate_rps": settings.rate_rps,
+            "partitions": settings.partitions,
+            "legacy_mode": settings.legacy_mode,
+            "batch_seconds": settings.batch_seconds,
+            "trigger": settings.trigger,
+            "concurrent": settings.concurrent,
+            "kill_driver": settings.kill_driver,
+            "pause_broker_s": settings.pause_broker_s,
+            "legacy_job": job_refs["legacy"],
+            "modern_job": job_refs["modern"],
+            "oracle": settings.oracle or _ref(spec.oracle),
+        },
+    }
+    series = {
+        f"latency_{engine}": pd.DataFrame({"latency_ms": latencies[engine].to_numpy()}) for engine in outcomes
+    } | {f"timeline_{engine}": timeline(outcome) for engine, outcome in outcomes.items()}
+    return metrics, diff, series
+
+
+def _write_diff(out: Path, diff: ThreeWayDiff) -> None:
+    target = out / "diff"
+    target.mkdir(exist_ok=True)
+    for side, one in (("legacy_vs_oracle", diff.legacy), ("modern_vs_oracle", diff.modern), ("modern_vs_legacy", diff.between)):
+        for kind in ("missing", "unexpected", "mismatched"):
+            frame: pd.DataFrame = getattr(one, kind)
+            frame.to_csv(target / f"{side}.{kind}.csv", index=False)
+            frame.astype({c: "string" for c in frame.columns if frame[c].dtype == object}).to_parquet(
+                target / f"{side}.{kind}.parquet", index=False
+            )
+    for name, frame in (("legacy", diff.legacy_rows), ("modern", diff.modern_rows), ("oracle", diff.oracle_rows)):
+        frame.to_csv(target / f"final.{name}.csv", index=False)
+
+
+# -- the run -----------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _kafka(settings: CompareSettings, out: Path) -> Iterator[tuple[str, Any]]:
+    from kit.broker import EmbeddedBroker
+    from kit.kafka import wait_for_broker
+
+    if settings.bootstrap_servers:
+        wait_for_broker(settings.bootstrap_servers, timeout_s=15)
+        yield settings.bootstrap_servers, None
+        return
+    with EmbeddedBroker(settings.broker_port, log_path=out / "broker.log") as broker:
+        yield broker.bootstrap_servers, broker
+
+
+def _jobs(settings: CompareSettings, engine: str) -> list[list[str]]:
+    chosen = settings.legacy if engine == "legacy" else settings.modern
+    return [[settings.workload, chosen or "default"]]
+
+
+def validate(settings: CompareSettings) -> tuple[workloads.WorkloadSpec, dict[str, workloads.Job]]:
+    """Check what can be checked before anything starts: the run directory, the workload, the job and oracle
+    references, the dataset file. Returns the spec and each engine's resolved job.
+
+    Raises:
+        ConfigError, DatasetError: as :func:`run_compare`.
+    """
+    out = settings.out_dir
+    if out.exists() and any(out.iterdir()):
+        raise ConfigError(f"run directory {out} is not empty; give a new --out, or remove it")
+    spec = workloads.get(settings.workload)
+    resolved = {engine: workloads.resolve(engine, settings.workload, _jobs(settings, engine)[0][1]) for engine in ENGINES}
+    if settings.oracle:
+        workloads.load_ref(settings.oracle, "oracle")
+    if settings.dataset_file:
+        read_dataset(settings.dataset_file)
+        read_manifest(settings.dataset_file)
+    return spec, resolved
+
+
+def run_compare(settings: CompareSettings, progress: Progress | None = None) -> CompareResult:
+    """Run a compare as ``settings`` says and write its run directory (see the module docstring).
+
+    Raises:
+        ConfigError: bad settings, unknown workload, a job or oracle reference that cannot be imported, or a
+            run directory that is not empty.
+        DatasetError: an unreadable dataset file.
+        BrokerUnavailable: no Kafka at ``bootstrap_servers``.
+        EngineFailed: a driver failed (its error and log).
+        RunTimeout: a driver did not start or drain in time.
+    """
+    progress = progress or (lambda task, done, total: None)
+    out = settings.out_dir
+    spec, resolved = validate(settings)
+    out.mkdir(parents=True, exist_ok=True)
+    dataset, frame, dataset_path = _dataset(settings, out)
+    settings = replace(settings, dataset=dataset)
+    routed = route_inputs([spec], frame)
+    run_id = uuid.uuid4().hex[:8]
+    outcomes: dict[str, EngineOutcome] = {}
+    with _kafka(settings, out) as (bootstrap, broker):
+        def one(engine: str) -> None:
+            outcomes[engine] = _run_engine(
+                engine, settings, routed, dataset, _jobs(settings, engine), bootstrap, broker, run_id, progress
+            )
+
+        if settings.concurrent:
+            errors: list[BaseException] = []
+
+            def guarded(engine: str) -> None:
+                try:
+                    one(engine)
+                except BaseException as err:
+                    errors.append(err)
+
+            threads = [threading.Thread(target=guarded, args=(e,), name=f"dmk-{e}") for e in ENGINES]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            if errors:
+                raise errors[0]
+        else:
+            for engine in ENGINES:
+                one(engine)
+    oracle = _oracle(settings, spec, frame, dataset)
+    job_names = {engine: job.name for engine, job in resolved.items()}
+    job_refs = {engine: _ref(job.build) for engine, job in resolved.items()}
+    metrics, diff, series = _measure(settings, spec, outcomes, oracle, job_names, job_refs, dataset_path, len(frame))
+    _write_diff(out, diff)
+    data = out / "data"
+    data.mkdir(exist_ok=True)
+    for name, table in series.items():
+        table.to_parquet(data / f"{name}.parquet", index=False)
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+    from compare.report import render
+
+    render(out)
+    return CompareResult(out, metrics, diff)

@@ -1,0 +1,213 @@
+"""``dmk compare`` end to end (driver processes, faults, run directory, report), ``dmk report``, CLI errors,
+and the pytest plugin's ``assert_equivalent`` on a job of your own.
+
+The default tier runs one compare (``running_counts``, messy, each driver SIGKILLed once and restarted) and
+the plugin on the worked example; ``-m slow`` runs a compare of every workload on both profiles, a paused
+broker and concurrent engines.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from compare.cli import main
+from compare.diff import OutputsDiffer
+from kit import workloads
+from kit.broker import free_port
+from kit.dataset import DatasetSpec
+
+pytestmark = pytest.mark.filterwarnings("ignore:DStream is deprecated:FutureWarning")
+
+# 12k records over 40 s of event time (too-late records need 17 s and more of history before them).
+SMALL = ["--records", "12000", "--events-per-second", "300", "--users", "200"]
+
+
+def _compare(tmp_path: Path, bootstrap_servers: str, *args: str) -> tuple[int, dict, Path]:
+    out = tmp_path / "run"
+    code = main(["compare", *args, "--out", str(out), "--bootstrap-servers", bootstrap_servers])
+    return code, json.loads((out / "metrics.json").read_text()), out
+
+
+def _check_run_directory(out: Path, metrics: dict) -> None:
+    for name in ("report.md", "report.html", "metrics.json", "dataset.parquet", "plots/latency_cdf.png",
+                 "plots/throughput.png", "plots/batch_duration.png", "diff/legacy_vs_oracle.missing.csv",
+                 "diff/modern_vs_oracle.mismatched.parquet", "legacy/driver.log", "modern/driver.log"):
+        assert (out / name).exists(), name
+    report = (out / "report.md").read_text()
+    page = (out / "report.html").read_text()
+    for engine in ("legacy", "modern"):
+        figures = metrics["engines"][engine]
+        assert f"{figures['dead_letters']:,}" in report
+        assert f"{figures['latency_ms']['p99']:,.0f}" in report and f"{figures['latency_ms']['p99']:,.0f}" in page
+    assert page.count("data:image/png;base64,") == 3
+
+
+def test_compare_with_a_driver_killed_loses_and_duplicates_nothing(
+    bootstrap_servers: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, metrics, out = _compare(tmp_path, bootstrap_servers, "running_counts", *SMALL, "--kill-driver", "1")
+    printed = " ".join(capsys.readouterr().out.split())
+    assert code == 0 and metrics["equivalent"], printed
+    spec = DatasetSpec(**json.loads((out / "dataset.parquet.manifest.json").read_text())["spec"])
+    from kit.dataset import read_dataset
+
+    expected = workloads.get("running_counts").oracle(read_dataset(out / "dataset.parquet"), spec)
+    assert metrics["records"] == 12_000 and metrics["oracle"]["rows"] == len(expected.rows)
+    for engine in ("legacy", "modern"):
+        figures = metrics["engines"][engine]
+        assert figures["restarts"] == 1 and len(figures["kills_at_s"]) == 1
+        assert (figures["rows_missing"], figures["rows_unexpected"], figures["rows_mismatched"]) == (0, 0, 0)
+        assert (figures["lost_rows"], figures["duplicated_rows"]) == (0, 0)
+        assert figures["rows_matched"] == len(expected.rows)
+        assert figures["dead_letters"] == len(expected.dead_letters) > 0
+        assert figures["input_records"] == 12_000 and figures["throughput_rps"] > 0
+        assert figures["latency_ms"]["p50"] <= figures["latency_ms"]["p99"] <= figures["latency_ms"]["max"]
+        # The restarted driver resumed: its log holds two starts.
+        assert (out / engine / "driver.log").read_text().count("--- driver start") == 2
+    _check_run_directory(out, metrics)
+    assert "EQUIVALENT" in printed
+
+    # dmk report re-renders from the run directory alone.
+    (out / "report.md").unlink()
+    assert main(["report", str(out)]) == 0
+    assert f"{metrics['engines']['legacy']['dead_letters']:,}" in (out / "report.md").read_text()
+
+
+def test_report_shows_a_difference(tmp_path: Path) -> None:
+    """A hand-made run directory whose modern engine missed a key: the report names it, exit code 1."""
+    from compare.diff import three_way
+    from compare.report import render
+    from compare.run import _write_diff
+
+    oracle = pd.DataFrame({"key": ["a", "b"], "count": [2, 1]})
+    diff = three_way(oracle, oracle.iloc[:1], oracle, ["key"], ["count"])
+    _write_diff(tmp_path, diff)
+    engine = {"rows_missing": 0, "rows_unexpected": 0, "rows_mismatched": 0, "rows_matched": 2, "dead_letters": 3,
+              "late_dropped": 0, "throughput_rps": 950.0, "latency_ms": {"p50": 800.0, "p95": 1400.0, "p99": 1875.0,
+              "max": 2100.0}, "restarts": 0, "lost_rows": 0, "duplicated_rows": 0, "output_rows": 9}
+    metrics = {"workload": "running_counts", "records": 10, "dataset": "d.parquet", "equivalent": False,
+               "oracle": {"rows": 2, "dead_letters": 3, "late_dropped": 0},
+               "engines": {"legacy": engine, "modern": {**engine, "rows_missing": 1, "rows_matched": 1, "lost_rows": 1}}}
+    (tmp_path / "metrics.json").write_text(json.dumps(metrics))
+    md, page = render(tmp_path)
+    text = md.read_text()
+    assert "DIFFERENT" in text and "modern_vs_oracle: missing (1 rows)" in text and "1,875" in text
+    assert "| lost output rows | 0 | 1 | – |" in text
+    assert main(["report", str(tmp_path)]) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["compare", "no_such_workload"], "unknown workload 'no_such_workload'"),
+        (["compare", "running_counts", "--dataset", "missing.parquet"], "does not exist"),
+        (["compare", "running_counts", "--legacy", "no_such_module:fn"], "cannot import 'no_such_module'"),
+        (["compare", "running_counts", "--legacy-mode", "carrier-pigeon"], "legacy mode 'carrier-pigeon'"),
+        (["compare", "running_counts", "--kill-driver", "1", "--burst"], "give a --rate"),
+        (["report", "."], "not a dmk compare run directory"),
+    ],
+)
+def test_compare_errors_are_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    if "--dataset" not in args and args[0] == "compare":
+        args = [*args, "--out", str(tmp_path / "run")]
+    code = main(args)
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2
+    assert message in err
+    assert err.startswith(f"dmk {args[0]}: error:")
+
+
+def test_compare_unreachable_broker_and_port_in_use_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    port = free_port()
+    assert main(["compare", "running_counts", "--out", str(tmp_path / "a"), "--bootstrap-servers", f"127.0.0.1:{port}"]) == 2
+    assert f"127.0.0.1:{port}" in capsys.readouterr().err
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        assert main(["compare", "running_counts", "--out", str(tmp_path / "b"), "--broker-port", str(taken)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert str(taken) in err and re.search(r"in use", err)
+
+
+def test_compare_refuses_a_bad_dataset_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "events.parquet"
+    bad.write_bytes(b"not parquet at all")
+    assert main(["compare", "running_counts", "--dataset", str(bad), "--out", str(tmp_path / "run")]) == 2
+    assert str(bad) in " ".join(capsys.readouterr().err.split())
+
+
+# -- the pytest plugin on a job of your own ------------------------------------------------------------------
+
+
+def test_plugin_assert_equivalent_on_your_own_job(assert_equivalent) -> None:
+    from examples.event_types import SPEC, legacy_counts, modern_counts
+
+    diff = assert_equivalent(legacy_counts, modern_counts, "messy", spec=SPEC)
+    assert diff.legacy.matched == diff.modern.matched == len(diff.oracle_rows) > 0
+
+
+def _wrong_modern_counts(spark, source):  # counts every event twice
+    from pyspark.sql import functions as F  # noqa: N812
+
+    return source.events().groupBy("user", "event_type").agg(
+        (F.count("*") * 2).alias("count"), F.unix_millis(F.max("kafka_ts")).alias("last_input_ts")
+    )
+
+
+def test_plugin_assert_equivalent_fails_with_a_readable_diff(assert_equivalent) -> None:
+    from compare.harness import dataset_spec
+    from examples.event_types import SPEC, legacy_counts
+
+    small = dataset_spec("clean", records=6_000, events_per_second=300, users=20)
+    with pytest.raises(OutputsDiffer) as failure:
+        assert_equivalent(legacy_counts, _wrong_modern_counts, small, spec=SPEC)
+    message = str(failure.value)
+    assert "legacy vs oracle: {'rows_missing': 0, 'rows_unexpected': 0, 'rows_mismatched': 0" in message
+    oracle = SPEC.oracle(__import__("kit.dataset", fromlist=["generate"]).generate(small), small).rows
+    assert f"'rows_mismatched': {len(oracle)}" in message
+    first = oracle.iloc[0]
+    assert re.search(rf"{first['user']} / {first['event_type']}\s*\| {first['count']}\s*\| {2 * first['count']}\s*\| {first['count']}", message)
+
+
+# -- slow: every workload, both profiles; faults ---------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("profile", ["messy", "clean"])
+@pytest.mark.parametrize("name", workloads.NAMES)
+def test_compare_every_workload(bootstrap_servers: str, tmp_path: Path, name: str, profile: str) -> None:
+    code, metrics, out = _compare(tmp_path, bootstrap_servers, name, "--profile", profile)
+    assert code == 0 and metrics["equivalent"], (out / "report.md").read_text()
+    for engine in ("legacy", "modern"):
+        assert metrics["engines"][engine]["rows_matched"] == metrics["oracle"]["rows"] > 0
+        assert metrics["engines"][engine]["dead_letters"] == metrics["oracle"]["dead_letters"]
+    assert metrics["engines"]["legacy"]["late_dropped"] == metrics["oracle"]["late_dropped"]
+    assert (metrics["oracle"]["dead_letters"] > 0) == (profile == "messy")
+
+
+@pytest.mark.slow
+def test_compare_survives_a_paused_broker(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    code = main(["compare", "running_counts", *SMALL, "--pause-broker", "5", "--out", str(out)])
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert code == 0 and metrics["equivalent"]
+    for engine in ("legacy", "modern"):
+        assert len(metrics["engines"][engine]["broker_paused_at_s"]) == 1
+        assert metrics["engines"][engine]["lost_rows"] == metrics["engines"][engine]["duplicated_rows"] == 0
+
+
+@pytest.mark.slow
+def test_compare_your_own_spec_concurrently(bootstrap_servers: str, tmp_path: Path) -> None:
+    code, metrics, _ = _compare(tmp_path, bootstrap_servers, "examples.event_types:SPEC", *SMALL, "--concurrent")
+    assert code == 0 and metrics["equivalent"] and metrics["workload"] == "event_types"
+    assert metrics["settings"]["legacy_job"] == "examples.event_types:legacy_counts"
+    assert metrics["settings"]["modern_job"] == "examples.event_types:modern_counts"
