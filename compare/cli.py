@@ -1,7 +1,7 @@
 """The ``dmk`` command line.
 
 Commands:
-    dmk demo                 embedded broker → dataset → replay → exact read-back (+ engines as they land)
+    dmk demo                 embedded broker → dataset → replay → exact read-back → a short compare
     dmk broker start         run the embedded Kafka broker in the foreground until Ctrl-C
     dmk gen                  write a deterministic dataset file and its manifest
     dmk replay FILE          produce a dataset file into a topic
@@ -240,16 +240,21 @@ def cmd_broker_start(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from compare.run import CompareSettings, run_compare
+    from kit import workloads
     from kit.dataset import DatasetSpec, generate_to_file
     from kit.events import parse_event
     from kit.kafka import Kafka
     from kit.replay import ReplaySettings
 
-    # At least 40 s of event time, so that too-late records (late by 17 s and more) fit in any demo size.
+    # At least 40 s of event time, so that too-late records (late by 17 s and more) fit in any demo size; the
+    # margin and user count of the equivalence tests' dataset.
     spec = DatasetSpec.from_profile(
         args.profile, records=args.records, seed=args.seed, partitions=args.partitions,
-        events_per_second=min(1000.0, args.records / 40),
+        events_per_second=min(1000.0, args.records / 40), lateness_margin_ms=4_000, users=300,
     )
+    for workload in args.workloads:
+        workloads.get(workload)  # an unknown name fails now, not after the replay
     workdir = Path(args.out or tempfile.mkdtemp(prefix="dmk-demo-"))
     workdir.mkdir(parents=True, exist_ok=True)
     data = workdir / "events.parquet"
@@ -288,59 +293,26 @@ def cmd_demo(args: argparse.Namespace) -> int:
         verdict = "[green]exact[/green]" if mismatches == 0 else f"[red]{mismatches} partitions differ[/red]"
         console.print(f"   read back {done:,} records; per-partition order and bytes vs the dataset: {verdict}")
         console.print("   parsed: " + ", ".join(f"{k} {v:,}" for k, v in sorted(reasons.items())))
-        with err_console.status("5-6. starting Spark and reading the topic with both engines..."):
-            legacy_count = _legacy_count(bootstrap_servers, topic, result.records)
-            modern_count = _modern_count(bootstrap_servers, topic)
-    for step, name, count in ((5, "legacy engine (DStream direct stream, legacy.kafka)", legacy_count),
-                              (6, "modern engine (Structured Streaming, kafka-py source)", modern_count)):
-        verdict = "[green]all[/green]" if count == result.records else f"[red]{count:,} of {result.records:,}[/red]"
-        console.print(f"{step}. {name}: read {count:,} records ({verdict})")
-    console.print("   paired workloads, the oracle and `dmk compare`: [yellow]coming soon[/yellow]")
-    exact = mismatches == 0 and legacy_count == modern_count == result.records
+        exact = mismatches == 0
+        for step, workload in enumerate(args.workloads, start=5):
+            console.print(f"{step}. dmk compare {workload}: legacy and modern driver processes on a live replay")
+            settings = CompareSettings(
+                workload, out_dir=workdir / f"compare-{workload}", dataset_file=str(data),
+                bootstrap_servers=bootstrap_servers,
+            )
+            progress, update = _compare_progress()
+            with progress:
+                result = run_compare(settings, update)
+            figures = result.metrics["engines"]
+            verdict = "[green]legacy = modern = oracle[/green]" if result.equivalent else "[red]DIFFERENT[/red]"
+            console.print(
+                f"   {verdict}: {result.metrics['oracle']['rows']:,} rows, "
+                f"{result.metrics['oracle']['dead_letters']:,} dead letters; latency p99 legacy "
+                f"{figures['legacy']['latency_ms']['p99']:,.0f} ms, modern {figures['modern']['latency_ms']['p99']:,.0f} ms; "
+                f"report {result.out_dir / 'report.html'}"
+            )
+            exact = exact and result.equivalent
     return 0 if exact else 1
-
-
-def _legacy_count(bootstrap_servers: str, topic: str, expected: int, timeout_s: float = 120.0) -> int:
-    """Records a DStream direct stream reads from ``topic`` (stops once ``expected`` are in, or at the timeout)."""
-    from kit.spark import streaming_context
-    from legacy.kafka import KafkaUtils
-
-    ssc = streaming_context(0.5, "dmk-demo")
-    counts: list[int] = []
-    # Raw bytes: 2.4's default utf8_decoder raises on the messy dataset's invalid UTF-8, as it did in 2.4.
-    stream = KafkaUtils.createDirectStream(
-        ssc, [topic], {"metadata.broker.list": bootstrap_servers, "auto.offset.reset": "smallest"},
-        keyDecoder=_raw, valueDecoder=_raw,
-    )
-    stream.foreachRDD(lambda rdd: counts.append(rdd.count()))
-    ssc.start()
-    deadline = time.monotonic() + timeout_s
-    try:
-        while sum(counts) < expected and time.monotonic() < deadline:
-            if ssc.awaitTerminationOrTimeout(0.1):
-                break
-    finally:
-        ssc.stop(stopSparkContext=False, stopGraceFully=False)
-    return sum(counts)
-
-
-def _raw(data: bytes | None) -> bytes | None:
-    return data
-
-
-def _modern_count(bootstrap_servers: str, topic: str) -> int:
-    """Records a Structured Streaming batch read of ``topic`` returns through the kit's Kafka source."""
-    from kit.spark import spark_session
-    from modern.kafka import source_format
-
-    spark = spark_session("dmk-demo")
-    return (
-        spark.read.format(source_format(spark))
-        .option("kafka.bootstrap.servers", bootstrap_servers)
-        .option("subscribe", topic)
-        .load()
-        .count()
-    )
 
 
 def _compare_progress() -> tuple[Progress, Callable[[str, int, int], None]]:
@@ -365,7 +337,7 @@ def _settings_from_args(args: argparse.Namespace):
     dataset = None if args.dataset else _spec_from_args(args)
     return CompareSettings(
         workload=args.workload, out_dir=out, dataset=dataset, dataset_file=args.dataset,
-        bootstrap_servers=args.bootstrap_servers, rate_rps=None if args.burst else args.rate,
+        bootstrap_servers=args.bootstrap_servers, rate_rps=args.rate, burst=args.burst,
         partitions=args.partitions or 4, legacy=args.legacy, modern=args.modern, oracle=args.oracle,
         legacy_mode=args.legacy_mode, batch_seconds=args.batch_seconds, trigger=args.trigger,
         concurrent=args.concurrent, kill_driver=args.kill_driver, pause_broker_s=args.pause_broker,
@@ -428,6 +400,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--profile", choices=["clean", "messy"], default="messy", help="dataset profile (default messy)")
     demo.add_argument("--partitions", type=int, default=4, help="topic partitions (default 4)")
     demo.add_argument("--out", help="directory for the demo's files (default: a new temp directory)")
+    demo.add_argument(
+        "--workloads", type=lambda text: [w for w in text.split(",") if w], default=["running_counts", "windowed_counts"],
+        help="workloads to compare, comma-separated (default running_counts,windowed_counts)",
+    )
     _add_bootstrap(demo)
     demo.set_defaults(func=cmd_demo)
 
@@ -486,7 +462,7 @@ def build_parser() -> argparse.ArgumentParser:
         cmp.add_argument("--" + name.replace("_", "-"), dest=name, type=_GEN_KNOBS[name][0], default=default,
                          help=_GEN_KNOBS[name][1] + f" (default {default})")
     cmp.add_argument("--out", metavar="RUN_DIR", help="run directory (default runs/<workload>-<time>)")
-    cmp.add_argument("--rate", type=float, default=1000.0, help="replay rate, dataset records/s (default 1000)")
+    cmp.add_argument("--rate", type=float, help="replay rate, dataset records/s (default: what the batch caps let through, 1000 for the default dataset)")
     cmp.add_argument("--burst", action="store_true", help="produce the whole dataset before the driver starts")
     cmp.add_argument("--legacy-mode", default="direct", help="how the legacy job keeps offsets (default direct: checkpoint)")
     cmp.add_argument("--batch-seconds", type=float, default=1.0, help="legacy batch interval (default 1.0)")

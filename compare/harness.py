@@ -29,17 +29,30 @@ from kit.kafka import Kafka
 from kit.replay import ReplayResult, ReplaySettings, replay
 from kit.sink import read_batches
 
-# 20k records over 40 s of event time. A margin of 4 s around the 5 s allowed lateness leaves room for
-# batches of up to 2 s of event time: legacy 1 s batches at 1000 records/s, modern micro-batches capped at
-# 800 records (Spark drops late rows by the watermark of two batches back).
+# 20k records over 40 s of event time, replayed at twice the event-time rate.
 TEST_DATASET = {"records": 20_000, "events_per_second": 500, "lateness_margin_ms": 4_000, "users": 300}
 REPLAY_RATE_RPS = 1_000
-MAX_OFFSETS_PER_TRIGGER = 800
-# Legacy batches are capped too (1000 records per 1 s batch, 2 s of event time): a driver that falls
-# behind would otherwise take its whole backlog in one batch, and a too-late record in that batch would be
-# judged by a watermark from before the records that made it late.
-LEGACY_MAX_RATE_PER_PARTITION = 250
 PARTITIONS = 4
+
+
+def batch_caps(dataset: DatasetSpec, partitions: int, batch_seconds: float = 1.0) -> tuple[int, int]:
+    """``(legacy maxRatePerPartition, modern maxOffsetsPerTrigger)`` keeping every batch within half the
+    dataset's lateness margin of event time.
+
+    Spark judges a batch's late rows by the watermark of two batches back. A batch longer in event time than
+    the margin around the allowed lateness can therefore admit a too-late record (or drop an on-time one),
+    and an engine working off a backlog takes one huge batch unless it is capped. Half the margin leaves room
+    for the batch before it. Modern gets 80 % of that: ``maxOffsetsPerTrigger`` is split over partitions by
+    lag, so a batch can reach further in event time on some partitions than on others.
+    """
+    per_batch = dataset.events_per_second * dataset.lateness_margin_ms / 2_000
+    legacy = max(1, int(per_batch / partitions / batch_seconds))
+    modern = max(1, int(per_batch * 0.8))
+    return legacy, modern
+
+
+# For TEST_DATASET: 250 records/s per partition (1000 records per 1 s batch, 2 s of event time) and 800.
+LEGACY_MAX_RATE_PER_PARTITION, MAX_OFFSETS_PER_TRIGGER = batch_caps(DatasetSpec.from_profile("messy", **TEST_DATASET), PARTITIONS)
 
 
 def dataset_spec(profile: str, **overrides: object) -> DatasetSpec:
@@ -129,6 +142,7 @@ def run_engine(
     settings = ReplaySettings(
         topic=topics[inputs[0]], partitions=PARTITIONS, rate_rps=REPLAY_RATE_RPS * copies, partition_by="seq"
     )
+    legacy_cap, modern_cap = batch_caps(spec, PARTITIONS)
     if engine == "legacy":
         from legacy.runner import LegacyRunConfig, await_progress, create_context
 
@@ -137,7 +151,7 @@ def run_engine(
         config = LegacyRunConfig(bootstrap_servers, topics, str(out_dir), str(checkpoint), spec, jobs, batch_seconds=1.0)
         conf = spark.sparkContext._conf  # the live context's conf: read when the direct streams are created
         previous = conf.get(MAX_RATE_PER_PARTITION, "0")
-        conf.set(MAX_RATE_PER_PARTITION, str(LEGACY_MAX_RATE_PER_PARTITION))
+        conf.set(MAX_RATE_PER_PARTITION, str(legacy_cap))
         try:
             ssc = create_context(spark.sparkContext, config)
         finally:
@@ -153,7 +167,7 @@ def run_engine(
 
         config = ModernRunConfig(
             bootstrap_servers, topics, str(out_dir), str(checkpoint), spec, jobs,
-            source_options={"maxOffsetsPerTrigger": MAX_OFFSETS_PER_TRIGGER},
+            source_options={"maxOffsetsPerTrigger": modern_cap},
         )
         run = ModernRun(spark, config).start()
         try:

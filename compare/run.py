@@ -43,7 +43,7 @@ import pandas as pd
 
 from compare.diff import OutputDiff, ThreeWayDiff, three_way
 from compare.driver import CONTROL, DONE, DRAIN, FAILED, READY, dataset_spec, write_json
-from compare.harness import LEGACY_MAX_RATE_PER_PARTITION, MAX_OFFSETS_PER_TRIGGER, route_inputs
+from compare.harness import batch_caps, route_inputs
 from kit import workloads
 from kit.dataset import DatasetSpec, generate, read_dataset, read_manifest, write_dataset
 from kit.errors import ConfigError, KitError, RunTimeout
@@ -83,8 +83,9 @@ class CompareSettings:
             20k records, as :data:`compare.harness.TEST_DATASET`.
         dataset_file: a dataset file written by ``dmk gen`` (its manifest gives the spec).
         bootstrap_servers: Kafka to use; None starts the embedded broker for the run.
-        rate_rps: replay rate in dataset records/s while the engine runs; None: produce everything before
-            the driver starts (a burst; latency then measures the backlog).
+        rate_rps: replay rate in dataset records/s while the engine runs. Default: what the batch caps let
+            through (:func:`default_rate`, 1000 for the default dataset).
+        burst: produce everything before the driver starts instead (latency then measures the backlog).
         partitions: partitions of each input topic.
         legacy: your legacy builder (``package.module:function``) instead of the spec's default variant.
         modern: your modern builder, likewise.
@@ -107,7 +108,8 @@ class CompareSettings:
     dataset: DatasetSpec | None = None
     dataset_file: str | None = None
     bootstrap_servers: str | None = None
-    rate_rps: float | None = 1000.0
+    rate_rps: float | None = None
+    burst: bool = False
     partitions: int = 4
     legacy: str | None = None
     modern: str | None = None
@@ -135,7 +137,7 @@ class CompareSettings:
             raise ConfigError(f"--partitions must be >= 1, got {self.partitions}")
         if self.kill_driver < 0:
             raise ConfigError(f"--kill-driver must be >= 0, got {self.kill_driver}")
-        if (self.kill_driver or self.pause_broker_s) and self.rate_rps is None:
+        if (self.kill_driver or self.pause_broker_s) and self.burst:
             raise ConfigError(
                 "fault injection happens during the replay: give a --rate (records/s) so the replay lasts, "
                 "instead of a burst before start"
@@ -341,6 +343,7 @@ def _run_engine(
         for topic in topics.values():
             kafka.create_topic(topic, settings.partitions)
     frame = routed.assign(topic=routed["topic"].map(topics))
+    legacy_cap, modern_cap = batch_caps(spec, settings.partitions, settings.batch_seconds)
     config = {
         "engine": engine,
         "workload_name": workloads.get(settings.workload).name,
@@ -351,9 +354,9 @@ def _run_engine(
         "dataset": asdict(spec),
         "jobs": jobs,
         "batch_seconds": settings.batch_seconds,
-        "max_rate_per_partition": LEGACY_MAX_RATE_PER_PARTITION if settings.rate_rps else None,
+        "max_rate_per_partition": legacy_cap,
         "trigger": settings.trigger,
-        "source_options": {"maxOffsetsPerTrigger": MAX_OFFSETS_PER_TRIGGER} if settings.rate_rps else {},
+        "source_options": {"maxOffsetsPerTrigger": modern_cap},
         "master": settings.master,
         "timeout_s": settings.timeout_s,
         "sys_path": [os.getcwd()],
@@ -646,6 +649,12 @@ def _jobs(settings: CompareSettings, engine: str) -> list[list[str]]:
     return [[settings.workload, chosen or "default"]]
 
 
+def default_rate(dataset: DatasetSpec, batch_seconds: float = 1.0) -> float:
+    """The replay rate (records/s) the batch caps (:func:`compare.harness.batch_caps`) let through: half the
+    lateness margin of event time per batch. 1000 records/s for the default dataset."""
+    return dataset.events_per_second * dataset.lateness_margin_ms / 2_000 / batch_seconds
+
+
 def validate(settings: CompareSettings) -> tuple[workloads.WorkloadSpec, dict[str, workloads.Job]]:
     """Check what can be checked before anything starts: the run directory, the workload, the job and oracle
     references, the dataset file. Returns the spec and each engine's resolved job.
@@ -682,7 +691,8 @@ def run_compare(settings: CompareSettings, progress: Progress | None = None) -> 
     spec, resolved = validate(settings)
     out.mkdir(parents=True, exist_ok=True)
     dataset, frame, dataset_path = _dataset(settings, out)
-    settings = replace(settings, dataset=dataset)
+    rate = None if settings.burst else settings.rate_rps or default_rate(dataset, settings.batch_seconds)
+    settings = replace(settings, dataset=dataset, rate_rps=rate)
     routed = route_inputs([spec], frame)
     run_id = uuid.uuid4().hex[:8]
     outcomes: dict[str, EngineOutcome] = {}

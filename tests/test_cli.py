@@ -51,13 +51,16 @@ def test_replay_and_offsets(bootstrap_servers: str, tmp_path: Path, capsys: pyte
 
 
 def test_demo_on_the_session_broker(bootstrap_servers: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["demo", "--records", "10000", "--bootstrap-servers", bootstrap_servers, "--out", str(tmp_path)])
+    code = main(["demo", "--records", "10000", "--workloads", "running_counts", "--bootstrap-servers", bootstrap_servers,
+                 "--out", str(tmp_path)])
     out = " ".join(capsys.readouterr().out.split())  # rich wraps long lines at the captured width
     assert code == 0, out
     assert "read back 10,000 records" in out and "exact" in out
-    assert "legacy engine (DStream direct stream, legacy.kafka): read 10,000 records (all)" in out
-    assert "modern engine (Structured Streaming, kafka-py source): read 10,000 records (all)" in out
+    metrics = json.loads((tmp_path / "compare-running_counts" / "metrics.json").read_text())
+    assert metrics["equivalent"] and metrics["records"] == 10_000
+    assert f"legacy = modern = oracle: {metrics['oracle']['rows']:,} rows, {metrics['oracle']['dead_letters']:,} dead letters" in out
     assert (tmp_path / "events.parquet.manifest.json").exists()
+    assert (tmp_path / "compare-running_counts" / "report.html").exists()
 
 
 @pytest.mark.parametrize(
@@ -67,6 +70,7 @@ def test_demo_on_the_session_broker(bootstrap_servers: str, tmp_path: Path, caps
         (["replay", "{missing}", "--topic", "t", "--bootstrap-servers", "{bootstrap}"], "dataset"),
         (["gen", "--records", "1000", "--profile", "messy", "--out", "{tmp}/x.parquet"], "too_late"),
         (["gen", "--records", "100", "--out", "{tmp}/x.csv"], ".csv"),
+        (["demo", "--workloads", "no_such_workload", "--bootstrap-servers", "{bootstrap}"], "unknown workload"),
     ],
 )
 def test_errors_are_one_line_and_exit_2(
