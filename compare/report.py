@@ -55,59 +55,49 @@ def _plots(run_dir: Path) -> dict[str, Path]:
 
     target = run_dir / "plots"
     target.mkdir(exist_ok=True)
-    made: dict[str, Path] = {}
 
-    fig, ax = plt.subplots(figsize=(7, 3.6))
-    for engine in ENGINES:
+    def latency_cdf(ax, engine: str) -> None:  # noqa: ANN001 - a matplotlib Axes
         latency = _series(run_dir, f"latency_{engine}")
-        if latency.empty:
-            continue
-        values = np.sort(latency["latency_ms"].to_numpy())
-        ax.plot(values, np.arange(1, len(values) + 1) / len(values), label=engine, color=_COLORS[engine])
-    ax.set_xlabel("latency per output row (ms): emitted_at − produce time of the newest input")
-    ax.set_ylabel("fraction of rows")
-    ax.set_title("Latency CDF")
-    ax.grid(alpha=0.3)
-    _legend(ax)
-    made["latency_cdf"] = _save(fig, target / "latency_cdf.png")
+        if not latency.empty:
+            values = np.sort(latency["latency_ms"].to_numpy())
+            ax.plot(values, np.arange(1, len(values) + 1) / len(values), label=engine, color=_COLORS[engine])
 
-    fig, ax = plt.subplots(figsize=(7, 3.6))
-    for engine in ENGINES:
+    def throughput(ax, engine: str) -> None:  # noqa: ANN001
+        batches = _series(run_dir, f"timeline_{engine}")
+        if not batches.empty:
+            seconds = (batches["completed_ms"] - batches["completed_ms"].min()) // 1000
+            per_second = batches.groupby(seconds)["records"].sum()
+            full = per_second.reindex(range(int(seconds.max()) + 1), fill_value=0)
+            ax.plot(full.index, full.to_numpy(), label=engine, color=_COLORS[engine], drawstyle="steps-post")
+
+    def durations(ax, engine: str) -> None:  # noqa: ANN001
         batches = _series(run_dir, f"timeline_{engine}")
         if batches.empty:
-            continue
-        seconds = (batches["completed_ms"] - batches["completed_ms"].min()) // 1000
-        per_second = batches.groupby(seconds)["records"].sum()
-        full = per_second.reindex(range(int(seconds.max()) + 1), fill_value=0)
-        ax.plot(full.index, full.to_numpy(), label=engine, color=_COLORS[engine], drawstyle="steps-post")
-    ax.set_xlabel("seconds since the engine's first batch")
-    ax.set_ylabel("input records / s")
-    ax.set_title("Throughput over time")
-    ax.grid(alpha=0.3)
-    _legend(ax)
-    made["throughput"] = _save(fig, target / "throughput.png")
-
-    fig, ax = plt.subplots(figsize=(7, 3.6))
-    for engine in ENGINES:
-        batches = _series(run_dir, f"timeline_{engine}")
-        if batches.empty:
-            continue
+            return
         seconds = (batches["completed_ms"] - batches["completed_ms"].min()) / 1000
         ax.plot(seconds, batches["duration_ms"], ".", label=f"{engine} batch duration", color=_COLORS[engine], markersize=3)
         if batches["scheduling_delay_ms"].any():
-            ax.plot(seconds, batches["scheduling_delay_ms"], "x", label=f"{engine} scheduling delay", color=_COLORS[engine], markersize=3, alpha=0.5)
-    ax.set_xlabel("seconds since the engine's first batch")
-    ax.set_ylabel("ms")
-    ax.set_title("Batch duration")
-    ax.grid(alpha=0.3)
-    _legend(ax)
-    made["batches"] = _save(fig, target / "batch_duration.png")
+            ax.plot(seconds, batches["scheduling_delay_ms"], "x", label=f"{engine} scheduling delay",
+                    color=_COLORS[engine], markersize=3, alpha=0.5)
+
+    since = "seconds since the engine's first batch"
+    plots = {
+        "latency_cdf": ("Latency CDF", "latency per output row (ms): emitted_at − produce time of the newest input",
+                        "fraction of rows", latency_cdf),
+        "throughput": ("Throughput over time", since, "input records / s", throughput),
+        "batch_duration": ("Batch duration", since, "ms", durations),
+    }
+    made: dict[str, Path] = {}
+    for name, (title, xlabel, ylabel, draw) in plots.items():
+        fig, ax = plt.subplots(figsize=(7, 3.6))
+        for engine in ENGINES:
+            draw(ax, engine)
+        ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend()
+        made[name] = _save(fig, target / f"{name}.png")
     return made
-
-
-def _legend(ax) -> None:  # noqa: ANN001 - a matplotlib Axes
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend()
 
 
 def _save(fig, path: Path) -> Path:  # noqa: ANN001 - a matplotlib Figure
