@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 
@@ -118,3 +120,35 @@ def test_unknown_variant_and_missing_input_are_clear_errors() -> None:
     assert info.value.field == "variant"
     with pytest.raises(ConfigError, match=r"workload 'join' reads inputs \['impressions', 'clicks'\]; no topic given for \['clicks'\]"):
         workloads.get("join").check_inputs({"impressions": "t1"})
+
+
+def test_resolve_finds_every_variant_and_your_own_jobs() -> None:
+    from examples import event_types
+
+    job = workloads.resolve("modern", "sessions", "state")
+    assert (job.name, job.build.__name__, job.equivalent) == ("sessions.state", "build_with_state", True)
+    naive = workloads.resolve("legacy", "windowed_counts", "naive")
+    assert (naive.name, naive.equivalent) == ("windowed_counts.naive", False)
+    # A spec of your own, by reference; its variants name their builders by reference too.
+    own = workloads.resolve("legacy", "examples.event_types:SPEC")
+    assert own.spec is event_types.SPEC and own.build is event_types.legacy_counts and own.name == "event_types"
+    # Your own builder against a built-in contract: named like the default variant, so outputs line up.
+    mine = workloads.resolve("modern", "running_counts", "examples.event_types:modern_counts")
+    assert (mine.name, mine.build) == ("running_counts", event_types.modern_counts)
+    assert workloads.resolve("legacy", "running_counts", event_types.legacy_counts).build is event_types.legacy_counts
+
+
+@pytest.mark.parametrize(
+    ("workload", "variant", "message"),
+    [
+        ("no_such_module:SPEC", "default", "cannot import 'no_such_module'"),
+        ("examples.event_types:NOPE", "default", "has no 'NOPE'"),
+        ("examples.event_types:oracle", "default", "is a function, not a kit.workloads.WorkloadSpec"),
+        ("running_counts", "examples.event_types:nothing_here", "has no 'nothing_here'"),
+        ("running_counts", "examples.event_types:SPEC", "is not a function"),
+        ("running_counts", "fast", "has no legacy variant 'fast'"),
+    ],
+)
+def test_resolve_names_what_is_wrong(workload: str, variant: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        workloads.resolve("legacy", workload, variant)
