@@ -339,7 +339,7 @@ def _settings_from_args(args: argparse.Namespace):
         workload=args.workload, out_dir=out, dataset=dataset, dataset_file=args.dataset,
         bootstrap_servers=args.bootstrap_servers, rate_rps=args.rate, burst=args.burst,
         partitions=args.partitions or 4, legacy=args.legacy, modern=args.modern, oracle=args.oracle,
-        legacy_mode=args.legacy_mode, batch_seconds=args.batch_seconds, trigger=args.trigger,
+        legacy_mode=args.legacy_mode, offset_store=args.offset_store, batch_seconds=args.batch_seconds, trigger=args.trigger,
         concurrent=args.concurrent, kill_driver=args.kill_driver, pause_broker_s=args.pause_broker,
         seed=args.seed, timeout_s=args.timeout, master=args.master, broker_port=args.broker_port,
     )
@@ -464,7 +464,16 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--out", metavar="RUN_DIR", help="run directory (default runs/<workload>-<time>)")
     cmp.add_argument("--rate", type=float, help="replay rate, dataset records/s (default: what the batch caps let through, 1000 for the default dataset)")
     cmp.add_argument("--burst", action="store_true", help="produce the whole dataset before the driver starts")
-    cmp.add_argument("--legacy-mode", default="direct", help="how the legacy job keeps offsets (default direct: checkpoint)")
+    cmp.add_argument(
+        "--legacy-mode", default="direct", metavar="MODE",
+        help="how the legacy job reads and keeps offsets: direct (checkpoint; default), direct-kafka-commit, "
+        "direct-zookeeper, direct-sqlite, direct-postgres, receiver, receiver-wal (docs/compare.md)",
+    )
+    cmp.add_argument(
+        "--offset-store", metavar="WHERE",
+        help="the legacy mode's store: ZooKeeper hosts (direct-zookeeper), PostgreSQL DSN (direct-postgres), "
+        "SQLite file (direct-sqlite; default <out>/legacy/offsets.sqlite), consumer group (kafka-commit, receiver)",
+    )
     cmp.add_argument("--batch-seconds", type=float, default=1.0, help="legacy batch interval (default 1.0)")
     cmp.add_argument("--trigger", default="0 seconds", help="modern processing-time trigger (default '0 seconds')")
     cmp.add_argument("--concurrent", action="store_true", help="run both engines at once (default: one after the other)")

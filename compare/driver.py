@@ -9,7 +9,8 @@ watermark), writes ``<out>/control/done.json`` and exits 0. SIGTERM stops it at 
 
 A driver started again with the same config resumes from its checkpoint (legacy:
 :func:`legacy.kafka.get_or_create`; modern: each query's ``checkpointLocation``): that is how
-``--kill-driver`` restarts it after a SIGKILL.
+``--kill-driver`` restarts it after a SIGKILL. A legacy receiver stream cannot be restored: it starts a new
+context where its consumer group's committed offsets say (see :mod:`legacy.runner`).
 
 Metrics: legacy batches go to ``<out>/metrics/batches.jsonl`` (a StreamingListener: batch time, records,
 scheduling and processing delay); modern progress to ``<out>/progress/<query>.jsonl``. A failure is written
@@ -93,25 +94,53 @@ def _run_legacy(config: dict, out: Path, dataset: DatasetSpec, jobs: tuple) -> N
     from kit.spark import spark_context
     from legacy.kafka import get_or_create
     from legacy.rate import MAX_RATE_PER_PARTITION
-    from legacy.runner import LegacyRunConfig, await_progress, create_context
+    from legacy.runner import (
+        LegacyRunConfig,
+        attach_offset_store,
+        await_progress,
+        create_context,
+        export_outputs,
+        open_offset_store,
+    )
 
-    conf = {MAX_RATE_PER_PARTITION: config["max_rate_per_partition"]} if config.get("max_rate_per_partition") else {}
+    stream = config.get("stream", "direct")
+    cap = config.get("max_rate_per_partition")
+    conf: dict[str, object] = {MAX_RATE_PER_PARTITION: cap} if cap else {}
+    if stream == "receiver" and cap:
+        # One receiver reads every partition of every topic: the same cap in records/s for the whole stream.
+        conf["spark.streaming.receiver.maxRate"] = cap * config["partitions"] * len(config["topics"])
+    if config.get("write_ahead_log"):
+        conf["spark.streaming.receiver.writeAheadLog.enable"] = "true"
     sc = spark_context(f"dmk-compare-legacy-{config['workload_name']}", config.get("master"), conf)
+    checkpoint = config["checkpoint_dir"]
+    if stream == "receiver":
+        # A receiver context cannot be restored (its bridge lived in the dead driver): each start is fresh.
+        checkpoint = str(Path(checkpoint) / f"start-{time.time_ns()}")
     run_config = LegacyRunConfig(
-        config["bootstrap_servers"], config["topics"], str(out), config["checkpoint_dir"], dataset, jobs,
+        config["bootstrap_servers"], config["topics"], str(out), checkpoint, dataset, jobs,
         batch_seconds=config.get("batch_seconds", 1.0), kafka_params=config.get("kafka_params", {}),
+        offsets=config.get("offsets", "checkpoint"), offset_store=config.get("offset_store"), stream=stream,
+        job_name=config.get("job_name"),
     )
-    ssc = get_or_create(
-        config["checkpoint_dir"], lambda: create_context(sc, run_config), fingerprint=config["fingerprint"]
-    )
-    ssc.addStreamingListener(_batch_listener(out))
-    ssc.start()
+    store = open_offset_store(run_config)
     try:
-        write_json(out / CONTROL / READY, {"started_ms": _now_ms()})
-        ends = _wait_for_drain(out)
-        await_progress(out, ends, timeout_s=config.get("timeout_s", 600))
+        attach_offset_store(run_config, store)
+        if stream == "receiver":
+            ssc = create_context(sc, run_config, store)
+        else:
+            ssc = get_or_create(checkpoint, lambda: create_context(sc, run_config, store), fingerprint=config["fingerprint"])
+        ssc.addStreamingListener(_batch_listener(out))
+        ssc.start()
+        try:
+            write_json(out / CONTROL / READY, {"started_ms": _now_ms()})
+            ends = _wait_for_drain(out)
+            await_progress(out, ends, timeout_s=config.get("timeout_s", 600))
+        finally:
+            ssc.stop(stopSparkContext=True, stopGraceFully=False)
+        export_outputs(run_config, store)
     finally:
-        ssc.stop(stopSparkContext=True, stopGraceFully=False)
+        if store is not None:
+            store.close()
 
 
 def _run_modern(config: dict, out: Path, dataset: DatasetSpec, jobs: tuple) -> None:

@@ -50,13 +50,25 @@ from kit.errors import ConfigError, KitError, RunTimeout
 from kit.kafka import Kafka
 from kit.replay import ReplayResult, ReplaySettings, replay
 from kit.sink import read_batches
+from legacy.offsets import redacted_dsn
 
 __all__ = ["ENGINES", "LEGACY_MODES", "CompareResult", "CompareSettings", "EngineFailed", "run_compare"]
 
 ENGINES = ("legacy", "modern")
-LEGACY_MODES = ("direct",)
-"""Legacy offset-keeping modes ``dmk compare`` runs. ``direct``: a direct stream with its offsets in the
-StreamingContext checkpoint (restarted with ``getOrCreate``)."""
+LEGACY_MODES: dict[str, tuple[str, str, bool]] = {
+    "direct": ("direct", "checkpoint", False),
+    "direct-kafka-commit": ("direct", "kafka", False),
+    "direct-zookeeper": ("direct", "zookeeper", False),
+    "direct-sqlite": ("direct", "sqlite", False),
+    "direct-postgres": ("direct", "postgresql", False),
+    "receiver": ("receiver", "kafka", False),
+    "receiver-wal": ("receiver", "kafka", True),
+}
+"""``--legacy-mode`` → (stream, where offsets live, receiver write-ahead log): see :mod:`legacy.runner`.
+``direct`` keeps offsets only in the checkpoint; the other direct modes also commit them to a Kafka group,
+ZooKeeper, or (one transaction with the outputs) SQLite / PostgreSQL; the receiver modes read through a
+consumer group that auto-commits, with or without the receiver write-ahead log."""
+NEEDS_STORE = {"direct-zookeeper": "the ZooKeeper hosts (host:port)", "direct-postgres": "a PostgreSQL DSN"}
 
 TRANSIENT_ERRORS = ("Python worker failed to connect back",)
 """Driver failures that say nothing about the job: Spark waits a fixed 10 s for a new Python process to
@@ -90,7 +102,11 @@ class CompareSettings:
         legacy: your legacy builder (``package.module:function``) instead of the spec's default variant.
         modern: your modern builder, likewise.
         oracle: your oracle (``package.module:function``, ``fn(frame, dataset_spec) -> OracleResult``).
-        legacy_mode: how the legacy job keeps its offsets (:data:`LEGACY_MODES`).
+        legacy_mode: how the legacy job reads and keeps its offsets (:data:`LEGACY_MODES`).
+        offset_store: where that mode's store is: ZooKeeper hosts (``direct-zookeeper``, required), a
+            PostgreSQL DSN (``direct-postgres``, required), the SQLite file (``direct-sqlite``; default
+            ``<out>/legacy/offsets.sqlite``), or the consumer group (``direct-kafka-commit`` and receivers;
+            default ``dmk-compare-<run id>``).
         batch_seconds: the legacy batch interval.
         trigger: the modern processing-time trigger (``"0 seconds"``: as fast as possible).
         concurrent: run both engines at once instead of one after the other.
@@ -115,6 +131,7 @@ class CompareSettings:
     modern: str | None = None
     oracle: str | None = None
     legacy_mode: str = "direct"
+    offset_store: str | None = None
     batch_seconds: float = 1.0
     trigger: str = "0 seconds"
     concurrent: bool = False
@@ -129,7 +146,18 @@ class CompareSettings:
         if self.legacy_mode not in LEGACY_MODES:
             raise ConfigError(
                 f"legacy mode {self.legacy_mode!r} is not supported by dmk compare; use one of {', '.join(LEGACY_MODES)}.",
-                field="legacy_mode", expected=LEGACY_MODES, actual=self.legacy_mode,
+                field="legacy_mode", expected=tuple(LEGACY_MODES), actual=self.legacy_mode,
+            )
+        if self.legacy_mode in NEEDS_STORE and not self.offset_store:
+            raise ConfigError(
+                f"--legacy-mode {self.legacy_mode} needs --offset-store: {NEEDS_STORE[self.legacy_mode]}",
+                field="offset_store", expected=NEEDS_STORE[self.legacy_mode], actual=None,
+            )
+        if self.legacy_mode == "direct" and self.offset_store:
+            raise ConfigError(
+                "--legacy-mode direct keeps offsets in the checkpoint only; --offset-store goes with a store mode "
+                f"({', '.join(m for m in LEGACY_MODES if m != 'direct')})",
+                field="offset_store", expected=None, actual=self.offset_store,
             )
         if self.rate_rps is not None and not self.rate_rps > 0:
             raise ConfigError(f"--rate must be > 0 records/s, got {self.rate_rps}")
@@ -355,6 +383,8 @@ def _run_engine(
         "jobs": jobs,
         "batch_seconds": settings.batch_seconds,
         "max_rate_per_partition": legacy_cap,
+        "partitions": settings.partitions,
+        **_legacy_mode_config(settings, run_id),
         "trigger": settings.trigger,
         "source_options": {"maxOffsetsPerTrigger": modern_cap},
         "master": settings.master,
@@ -396,6 +426,14 @@ def _run_engine(
     outcome.restarts = driver.starts - 1
     outcome.replay.log.to_parquet(out / "replay-log.parquet", index=False)
     return outcome
+
+
+def _legacy_mode_config(settings: CompareSettings, run_id: str) -> dict:
+    stream, offsets, wal = LEGACY_MODES[settings.legacy_mode]
+    return {
+        "stream": stream, "offsets": offsets, "write_ahead_log": wal,
+        "offset_store": settings.offset_store, "job_name": f"dmk-compare-{run_id}",
+    }
 
 
 def _replay_with_faults(
@@ -598,6 +636,7 @@ def _measure(
             "rate_rps": settings.rate_rps,
             "partitions": settings.partitions,
             "legacy_mode": settings.legacy_mode,
+            "offset_store": redacted_dsn(settings.offset_store) if settings.offset_store else None,
             "batch_seconds": settings.batch_seconds,
             "trigger": settings.trigger,
             "concurrent": settings.concurrent,

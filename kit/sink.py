@@ -5,7 +5,7 @@ checkpoint, a Structured Streaming query re-runs the last batch whose commit was
 batch to a file named after its id, atomically (temporary file, then rename over the old one), makes that
 replay harmless: the end result is exactly-once (seed 002: replayable source + idempotent sink).
 
-Every row gets ``emitted_at`` (milliseconds since the epoch, taken just before the rename): the moment the
+Every row gets ``emitted_at`` (milliseconds since the epoch, taken as the file is written): the moment the
 row became visible, which is what latency is measured against.
 
 Example:
@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import io
 import os
 import time
 import uuid
@@ -26,7 +27,33 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["read_batches", "write_batch"]
+__all__ = ["encode_batch", "read_batches", "write_batch", "write_encoded"]
+
+
+def encode_batch(batch: int, rows: pd.DataFrame, emitted_at: int | None = None) -> bytes:
+    """The bytes of batch file ``batch`` holding ``rows``: Parquet with ``batch`` and ``emitted_at`` in front.
+
+    For sinks that keep a batch elsewhere before it becomes a file (a database row committed with the
+    batch's offsets); :func:`write_encoded` writes it. ``emitted_at`` defaults to now (epoch ms).
+    """
+    frame = rows.copy()
+    when = time.time_ns() // 1_000_000 if emitted_at is None else int(emitted_at)
+    frame.insert(0, "emitted_at", pd.Series([when] * len(frame), dtype="int64"))
+    frame.insert(0, "batch", pd.Series([batch] * len(frame), dtype="int64"))
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
+def write_encoded(directory: str | os.PathLike[str], batch: int, payload: bytes) -> Path:
+    """Write :func:`encode_batch`'s ``payload`` as batch ``batch`` of ``directory``, atomically, replacing."""
+    target = Path(directory)
+    target.mkdir(parents=True, exist_ok=True)
+    final = target / f"batch={batch:015d}.parquet"
+    temp = target / f".{final.name}.{uuid.uuid4().hex}.tmp"
+    temp.write_bytes(payload)
+    os.replace(temp, final)
+    return final
 
 
 def write_batch(directory: str | os.PathLike[str], batch: int, rows: pd.DataFrame) -> Path:
@@ -38,16 +65,7 @@ def write_batch(directory: str | os.PathLike[str], batch: int, rows: pd.DataFram
     Returns:
         The path of the batch file.
     """
-    target = Path(directory)
-    target.mkdir(parents=True, exist_ok=True)
-    final = target / f"batch={batch:015d}.parquet"
-    temp = target / f".{final.name}.{uuid.uuid4().hex}.tmp"
-    frame = rows.copy()
-    frame.insert(0, "emitted_at", pd.Series([time.time_ns() // 1_000_000] * len(frame), dtype="int64"))
-    frame.insert(0, "batch", pd.Series([batch] * len(frame), dtype="int64"))
-    frame.to_parquet(temp, index=False)
-    os.replace(temp, final)
-    return final
+    return write_encoded(directory, batch, encode_batch(batch, rows))
 
 
 def read_batches(directory: str | os.PathLike[str]) -> pd.DataFrame:

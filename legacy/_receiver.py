@@ -11,9 +11,10 @@ receiver write-ahead log. PySpark 4.3 cannot load that consumer, so the stream i
 * Spark's own socket receiver, ``ssc.socketTextStream(host, port, storageLevel)``, reading those lines. Every
   receiver setting of Spark applies to it unchanged, because it *is* a Spark receiver.
 
-Lines are binary-safe: ``topic partition offset key value`` separated by single spaces, key and value in
-standard base64, ``-`` for a null key or value (see :func:`encode_line`). A ``map`` on the driver-built
-DStream decodes each line and applies the key and value decoders, giving ``(key, value)`` tuples as in 2.4.
+Lines are binary-safe: ``topic partition offset key value timestamp`` separated by single spaces, key and
+value in standard base64, ``-`` for a null key or value (see :func:`encode_line`). A ``map`` on the
+driver-built DStream decodes each line and applies the key and value decoders, giving ``(key, value)`` tuples
+as in 2.4, or passes a ``KafkaMessageAndMetadata`` to a ``message_handler``.
 
 Lifecycle: the bridge starts (joins the group, starts filling its bounded buffer) when the stream is created,
 and is closed when the StreamingContext is stopped (``ssc.stop`` is wrapped; a watchdog also notices a stop
@@ -55,6 +56,7 @@ from pyspark.streaming import DStream
 
 from kit.errors import BrokerUnavailable, ConfigError
 from kit.kafka import Kafka, client_settings
+from legacy._types import KafkaMessageAndMetadata
 from legacy.errors import LegacyError
 
 __all__ = [
@@ -64,6 +66,7 @@ __all__ = [
     "ReceiverKafkaDStream",
     "create_receiver_stream",
     "decode_line",
+    "decode_message",
     "encode_line",
 ]
 
@@ -126,17 +129,37 @@ def _unb64(field: str) -> bytes | None:
     return None if field == _NULL else base64.b64decode(field, validate=True)
 
 
-def encode_line(topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None) -> bytes:
-    """One record as one ASCII line, newline included: ``topic partition offset key value``.
+def encode_line(
+    topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None, timestamp: int = -1
+) -> bytes:
+    """One record as one ASCII line, newline included: ``topic partition offset key value timestamp``.
 
     Key and value are standard base64 (``""`` for empty bytes), ``-`` for None, so any bytes survive Spark's
-    UTF-8 line reader. Topic names never contain spaces (Kafka allows ``[a-zA-Z0-9._-]``).
+    UTF-8 line reader. Topic names never contain spaces (Kafka allows ``[a-zA-Z0-9._-]``). ``timestamp`` is
+    the record's Kafka timestamp in ms (-1: unknown).
 
     Example:
-        >>> encode_line("events", 1, 42, None, b"\\xff\\n")
-        b'events 1 42 - /wo=\\n'
+        >>> encode_line("events", 1, 42, None, b"\\xff\\n", 1700000000000)
+        b'events 1 42 - /wo= 1700000000000\\n'
     """
-    return f"{topic} {partition} {offset} {_b64(key)} {_b64(value)}\n".encode("ascii")
+    return f"{topic} {partition} {offset} {_b64(key)} {_b64(value)} {int(timestamp)}\n".encode("ascii")
+
+
+def _fields(line: str) -> tuple[str, int, int, bytes | None, bytes | None, int]:
+    fields = line.rstrip("\n").split(" ")
+    try:
+        if len(fields) == 5:  # written before lines carried the timestamp
+            fields.append("-1")
+        if len(fields) != 6:
+            raise ValueError(f"expected 6 space-separated fields, got {len(fields)}")
+        topic, partition, offset, key, value, timestamp = fields
+        return topic, int(partition), int(offset), _unb64(key), _unb64(value), int(timestamp)
+    except (ValueError, binascii.Error) as exc:
+        shown = line if len(line) <= 120 else line[:117] + "..."
+        raise ValueError(
+            f"not a receiver-bridge record line ({exc}): {shown!r}. The socket stream must be fed by "
+            "legacy._receiver's bridge only; a truncated line means a connection was cut mid-record."
+        ) from None
 
 
 def decode_line(line: str) -> tuple[str, int, int, bytes | None, bytes | None]:
@@ -146,21 +169,26 @@ def decode_line(line: str) -> tuple[str, int, int, bytes | None, bytes | None]:
         ValueError: the line is not a bridge line (wrong field count, bad number or bad base64).
 
     Example:
-        >>> decode_line("events 1 42 - /wo=")
+        >>> decode_line("events 1 42 - /wo= 1700000000000")
         ('events', 1, 42, None, b'\\xff\\n')
     """
-    fields = line.rstrip("\n").split(" ")
-    try:
-        if len(fields) != 5:
-            raise ValueError(f"expected 5 space-separated fields, got {len(fields)}")
-        topic, partition, offset, key, value = fields
-        return topic, int(partition), int(offset), _unb64(key), _unb64(value)
-    except (ValueError, binascii.Error) as exc:
-        shown = line if len(line) <= 120 else line[:117] + "..."
-        raise ValueError(
-            f"not a receiver-bridge record line ({exc}): {shown!r}. The socket stream must be fed by "
-            "legacy._receiver's bridge only; a truncated line means a connection was cut mid-record."
-        ) from None
+    return _fields(line)[:5]
+
+
+def decode_message(line: str) -> KafkaMessageAndMetadata:
+    """The record of a bridge line as the :class:`~legacy.KafkaMessageAndMetadata` a ``messageHandler`` gets
+    (raw key and value; the Kafka timestamp, -1 when unknown).
+
+    Raises:
+        ValueError: as :func:`decode_line`.
+
+    Example:
+        >>> m = decode_message("events 1 42 - aGk= 1700000000000")
+        >>> (m.topic, m.partition, m.offset, m.key, m.message, m.timestamp)
+        ('events', 1, 42, None, 'hi', 1700000000000)
+    """
+    topic, partition, offset, key, value, timestamp = _fields(line)
+    return KafkaMessageAndMetadata(topic, partition, offset, key, value, timestamp)
 
 
 def _utf8_decoder(data: bytes | None) -> str | None:
@@ -177,6 +205,26 @@ class _DecodeRecord:
     def __call__(self, line: str) -> tuple[Any, Any]:
         _, _, _, key, value = decode_line(line)
         return self.key_decoder(key), self.value_decoder(value)
+
+
+class _HandleMessage:
+    """``line -> message_handler(KafkaMessageAndMetadata)`` with the stream's decoders; picklable."""
+
+    def __init__(
+        self,
+        key_decoder: Callable[[bytes | None], Any],
+        value_decoder: Callable[[bytes | None], Any],
+        handler: Callable[[KafkaMessageAndMetadata], Any],
+    ) -> None:
+        self.key_decoder = key_decoder
+        self.value_decoder = value_decoder
+        self.handler = handler
+
+    def __call__(self, line: str) -> Any:
+        message = decode_message(line)
+        message._set_key_decoder(self.key_decoder)
+        message._set_value_decoder(self.value_decoder)
+        return self.handler(message)
 
 
 # -- the bridge ------------------------------------------------------------------------------------------------
@@ -401,7 +449,7 @@ class ReceiverBridge:
 
     def _take(self, batches: Mapping[TopicPartition, Iterable[Any]]) -> None:
         lines = [
-            (tp, record.offset, encode_line(tp.topic, tp.partition, record.offset, record.key, record.value))
+            (tp, record.offset, encode_line(tp.topic, tp.partition, record.offset, record.key, record.value, record.timestamp))
             for tp, records in batches.items()
             for record in records
         ]
@@ -694,6 +742,7 @@ def create_receiver_stream(
     bridge_host: str | None = None,
     bridge_port: int = 0,
     buffer_records: int = 2000,
+    message_handler: Callable[[KafkaMessageAndMetadata], Any] | None = None,
 ) -> ReceiverKafkaDStream:
     """A receiver-based input stream of ``(key, value)`` from a Kafka consumer group, as 2.4's ``createStream``.
 
@@ -721,6 +770,10 @@ def create_receiver_stream(
         bridge_port: the port to listen on; default 0, any free port.
         buffer_records: records the bridge may hold beyond one poll (default 2000) before pausing the
             consumer.
+        message_handler: as ``createDirectStream``'s (2.4's ``createStream`` had none): called with each
+            record's :class:`~legacy.KafkaMessageAndMetadata` (key and message decoded by the decoders on
+            access, ``timestamp`` the Kafka timestamp); its result is the stream's element instead of
+            ``(key, value)``.
 
     Returns:
         A :class:`ReceiverKafkaDStream` (``stream.bridge`` is its :class:`ReceiverBridge`).
@@ -739,7 +792,10 @@ def create_receiver_stream(
             f"auto_offset_reset must be one of {sorted(_OFFSET_RESET)}, got {auto_offset_reset!r}",
             field="auto_offset_reset", expected=sorted(_OFFSET_RESET), actual=auto_offset_reset,
         )
-    for name, decoder in (("key_decoder", key_decoder), ("value_decoder", value_decoder)):
+    checked = (("key_decoder", key_decoder), ("value_decoder", value_decoder), ("message_handler", message_handler))
+    for name, decoder in checked:
+        if name == "message_handler" and decoder is None:
+            continue
         if not callable(decoder):
             raise ConfigError(f"{name} must be callable, got {decoder!r}", field=name, expected="callable", actual=decoder)
     settings = client_settings(kafka_settings)
@@ -775,7 +831,12 @@ def create_receiver_stream(
     try:
         lines = ssc.socketTextStream(bridge.host, bridge.port, storage_level)
         guard = _guarded(_BatchGuard(bridge.id, group_id, names, bridge.address))
-        decoded = lines.transform(guard).map(_DecodeRecord(key_decoder, value_decoder))
+        decode = (
+            _DecodeRecord(key_decoder, value_decoder)
+            if message_handler is None
+            else _HandleMessage(key_decoder, value_decoder, message_handler)
+        )
+        decoded = lines.transform(guard).map(decode)
         stream = ReceiverKafkaDStream(decoded._jdstream, ssc, decoded._jrdd_deserializer, bridge)
     except BaseException:
         bridge.close()

@@ -76,6 +76,7 @@ __all__ = [
     "SqlOffsetStore",
     "TopicsOrPartitions",
     "ZooKeeperOffsetStore",
+    "redacted_dsn",
     "to_offset_ranges",
 ]
 
@@ -650,7 +651,7 @@ def _batch_time_ms(batch_time: object) -> int:
     return ms
 
 
-def _redacted_dsn(dsn: str) -> str:
+def redacted_dsn(dsn: str) -> str:
     """``dsn`` as written, with its password replaced by ``***`` (key=value and URL forms)."""
     dsn = re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]+)", r"\1***", dsn)
     return re.sub(r"(://[^:/@?]*):[^@/?]*@", r"\1:***@", dsn)
@@ -742,7 +743,7 @@ class SqlOffsetStore(OffsetStore):
         """
         import psycopg
 
-        address = _redacted_dsn(dsn)
+        address = redacted_dsn(dsn)
         try:
             connection = psycopg.connect(dsn, autocommit=True, connect_timeout=connect_timeout_s)
         except psycopg.Error as exc:
@@ -817,6 +818,22 @@ class SqlOffsetStore(OffsetStore):
         with self.transaction(when, ranges) as tx:
             tx.save_offsets()
         return {r.topic_partition: r.until_offset for r in ranges}
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        """Run a read-only ``sql`` (``?`` placeholders, in either dialect) and return its rows.
+
+        For reading what batches committed next to their offsets (e.g. a results table).
+
+        Raises:
+            OffsetStoreUnavailable: the database cannot be read.
+        """
+        with self._lock, self._unavailable("querying"):
+            cursor = self._connection.cursor()
+            try:
+                cursor.execute(self._sql(sql), tuple(params))
+                return [tuple(row) for row in cursor.fetchall()]
+            finally:
+                cursor.close()
 
     @contextlib.contextmanager
     def transaction(self, batch_time: object, offset_ranges: object = None) -> Iterator[OffsetTransaction]:

@@ -1,7 +1,7 @@
-"""Run legacy workloads: build their DStreams over direct Kafka streams, write outputs, tell when done.
+"""Run legacy workloads: build their DStreams over Kafka streams, write outputs, commit offsets, tell when done.
 
 The runner owns everything a builder must not do: the StreamingContext and its checkpoint, the Kafka
-streams, the idempotent sinks, start, stop and waiting. Output layout under ``out_dir``::
+streams, the idempotent sinks, the offset stores, start, stop and waiting. Output layout under ``out_dir``::
 
     <job>/                    the job's rows (kit.sink batch files; batch = batch time in ms)
     <job>.late/               events the job dropped as too late (event_id, topic, partition, offset, detail)
@@ -11,19 +11,46 @@ streams, the idempotent sinks, start, stop and waiting. Output layout under ``ou
 ``<job>`` is the workload name, or ``<workload>.<variant>`` for a non-default variant. Every output is keyed
 by batch time, so batches a restarted driver regenerates from its checkpoint replace their earlier files.
 
+Where offsets live (``LegacyRunConfig.offsets``; the stream is ``"direct"`` unless said):
+
+* ``checkpoint`` — only in the StreamingContext checkpoint (restart with :func:`legacy.kafka.get_or_create`).
+* ``kafka`` — also committed to the Kafka consumer group :attr:`LegacyRunConfig.consumer` with
+  ``commitAsync`` after the batch's outputs (Spark 0-10's pattern; at-least-once).
+* ``zookeeper`` — also saved to ZooKeeper (``/consumers/<consumer>/offsets/<topic>/<partition>``) after the
+  outputs (at-least-once).
+* ``sqlite`` / ``postgresql`` — the batch's outputs and its offsets are written in **one transaction**
+  (table :data:`OUTPUTS_TABLE` next to ``dmk_offsets``), and a batch whose offsets are already stored is
+  skipped: exactly-once whatever re-runs it. :func:`export_outputs` writes the committed outputs as batch
+  files.
+* ``stream="receiver"`` (offsets ``kafka`` only) — a receiver stream (:mod:`legacy._receiver`) reading as
+  group ``consumer`` and auto-committing, as 2.4's high-level consumer did. Its context cannot be restored
+  from a checkpoint (the bridge it reads from lived in the old driver), so a restart creates a new context:
+  state starts empty, and records the dead driver had received but not processed are lost. The receiver
+  write-ahead log (``spark.streaming.receiver.writeAheadLog.enable``) only replays blocks into a *restored*
+  context, so it cannot help here.
+
+A fresh context in the store modes starts each partition at its stored offset, or at the beginning when none
+is stored. A context restored with ``get_or_create`` continues from its checkpoint, and the stores make the
+batches it regenerates harmless (the transaction skips them; the other modes rewrite the same files).
+
 Example::
 
     config = LegacyRunConfig(bootstrap_servers="127.0.0.1:9092", topics={"events": "events"},
                              out_dir="out", checkpoint_dir="ckpt", dataset=spec,
-                             jobs=(("running_counts", "default"),))
-    ssc = create_context(sc, config)
+                             jobs=(("running_counts", "default"),), offsets="sqlite")
+    store = open_offset_store(config)
+    attach_offset_store(config, store)
+    ssc = create_context(sc, config, store)
     ssc.start()
     await_progress(config.out_dir, {"events": {0: 2500, 1: 2500}}, timeout_s=120)
     ssc.stop(stopSparkContext=False, stopGraceFully=False)
+    export_outputs(config, store)
+    store.close()
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -34,18 +61,40 @@ import pandas as pd
 
 from kit import workloads
 from kit.dataset import DatasetSpec
-from kit.errors import RunTimeout
-from kit.sink import read_batches, write_batch
+from kit.errors import ConfigError, RunTimeout
+from kit.sink import encode_batch, read_batches, write_batch, write_encoded
 from kit.workloads import job_id
-from legacy.kafka import KafkaUtils, OffsetRange
+from legacy.errors import LegacyError
+from legacy.kafka import KafkaUtils, TopicAndPartition
 from legacy.workloads import Source
 
-__all__ = ["LegacyRunConfig", "RunTimeout", "await_progress", "create_context", "job_id", "read_progress"]
+__all__ = [
+    "OFFSET_STORES",
+    "OUTPUTS_TABLE",
+    "STREAMS",
+    "LegacyRunConfig",
+    "RunTimeout",
+    "attach_offset_store",
+    "await_progress",
+    "create_context",
+    "export_outputs",
+    "job_id",
+    "open_offset_store",
+    "read_progress",
+]
+
+OFFSET_STORES = ("checkpoint", "kafka", "zookeeper", "sqlite", "postgresql")
+"""Where a run keeps its offsets (see the module docstring)."""
+TRANSACTIONAL = ("sqlite", "postgresql")
+"""The offset stores written in one transaction with the batch's outputs."""
+STREAMS = ("direct", "receiver")
+OUTPUTS_TABLE = "dmk_outputs"
+"""Where the transactional modes keep outputs: ``consumer, output, batch, payload`` (a batch file's bytes)."""
 
 
 @dataclass(frozen=True)
 class LegacyRunConfig:
-    """One legacy run: which jobs, over which topics, writing where.
+    """One legacy run: which jobs, over which topics, writing where, keeping offsets where.
 
     Attributes:
         bootstrap_servers: Kafka to read.
@@ -56,6 +105,16 @@ class LegacyRunConfig:
         jobs: ``(workload, variant)`` pairs; all share one StreamingContext and one read of each topic.
         batch_seconds: batch interval. Default 1.0.
         kafka_params: extra ``kafkaParams`` for ``createDirectStream``. Default: none.
+        offsets: where offsets live, one of :data:`OFFSET_STORES`. Default ``"checkpoint"``.
+        offset_store: where that store is: ZooKeeper hosts, the SQLite file (default
+            ``<out_dir>/offsets.sqlite``), the PostgreSQL DSN; for ``kafka``, the consumer group (default
+            :attr:`consumer`).
+        stream: ``"direct"`` (default) or ``"receiver"`` (needs ``offsets="kafka"``).
+        job_name: the job's name in its store (consumer, group). Default ``dmk-<checkpoint dir name>``.
+
+    Raises:
+        ConfigError: an unknown ``offsets`` or ``stream``, a receiver without ``offsets="kafka"``, or a
+            ZooKeeper or PostgreSQL store without ``offset_store``.
     """
 
     bootstrap_servers: str
@@ -66,6 +125,39 @@ class LegacyRunConfig:
     jobs: tuple[tuple[str, str], ...]
     batch_seconds: float = 1.0
     kafka_params: Mapping[str, Any] = field(default_factory=dict)
+    offsets: str = "checkpoint"
+    offset_store: str | None = None
+    stream: str = "direct"
+    job_name: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.offsets not in OFFSET_STORES:
+            raise ConfigError(f"offsets must be one of {', '.join(OFFSET_STORES)}, got {self.offsets!r}",
+                              field="offsets", expected=OFFSET_STORES, actual=self.offsets)
+        if self.stream not in STREAMS:
+            raise ConfigError(f"stream must be one of {', '.join(STREAMS)}, got {self.stream!r}",
+                              field="stream", expected=STREAMS, actual=self.stream)
+        if self.stream == "receiver" and self.offsets != "kafka":
+            raise ConfigError(
+                f"a receiver stream keeps its offsets in its Kafka consumer group: use offsets='kafka', not {self.offsets!r}",
+                field="offsets", expected="kafka", actual=self.offsets,
+            )
+        if self.offsets in ("zookeeper", "postgresql") and not self.offset_store:
+            where = "the ZooKeeper hosts (host:port)" if self.offsets == "zookeeper" else "a PostgreSQL DSN"
+            raise ConfigError(f"offsets={self.offsets!r} needs offset_store: {where}",
+                              field="offset_store", expected=where, actual=None)
+
+    @property
+    def consumer(self) -> str:
+        """The job's name in its offset store: the Kafka group, the ZooKeeper node, the SQL ``consumer``."""
+        if self.offsets == "kafka" and self.offset_store:
+            return self.offset_store
+        return self.job_name or f"dmk-{Path(self.checkpoint_dir).name}"
+
+    @property
+    def run_key(self) -> str:
+        """Names this run's registrations in the driver process (its output root)."""
+        return str(Path(self.out_dir).resolve())
 
 
 def _record(message: Any) -> tuple:
@@ -80,17 +172,123 @@ def _ms(time_: Any) -> int:
     return round(time_.timestamp() * 1000)
 
 
-def _batch_writer(directory: Path, columns: tuple[str, ...]) -> Any:
-    """A ``foreachRDD`` function writing a DStream's rows as one batch file per batch time.
+# -- offset stores -----------------------------------------------------------------------------------------
+
+
+def open_offset_store(config: LegacyRunConfig) -> Any:
+    """The offset store ``config`` names, opened; None for ``checkpoint`` and for receiver streams (their
+    consumer group keeps the offsets). Close it after the run.
+
+    Raises:
+        OffsetStoreUnavailable: the store cannot be reached.
+    """
+    from legacy.offsets import KafkaGroupOffsetStore, SqlOffsetStore, ZooKeeperOffsetStore
+
+    if config.offsets == "checkpoint" or config.stream == "receiver":
+        return None
+    if config.offsets == "kafka":
+        return KafkaGroupOffsetStore(config.bootstrap_servers, config.consumer)
+    if config.offsets == "zookeeper":
+        return ZooKeeperOffsetStore(config.offset_store, root=f"/consumers/{config.consumer}/offsets")
+    if config.offsets == "sqlite":
+        return SqlOffsetStore.sqlite(config.offset_store or Path(config.out_dir) / "offsets.sqlite", config.consumer)
+    return SqlOffsetStore.postgres(config.offset_store, config.consumer)
+
+
+# Functions given to foreachRDD are pickled into the checkpoint, and cloudpickle copies the module globals a
+# nested function uses; these registries are therefore reached only through the top-level functions below.
+_STORES: dict[str, Any] = {}
+_PENDING: dict[tuple[str, int], dict[str, Any]] = {}
+_PENDING_LOCK = threading.Lock()
+
+
+def attach_offset_store(config: LegacyRunConfig, store: Any) -> None:
+    """Make ``store`` the one the output functions of ``config``'s run use in this driver process.
+
+    Call it before :func:`create_context` or ``get_or_create``: a context restored from a checkpoint finds its
+    store this way.
+    """
+    if store is None:
+        _STORES.pop(config.run_key, None)
+    else:
+        _STORES[config.run_key] = store
+
+
+def _store_of(run: str) -> Any:
+    store = _STORES.get(run)
+    if store is None:
+        raise LegacyError(
+            f"no offset store is attached for the run writing to {run}: call legacy.runner.attach_offset_store("
+            "config, open_offset_store(config)) before creating or restoring the StreamingContext"
+        )
+    return store
+
+
+def _pending(run: str, batch_ms: int) -> dict[str, Any]:
+    with _PENDING_LOCK:
+        return _PENDING.setdefault((run, batch_ms), {"outputs": [], "ranges": {}})
+
+
+def _take_pending(run: str, batch_ms: int) -> dict[str, Any]:
+    with _PENDING_LOCK:
+        return _PENDING.pop((run, batch_ms), {"outputs": [], "ranges": {}})
+
+
+def export_outputs(config: LegacyRunConfig, store: Any) -> int:
+    """Write the outputs a transactional run committed to its database as batch files under ``out_dir`` (the
+    layout of the module docstring), so they read like any other run's.
+
+    Returns:
+        The batch files written; 0 in the other modes, whose outputs are files already.
+    """
+    if config.offsets not in TRANSACTIONAL:
+        return 0
+    rows = store.query(f"SELECT output, batch, payload FROM {OUTPUTS_TABLE} WHERE consumer = ?", (config.consumer,))
+    for output, batch, payload in rows:
+        write_encoded(Path(config.out_dir) / output, int(batch), bytes(payload))
+    return len(rows)
+
+
+def _from_offsets(config: LegacyRunConfig, store: Any) -> dict[str, dict | None]:
+    """Per input, the ``fromOffsets`` a fresh context starts at: the stored offsets, the beginning elsewhere."""
+    if store is None:
+        return {name: None for name in config.topics}
+    from kit.kafka import Kafka
+
+    stored = store.load(list(config.topics.values()))
+    starts: dict[str, dict | None] = {}
+    with Kafka(config.bootstrap_servers) as kafka:
+        for name, topic in config.topics.items():
+            starts[name] = {
+                TopicAndPartition(tp.topic, tp.partition): stored.get(tp, begin)
+                for tp, begin in kafka.beginning_offsets(topic).items()
+            }
+    return starts
+
+
+# -- output operations -------------------------------------------------------------------------------------
+
+
+def _batch_writer(run: str, directory: Path, columns: tuple[str, ...], transactional: bool) -> Any:
+    """A ``foreachRDD`` function writing a DStream's rows as one batch file per batch time (in the
+    transactional modes: holding them for the batch's commit).
 
     A plain function, not a callable object: PySpark's ``foreachRDD`` inspects ``func.__code__``.
     """
     target, names = str(directory), list(columns)
 
     def write(time_: Any, rdd: Any) -> None:
-        write_batch(target, _ms(time_), pd.DataFrame(rdd.collect(), columns=names))
+        _write_rows(run, target, names, transactional, _ms(time_), rdd.collect())
 
     return write
+
+
+def _write_rows(run: str, target: str, names: list[str], transactional: bool, batch_ms: int, rows: list) -> None:
+    frame = pd.DataFrame(rows, columns=names)
+    if transactional:
+        _pending(run, batch_ms)["outputs"].append((Path(target).name, frame))
+    else:
+        write_batch(target, batch_ms, frame)
 
 
 def _late_row(item: Any) -> tuple:
@@ -98,36 +296,151 @@ def _late_row(item: Any) -> tuple:
     return (event["event_id"], event["topic"], event["partition"], event["offset"], detail)
 
 
-def _progress_writer(directory: Path) -> Any:
-    target = str(directory)
+class _Received:
+    """The offsets a receiver batch holds on one partition, shaped like Spark's ``OffsetRange``."""
+
+    def __init__(self, topic: str, partition: int, first: int, last: int) -> None:
+        self.topic, self.partition, self.fromOffset, self.untilOffset = topic, partition, first, last + 1
+
+
+def _offset_span(record: tuple) -> tuple:
+    return (record[0], record[1]), (record[2], record[2])
+
+
+def _widest(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
+    return min(a[0], b[0]), max(a[1], b[1])
+
+
+def _received_ranges(rdd: Any) -> list[_Received]:
+    """Lowest to highest + 1 offset per partition of a receiver batch (receivers have no offset ranges)."""
+    spans = rdd.map(_offset_span).reduceByKey(_widest).collect()
+    return [_Received(topic, partition, first, last) for (topic, partition), (first, last) in sorted(spans)]
+
+
+def _range_collector(run: str, name: str, receiver: bool) -> Any:
+    """A ``foreachRDD`` function noting input ``name``'s offset ranges of the batch, for its commit."""
+
+    def collect(time_: Any, rdd: Any) -> None:
+        _note_ranges(run, name, _ms(time_), _received_ranges(rdd) if receiver else rdd.offsetRanges())
+
+    return collect
+
+
+def _note_ranges(run: str, name: str, batch_ms: int, ranges: list) -> None:
+    _pending(run, batch_ms)["ranges"][name] = [(r.topic, r.partition, r.fromOffset, r.untilOffset) for r in ranges]
+
+
+def _committer(run: str, offsets: str, streams: Mapping[str, Any], progress: Mapping[str, Path]) -> Any:
+    """The batch's last output operation: commit its offsets where the run keeps them, then write progress."""
+    handles = dict(streams) if offsets == "kafka" else {}  # direct streams pickle as commitAsync handles
+    targets = {name: str(path) for name, path in progress.items()}
+
+    def commit(time_: Any, rdd: Any) -> None:
+        _commit_batch(run, offsets, handles, targets, _ms(time_))
+
+    return commit
+
+
+def _commit_batch(run: str, offsets: str, handles: Mapping[str, Any], progress: Mapping[str, str], batch_ms: int) -> None:
+    batch = _take_pending(run, batch_ms)
+    ranges: dict[str, list] = batch["ranges"]
+    every = [r for name in sorted(ranges) for r in ranges[name]]
+    if offsets in TRANSACTIONAL:
+        _commit_transaction(_store_of(run), batch_ms, every, batch["outputs"])
+    elif offsets == "zookeeper":
+        _store_of(run).save(every)
+    elif offsets == "kafka":
+        for name, stream in handles.items():
+            stream.commitAsync(ranges.get(name, []))  # sent when the next batch is generated, as in Spark
     columns = ["topic", "partition", "from_offset", "until_offset"]
-
-    def write(time_: Any, rdd: Any) -> None:
-        ranges: list[OffsetRange] = rdd.offsetRanges()
-        rows = [(r.topic, r.partition, r.fromOffset, r.untilOffset) for r in ranges]
-        write_batch(target, _ms(time_), pd.DataFrame(rows, columns=columns))
-
-    return write
+    for name, target in progress.items():
+        write_batch(target, batch_ms, pd.DataFrame(ranges.get(name, []), columns=columns))
 
 
-def create_context(sc: Any, config: LegacyRunConfig) -> Any:
-    """A StreamingContext with every job of ``config`` attached (usable as ``get_or_create``'s factory).
+def _commit_transaction(store: Any, batch_ms: int, ranges: list, outputs: list) -> None:
+    """Write a batch's outputs and offsets in one transaction, unless the batch was committed before."""
+    blob, mark = ("BLOB", "?") if store.dialect == "sqlite" else ("BYTEA", "%s")
+    emitted = time.time_ns() // 1_000_000
+    with store.transaction(batch_ms, ranges) as tx:
+        if tx.already_done:
+            return
+        tx.execute(
+            f"CREATE TABLE IF NOT EXISTS {OUTPUTS_TABLE} (consumer TEXT NOT NULL, output TEXT NOT NULL, "
+            f"batch BIGINT NOT NULL, payload {blob} NOT NULL, PRIMARY KEY (consumer, output, batch))"
+        )
+        tx.executemany(
+            f"INSERT INTO {OUTPUTS_TABLE} (consumer, output, batch, payload) VALUES ({mark}, {mark}, {mark}, {mark}) "
+            "ON CONFLICT (consumer, output, batch) DO UPDATE SET payload = excluded.payload",
+            [(store.consumer, name, batch_ms, encode_batch(batch_ms, frame, emitted)) for name, frame in outputs],
+        )
+        tx.save_offsets()
 
-    Raises:
-        ConfigError: unknown workload or variant, or a job needing an input ``config.topics`` lacks.
-    """
-    from pyspark.streaming import StreamingContext
 
-    out = Path(config.out_dir)
-    ssc = StreamingContext(sc, config.batch_seconds)
-    ssc.checkpoint(str(config.checkpoint_dir))
+# -- the context -------------------------------------------------------------------------------------------
+
+
+def _on_topic(topic: str) -> Any:
+    def keep(record: tuple) -> bool:
+        return record[0] == topic
+
+    return keep
+
+
+def _direct_inputs(ssc: Any, config: LegacyRunConfig, store: Any) -> dict[str, Any]:
     params = {"metadata.broker.list": config.bootstrap_servers, "auto.offset.reset": "smallest", **config.kafka_params}
-    raw = {
+    if config.offsets == "kafka":
+        params["group.id"] = config.consumer
+    starts = _from_offsets(config, store)
+    return {
         name: KafkaUtils.createDirectStream(
-            ssc, [topic], params, valueDecoder=_raw_bytes, messageHandler=_record
+            ssc, [topic], params, fromOffsets=starts[name], valueDecoder=_raw_bytes, messageHandler=_record
         )
         for name, topic in config.topics.items()
     }
+
+
+def _receiver_inputs(ssc: Any, config: LegacyRunConfig) -> dict[str, Any]:
+    """One receiver for every input topic (as a 2.4 job had), split per input by topic."""
+    from pyspark import StorageLevel
+
+    from legacy._receiver import create_receiver_stream
+
+    wal = ssc.sparkContext.getConf().get("spark.streaming.receiver.writeAheadLog.enable", "false") == "true"
+    stream = create_receiver_stream(
+        ssc, config.bootstrap_servers, config.consumer, sorted(config.topics.values()),
+        # With the write-ahead log, the log is the second copy (Spark's advice); without it, 2.4's default.
+        storage_level=StorageLevel.MEMORY_AND_DISK if wal else StorageLevel.MEMORY_AND_DISK_2,
+        key_decoder=_raw_bytes, value_decoder=_raw_bytes, message_handler=_record,
+        auto_offset_reset="smallest",
+        # A restarted driver's consumer gets the partitions once the dead one's session has expired.
+        kafka_settings={"session_timeout_ms": 6000, "heartbeat_interval_ms": 1500, "auto_commit_interval_ms": 1000},
+    )
+    return {name: stream.filter(_on_topic(topic)) for name, topic in config.topics.items()}
+
+
+def create_context(sc: Any, config: LegacyRunConfig, store: Any = None) -> Any:
+    """A StreamingContext with every job of ``config`` attached (usable as ``get_or_create``'s factory).
+
+    Args:
+        sc: the SparkContext.
+        config: the run.
+        store: the run's open offset store (:func:`open_offset_store`, attached with
+            :func:`attach_offset_store`); None for ``offsets="checkpoint"`` and receiver streams.
+
+    Raises:
+        ConfigError: unknown workload or variant, or a job needing an input ``config.topics`` lacks.
+        LegacyError: a store mode whose store is not attached.
+    """
+    from pyspark.streaming import StreamingContext
+
+    out, run = Path(config.out_dir), config.run_key
+    transactional = config.offsets in TRANSACTIONAL
+    if config.offsets in ("zookeeper", *TRANSACTIONAL):
+        _store_of(run)
+    ssc = StreamingContext(sc, config.batch_seconds)
+    ssc.checkpoint(str(config.checkpoint_dir))
+    receiver = config.stream == "receiver"
+    raw = _receiver_inputs(ssc, config) if receiver else _direct_inputs(ssc, config, store)
     source = Source(raw, config.dataset)
     for workload, variant in config.jobs:
         job = workloads.resolve("legacy", workload, variant)
@@ -135,20 +448,23 @@ def create_context(sc: Any, config: LegacyRunConfig) -> Any:
         late_before = len(source.late)
         rows = job.build(ssc, source)
         name = job.name
-        rows.foreachRDD(_batch_writer(out / name, job.spec.columns))
+        rows.foreachRDD(_batch_writer(run, out / name, job.spec.columns, transactional))
         reported = source.late[late_before:]
         if reported:
             # One writer per job: its batch files are per batch time, so two writers would overwrite.
             late = ssc.union(*reported)
-            late.map(_late_row).foreachRDD(
-                _batch_writer(out / f"{name}.late", ("event_id", "topic", "partition", "offset", "detail"))
-            )
+            late_columns = ("event_id", "topic", "partition", "offset", "detail")
+            late.map(_late_row).foreachRDD(_batch_writer(run, out / f"{name}.late", late_columns, transactional))
+    dead_columns = ("topic", "partition", "offset", "reason")
     for name, dead in source.dead_letters.items():
-        dead.foreachRDD(_batch_writer(out / f"dead_letters.{name}", ("topic", "partition", "offset", "reason")))
-    # Registered last: output operations of a batch run in order, so a progress file means the batch's
-    # outputs are all written.
+        dead.foreachRDD(_batch_writer(run, out / f"dead_letters.{name}", dead_columns, transactional))
+    # Registered last: the output operations of a batch run in order, so the commit follows every output, and
+    # a progress file means the batch's outputs are all written (or committed).
     for name, stream in raw.items():
-        stream.foreachRDD(_progress_writer(out / f"progress.{name}"))
+        stream.foreachRDD(_range_collector(run, name, receiver))
+    raw[sorted(raw)[0]].foreachRDD(
+        _committer(run, config.offsets, raw, {name: out / f"progress.{name}" for name in raw})
+    )
     return ssc
 
 
