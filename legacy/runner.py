@@ -462,8 +462,9 @@ def create_context(sc: Any, config: LegacyRunConfig, store: Any = None) -> Any:
     # a progress file means the batch's outputs are all written (or committed).
     for name, stream in raw.items():
         stream.foreachRDD(_range_collector(run, name, receiver))
+    committing = {} if receiver else raw  # a receiver's group commits by itself
     raw[sorted(raw)[0]].foreachRDD(
-        _committer(run, config.offsets, raw, {name: out / f"progress.{name}" for name in raw})
+        _committer(run, config.offsets, committing, {name: out / f"progress.{name}" for name in raw})
     )
     return ssc
 
@@ -473,6 +474,14 @@ def read_progress(out_dir: str | Path) -> pd.DataFrame:
     frames = [read_batches(d) for d in sorted(Path(out_dir).glob("progress.*"))]
     frames = [f for f in frames if not f.empty]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _progress_batches(out_dir: str | Path) -> list[int]:
+    """Batch times with a progress file in every input (a batch without records has an empty file)."""
+    dirs = sorted(Path(out_dir).glob("progress.*"))
+    names = [{f.name for f in d.glob("batch=*.parquet")} for d in dirs]
+    common = set.intersection(*names) if names else set()
+    return sorted(int(name[len("batch="):-len(".parquet")]) for name in common)
 
 
 def await_progress(
@@ -520,7 +529,7 @@ def await_progress(
             ]
             if done and not any(pd.isna(d) for d in done):
                 at = max(int(d) for d in done)
-                later = sorted(b for b in progress["batch"].unique() if b > at)
+                later = [b for b in _progress_batches(out_dir) if b > at]  # also batches that read nothing
                 if len(later) >= extra_batches:
                     return int(later[extra_batches - 1]) if extra_batches else at
         if time.monotonic() > deadline:
