@@ -191,7 +191,10 @@ def open_offset_store(config: LegacyRunConfig) -> Any:
     if config.offsets == "zookeeper":
         return ZooKeeperOffsetStore(config.offset_store, root=f"/consumers/{config.consumer}/offsets")
     if config.offsets == "sqlite":
-        return SqlOffsetStore.sqlite(config.offset_store or Path(config.out_dir) / "offsets.sqlite", config.consumer)
+        if config.offset_store:
+            return SqlOffsetStore.sqlite(config.offset_store, config.consumer)
+        Path(config.out_dir).mkdir(parents=True, exist_ok=True)
+        return SqlOffsetStore.sqlite(Path(config.out_dir) / "offsets.sqlite", config.consumer)
     return SqlOffsetStore.postgres(config.offset_store, config.consumer)
 
 

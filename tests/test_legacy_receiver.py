@@ -26,7 +26,14 @@ from kafka.errors import KafkaError
 
 import legacy._receiver as receiver
 from kit.errors import ConfigError, UnknownTopic
-from legacy._receiver import ReceiverBridge, ReceiverBridgeError, create_receiver_stream, decode_line, encode_line
+from legacy._receiver import (
+    ReceiverBridge,
+    ReceiverBridgeError,
+    create_receiver_stream,
+    decode_line,
+    decode_message,
+    encode_line,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 # Tansu answers a consumer's JoinGroup only after about half the session timeout (23 s with kafka-python's
@@ -63,16 +70,28 @@ def port_is_closed(host: str, port: int) -> bool:
     [(None, b"v"), (b"", b""), (b"k", None), (bytes(range(256)), b"\n\r\x00 \xff\xfe line\nbreak"), (None, None)],
 )
 def test_lines_round_trip_any_bytes(key: bytes | None, value: bytes | None) -> None:
-    line = encode_line("events.v1_x-y", 3, 2**40, key, value)
+    line = encode_line("events.v1_x-y", 3, 2**40, key, value, 1_700_000_000_123)
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     line.decode("ascii")  # Spark's receiver reads UTF-8 lines: plain ASCII is always safe
     assert decode_line(line.decode("ascii")) == ("events.v1_x-y", 3, 2**40, key, value)
+    message = decode_message(line.decode("ascii"))
+    message._set_key_decoder(lambda b: b)
+    message._set_value_decoder(lambda b: b)
+    assert (message.topic, message.partition, message.offset, message.key, message.message, message.timestamp) == (
+        "events.v1_x-y", 3, 2**40, key, value, 1_700_000_000_123,
+    )
+
+
+def test_lines_without_a_timestamp_still_decode_with_minus_one() -> None:
+    assert decode_message("events 0 7 - dg==").timestamp == -1
+    assert decode_line("events 0 7 - dg==") == ("events", 0, 7, None, b"v")
 
 
 @pytest.mark.parametrize(
     ("line", "problem"),
     [
-        ("events 0 1 a2V5", "expected 5 space-separated fields, got 4"),
+        ("events 0 1 a2V5", "expected 6 space-separated fields, got 4"),
+        ("events 0 1 - - x", "invalid literal for int()"),
         ("events x 1 - -", "invalid literal for int()"),
         ("events 0 1 !!!! -", "Only base64 data is allowed"),
         ("events 0 1 - a2V", "Incorrect padding"),  # a line cut mid-record
@@ -112,9 +131,9 @@ def test_settings_the_bridge_owns_are_refused() -> None:
 # -- the bridge with a scripted consumer (no JVM, no broker) -------------------------------------------------
 
 
-class _Record:
+class _Record:  # the fields of kafka-python's ConsumerRecord the bridge reads
     def __init__(self, offset: int, value: bytes) -> None:
-        self.offset, self.key, self.value = offset, None, value
+        self.offset, self.key, self.value, self.timestamp = offset, None, value, 1_700_000_000_000 + offset
 
 
 class ScriptedConsumer:
@@ -227,13 +246,13 @@ def test_close_rewinds_the_group_to_the_first_record_not_handed_over() -> None:
 # -- real broker, real Spark -----------------------------------------------------------------------------------
 
 
-def produce(kafka: Any, topic: str, records: list[tuple[bytes | None, bytes | None, int]]) -> None:
+def produce(kafka: Any, topic: str, records: list[tuple[bytes | None, bytes | None, int]]) -> list[Any]:
+    """Produce ``(key, value, partition)`` records; returns their RecordMetadata (offset, timestamp...)."""
     producer = kafka.producer(acks="all", linger_ms=5)
     try:
         futures = [producer.send(topic, key=k, value=v, partition=p) for k, v, p in records]
         producer.flush(30)
-        for future in futures:
-            future.get(timeout=30)
+        return [future.get(timeout=30) for future in futures]
     finally:
         producer.close()
 
@@ -276,19 +295,21 @@ def test_records_arrive_exactly_with_binary_keys_and_values(spark, kafka, bootst
 
 @pytest.mark.kafka
 @pytest.mark.spark
-def test_group_offsets_reach_the_end_offsets(spark, kafka, bootstrap_servers, topic_factory) -> None:
+def test_group_offsets_reach_the_end_offsets_and_a_message_handler_sees_every_record(spark, kafka, bootstrap_servers, topic_factory) -> None:
     from kit.spark import streaming_context
 
     topic = topic_factory(partitions=2)
-    produce(kafka, topic, [(f"k{i}".encode(), f"v{i}".encode(), i % 2) for i in range(200)])
+    records = [(f"k{i}".encode(), f"v{i}".encode(), i % 2) for i in range(200)]
+    sent = produce(kafka, topic, records)
     ends = kafka.end_offsets(topic)
     assert sum(ends.values()) == 200
     group = f"pytest-{uuid.uuid4().hex[:8]}"
 
     ssc = streaming_context(0.5)
-    got: list[tuple[str, str]] = []
+    got: list[tuple] = []
     stream = create_receiver_stream(
         ssc, bootstrap_servers, group, [topic], auto_offset_reset="smallest", kafka_settings=FAST_JOIN | {"auto_commit_interval_ms": 200},
+        message_handler=lambda m: (m.topic, m.partition, m.offset, m.key, m.message, m.timestamp),
     )
     stream.foreachRDD(lambda rdd: got.extend(rdd.collect()))
     ssc.start()
@@ -298,7 +319,11 @@ def test_group_offsets_reach_the_end_offsets(spark, kafka, bootstrap_servers, to
         run_until(ssc, lambda: kafka.group_offsets(group) == ends, 15, f"group offsets {ends}", lambda: kafka.group_offsets(group))
     finally:
         ssc.stop(stopSparkContext=False)
-    assert sorted(got) == sorted((f"k{i}", f"v{i}") for i in range(200))
+    # Every record once, with its partition, offset and Kafka timestamp (the message_handler's view).
+    assert sorted(got) == sorted(
+        (topic, md.partition, md.offset, k.decode(), v.decode(), md.timestamp) for (k, v, _), md in zip(records, sent)
+    )
+    assert all(row[5] > 0 for row in got)
     assert kafka.group_offsets(group) == ends  # the close's commit did not move it
 
 

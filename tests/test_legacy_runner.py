@@ -1,0 +1,66 @@
+"""The legacy runner's offset-store plumbing without Spark: config checks, the transactional commit of a
+batch's outputs with its offsets, and the export of committed outputs as batch files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from kit.dataset import DatasetSpec
+from kit.errors import ConfigError
+from kit.sink import read_batches
+from legacy.runner import LegacyRunConfig, _commit_transaction, export_outputs, open_offset_store
+
+
+def _config(tmp_path: Path, **kwargs) -> LegacyRunConfig:
+    return LegacyRunConfig("127.0.0.1:1", {"events": "t"}, str(tmp_path / "out"), str(tmp_path / "ckpt"),
+                           DatasetSpec(), (("running_counts", "default"),), **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"offsets": "etcd"}, "offsets must be one of checkpoint, kafka, zookeeper, sqlite, postgresql"),
+        ({"stream": "push"}, "stream must be one of direct, receiver"),
+        ({"stream": "receiver"}, "use offsets='kafka', not 'checkpoint'"),
+        ({"offsets": "zookeeper"}, "needs offset_store: the ZooKeeper hosts"),
+        ({"offsets": "postgresql"}, "needs offset_store: a PostgreSQL DSN"),
+    ],
+)
+def test_bad_run_configs_are_refused(tmp_path: Path, kwargs: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        _config(tmp_path, **kwargs)
+
+
+def test_consumer_names() -> None:
+    base = LegacyRunConfig("b", {}, "o", "/x/ckpt", DatasetSpec(), ())
+    assert base.consumer == "dmk-ckpt"
+    assert LegacyRunConfig("b", {}, "o", "c", DatasetSpec(), (), job_name="job").consumer == "job"
+    assert LegacyRunConfig("b", {}, "o", "c", DatasetSpec(), (), offsets="kafka", offset_store="grp").consumer == "grp"
+
+
+def test_a_batch_commits_outputs_with_offsets_once_and_exports_them(tmp_path: Path) -> None:
+    config = _config(tmp_path, offsets="sqlite", job_name="job")
+    store = open_offset_store(config)
+    try:
+        first = [("t", 0, 0, 5), ("t", 1, 0, 3)]
+        counts = pd.DataFrame({"user_id": ["a", "b"], "count": [5, 3]})
+        _commit_transaction(store, 1000, first, [("running_counts", counts), ("dead_letters.events", counts.iloc[:0])])
+        # The same batch again (a restarted driver regenerating it), with other rows: skipped entirely.
+        _commit_transaction(store, 1000, first, [("running_counts", counts.assign(count=[50, 30]))])
+        _commit_transaction(store, 2000, [("t", 0, 5, 6), ("t", 1, 3, 3)], [("running_counts", counts.iloc[:1].assign(count=6))])
+        assert store.load(["t"]) == {("t", 0): 6, ("t", 1): 3}
+        assert export_outputs(config, store) == 3
+    finally:
+        store.close()
+    rows = read_batches(Path(config.out_dir) / "running_counts")
+    assert rows[["batch", "user_id", "count"]].values.tolist() == [[1000, "a", 5], [1000, "b", 3], [2000, "a", 6]]
+    assert rows["emitted_at"].gt(0).all()
+    assert read_batches(Path(config.out_dir) / "dead_letters.events").empty
+    assert (Path(config.out_dir) / "dead_letters.events" / f"batch={1000:015d}.parquet").exists()
+
+
+def test_export_is_nothing_for_file_modes(tmp_path: Path) -> None:
+    assert export_outputs(_config(tmp_path), None) == 0
