@@ -125,6 +125,8 @@ _ROWS = (
     ("driver restarts", "restarts"),
     ("lost output rows", "lost_rows"),
     ("duplicated output rows", "duplicated_rows"),
+    ("input records never processed", "input_records_lost"),
+    ("input records processed twice or more", "input_records_repeated"),
 )
 
 

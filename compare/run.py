@@ -552,6 +552,51 @@ def timeline(outcome: EngineOutcome) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["completed_ms", "records", "duration_ms", "scheduling_delay_ms"])
 
 
+def _processed_ranges(outcome: EngineOutcome, job: str) -> list[tuple[str, int, int, int]]:
+    """``(topic, partition, from, until)`` of every batch the engine's final outputs come from: legacy
+    progress files (one per batch time, a regenerated batch replaces its file), modern progress of the
+    job's query (the last report of each batch id, a re-run batch counts once)."""
+    if outcome.engine == "legacy":
+        from legacy.runner import read_progress as legacy_progress
+
+        frame = legacy_progress(outcome.out_dir)
+        if frame.empty:
+            return []
+        return list(zip(frame["topic"], frame["partition"].astype(int), frame["from_offset"].astype(int), frame["until_offset"].astype(int)))
+    from modern.runner import read_progress
+
+    batches = {p["batchId"]: p for p in read_progress(outcome.out_dir, job)}
+    ranges = []
+    for progress in batches.values():
+        for source in progress.get("sources", []):
+            start, end = source.get("startOffset") or {}, source.get("endOffset") or {}
+            for topic, parts in end.items():
+                for partition, until in parts.items():
+                    ranges.append((topic, int(partition), int(start.get(topic, {}).get(partition, 0)), int(until)))
+    return ranges
+
+
+def input_coverage(ranges: list[tuple[str, int, int, int]], end_offsets: dict[str, dict[int, int]]) -> tuple[int, int]:
+    """``(never processed, processed more than once)`` input records, from the ranges batches processed.
+
+    Example:
+        >>> input_coverage([("t", 0, 0, 5), ("t", 0, 3, 8), ("t", 1, 2, 4)], {"t": {0: 10, 1: 4}})
+        (4, 2)
+    """
+    lost = repeated = 0
+    for topic, parts in end_offsets.items():
+        for partition, end in parts.items():
+            marks = np.zeros(end + 1, dtype="int64")
+            for t, p, first, until in ranges:
+                if t == topic and p == partition and until > first:
+                    marks[min(first, end)] += 1
+                    marks[min(until, end)] -= 1
+            times = np.cumsum(marks)[:end]
+            lost += int((times == 0).sum())
+            repeated += int(np.clip(times - 1, 0, None).sum())
+    return lost, repeated
+
+
 def _lost_and_duplicated(diff: OutputDiff) -> tuple[int, int]:
     """Output rows lost and duplicated against the oracle: missing rows are lost, unexpected rows are
     duplicates; a mismatched row is lost if its first differing numeric value is below the oracle's (input
@@ -615,6 +660,8 @@ def _measure(
             "broker_paused_at_s": outcome.pauses,
             "lost_rows": lost,
             "duplicated_rows": duplicated,
+            **dict(zip(("input_records_lost", "input_records_repeated"), input_coverage(
+                _processed_ranges(outcome, job_names[engine]), outcome.replay.topic_end_offsets))),
             "replay_seconds": round(outcome.replay.seconds, 2),
             "input_records": len(outcome.replay.log),
         }

@@ -66,6 +66,7 @@ def test_compare_with_a_driver_killed_loses_and_duplicates_nothing(
         assert figures["restarts"] == 1 and len(figures["kills_at_s"]) == 1
         assert (figures["rows_missing"], figures["rows_unexpected"], figures["rows_mismatched"]) == (0, 0, 0)
         assert (figures["lost_rows"], figures["duplicated_rows"]) == (0, 0)
+        assert (figures["input_records_lost"], figures["input_records_repeated"]) == (0, 0)
         assert figures["rows_matched"] == len(expected.rows)
         assert figures["dead_letters"] == len(expected.dead_letters) > 0
         assert figures["input_records"] == 12_000 and figures["throughput_rps"] > 0
@@ -102,6 +103,17 @@ def test_report_shows_a_difference(tmp_path: Path) -> None:
     assert "DIFFERENT" in text and "modern_vs_oracle: missing (1 rows)" in text and "1,875" in text
     assert "| lost output rows | 0 | 1 | – |" in text
     assert main(["report", str(tmp_path)]) == 1
+
+
+def test_input_coverage_counts_records_never_processed_and_processed_twice() -> None:
+    from compare.run import input_coverage
+
+    ends = {"a": {0: 10, 1: 4}, "b": {0: 3}}
+    # Exact cover, in pieces and with empty ranges: nothing lost, nothing repeated.
+    assert input_coverage([("a", 0, 0, 4), ("a", 0, 4, 4), ("a", 0, 4, 10), ("a", 1, 0, 4), ("b", 0, 0, 3)], ends) == (0, 0)
+    # A gap (a-0 4..6), an overlap (a-1 1..3 twice more), a partition never read (b-0), a range past the end.
+    ranges = [("a", 0, 0, 4), ("a", 0, 6, 12), ("a", 1, 0, 4), ("a", 1, 1, 3), ("a", 1, 1, 3)]
+    assert input_coverage(ranges, ends) == (2 + 3, 4)
 
 
 @pytest.mark.parametrize(
@@ -236,6 +248,7 @@ def test_every_direct_mode_survives_a_kill_exactly_once(
     assert code == 0 and metrics["equivalent"], (out / "report.md").read_text()
     legacy = metrics["engines"]["legacy"]
     assert legacy["restarts"] == 1 and (legacy["lost_rows"], legacy["duplicated_rows"]) == (0, 0)
+    assert (legacy["input_records_lost"], legacy["input_records_repeated"]) == (0, 0)
     assert metrics["settings"]["legacy_mode"] == mode
     if mode == "direct-sqlite":
         # The committed offsets are the replay's end offsets, and every batch's outputs sit next to them.
@@ -256,6 +269,9 @@ def test_receiver_loss_after_a_kill_is_measured_and_reported(bootstrap_servers: 
     assert legacy["restarts"] == 1 and (modern["lost_rows"], modern["duplicated_rows"]) == (0, 0)
     # The restarted receiver starts with empty state where its group committed: totals come out low.
     assert legacy["lost_rows"] > 0 and code == 1 and not metrics["equivalent"]
+    # What the dead driver had received but not processed is gone: its group had committed it.
+    assert 0 < legacy["input_records_lost"] < metrics["records"]
+    assert (modern["input_records_lost"], modern["input_records_repeated"]) == (0, 0)
     missing = pd.read_csv(out / "diff" / "legacy_vs_oracle.missing.csv")
     mismatched = pd.read_csv(out / "diff" / "legacy_vs_oracle.mismatched.csv")
     assert len(missing) + len(mismatched) == legacy["lost_rows"] + legacy["duplicated_rows"]

@@ -3,6 +3,7 @@ batch's outputs with its offsets, and the export of committed outputs as batch f
 
 from __future__ import annotations
 
+import doctest
 from pathlib import Path
 
 import pandas as pd
@@ -64,3 +65,12 @@ def test_a_batch_commits_outputs_with_offsets_once_and_exports_them(tmp_path: Pa
 
 def test_export_is_nothing_for_file_modes(tmp_path: Path) -> None:
     assert export_outputs(_config(tmp_path), None) == 0
+
+
+def test_docstring_examples_run() -> None:
+    import kit.sink
+    import legacy._receiver
+
+    for module in (kit.sink, legacy._receiver):
+        result = doctest.testmod(module)
+        assert result.failed == 0 and result.attempted > 0, module.__name__
