@@ -20,6 +20,7 @@ to ``<out>/control/failed.json`` (the error's type and message) before the proce
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import time
@@ -31,6 +32,8 @@ from typing import Any
 from kit.dataset import DatasetSpec
 
 CONTROL = "control"
+OFFSET_STORE_ENV = "DMK_LEGACY_OFFSET_STORE"
+"""Where the legacy driver's offset store is (``--offset-store``), passed outside the config file."""
 READY, DRAIN, DONE, FAILED = "ready.json", "drain.json", "done.json", "failed.json"
 
 
@@ -119,7 +122,8 @@ def _run_legacy(config: dict, out: Path, dataset: DatasetSpec, jobs: tuple) -> N
     run_config = LegacyRunConfig(
         config["bootstrap_servers"], config["topics"], str(out), checkpoint, dataset, jobs,
         batch_seconds=config.get("batch_seconds", 1.0), kafka_params=config.get("kafka_params", {}),
-        offsets=config.get("offsets", "checkpoint"), offset_store=config.get("offset_store"), stream=stream,
+        # The store's address may hold a password: the harness passes it in the environment, not the file.
+        offsets=config.get("offsets", "checkpoint"), offset_store=os.environ.get(OFFSET_STORE_ENV), stream=stream,
         job_name=config.get("job_name"),
     )
     store = open_offset_store(run_config)
@@ -134,10 +138,13 @@ def _run_legacy(config: dict, out: Path, dataset: DatasetSpec, jobs: tuple) -> N
         try:
             write_json(out / CONTROL / READY, {"started_ms": _now_ms()})
             ends = _wait_for_drain(out)
-            await_progress(out, ends, timeout_s=config.get("timeout_s", 600))
+            # A failed output operation fails the driver (Spark would go on with the next batch).
+            await_progress(out, ends, timeout_s=config.get("timeout_s", 600),
+                           check=lambda: ssc.awaitTerminationOrTimeout(0.001))
         finally:
             ssc.stop(stopSparkContext=True, stopGraceFully=False)
-        export_outputs(run_config, store)
+            if store is not None:
+                export_outputs(run_config, store)  # what was committed, also when the run failed
     finally:
         if store is not None:
             store.close()

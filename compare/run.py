@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from compare.diff import OutputDiff, ThreeWayDiff, three_way
-from compare.driver import CONTROL, DONE, DRAIN, FAILED, READY, dataset_spec, write_json
+from compare.driver import CONTROL, DONE, DRAIN, FAILED, OFFSET_STORE_ENV, READY, dataset_spec, write_json
 from compare.harness import batch_caps, route_inputs
 from kit import workloads
 from kit.dataset import DatasetSpec, generate, read_dataset, read_manifest, write_dataset
@@ -395,6 +395,8 @@ def _run_engine(
     config_path = out / "driver-config.json"
     write_json(config_path, config)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    if settings.offset_store:
+        env[OFFSET_STORE_ENV] = settings.offset_store
     driver = _Driver(engine, config_path, out, settings.timeout_s, env)
     outcome = EngineOutcome(engine, out, replay=None)  # type: ignore[arg-type]
     copies = len(routed) / max(routed["seq"].nunique(), 1)
@@ -432,7 +434,8 @@ def _legacy_mode_config(settings: CompareSettings, run_id: str) -> dict:
     stream, offsets, wal = LEGACY_MODES[settings.legacy_mode]
     return {
         "stream": stream, "offsets": offsets, "write_ahead_log": wal,
-        "offset_store": settings.offset_store, "job_name": f"dmk-compare-{run_id}",
+        "offset_store": redacted_dsn(settings.offset_store) if settings.offset_store else None,
+        "job_name": f"dmk-compare-{run_id}",
     }
 
 
@@ -553,9 +556,9 @@ def timeline(outcome: EngineOutcome) -> pd.DataFrame:
 
 
 def _processed_ranges(outcome: EngineOutcome, job: str) -> list[tuple[str, int, int, int]]:
-    """``(topic, partition, from, until)`` of every batch the engine's final outputs come from: legacy
-    progress files (one per batch time, a regenerated batch replaces its file), modern progress of the
-    job's query (the last report of each batch id, a re-run batch counts once)."""
+    """``(topic, partition, from, until)`` of every batch the engine completed: legacy progress files (one
+    per batch time, a regenerated batch replaces its file; a receiver's dead context's batches count too),
+    modern progress of the job's query (the last report of each batch id, a re-run batch counts once)."""
     if outcome.engine == "legacy":
         from legacy.runner import read_progress as legacy_progress
 
@@ -565,15 +568,42 @@ def _processed_ranges(outcome: EngineOutcome, job: str) -> list[tuple[str, int, 
         return list(zip(frame["topic"], frame["partition"].astype(int), frame["from_offset"].astype(int), frame["until_offset"].astype(int)))
     from modern.runner import read_progress
 
-    batches = {p["batchId"]: p for p in read_progress(outcome.out_dir, job)}
+    # Progress events reach the listener after the batch commits, so a kill can lose the last one; the
+    # checkpoint's offsets and commits logs have it (but keep only the newest batches): use both.
+    batches = {
+        p["batchId"]: [(s.get("startOffset") or {}, s.get("endOffset") or {}) for s in p.get("sources", [])]
+        for p in read_progress(outcome.out_dir, job)
+    }
+    batches.update(_checkpointed_batches(outcome.out_dir.parent / "modern-checkpoint" / job))
     ranges = []
-    for progress in batches.values():
-        for source in progress.get("sources", []):
-            start, end = source.get("startOffset") or {}, source.get("endOffset") or {}
+    for sources in batches.values():
+        for start, end in sources:
             for topic, parts in end.items():
                 for partition, until in parts.items():
                     ranges.append((topic, int(partition), int(start.get(topic, {}).get(partition, 0)), int(until)))
     return ranges
+
+
+def _checkpointed_batches(checkpoint: Path) -> dict[int, list[tuple[dict, dict]]]:
+    """Batch id → ``[(start, end)]`` per source, of the batches a query's checkpoint holds as committed."""
+    def logged(batch: int) -> list[dict] | None:
+        path = checkpoint / "offsets" / str(batch)
+        if not path.exists():
+            return None
+        lines = path.read_text(encoding="utf-8").splitlines()[2:]  # version, metadata, then one per source
+        return [json.loads(line) if line.strip() not in ("", "-") else {} for line in lines]
+
+    batches = {}
+    commits = checkpoint / "commits"
+    for name in os.listdir(commits) if commits.is_dir() else []:
+        if not name.isdigit():
+            continue
+        batch = int(name)
+        end, start = logged(batch), logged(batch - 1)
+        if end is None or (start is None and batch > 0):
+            continue  # purged from the log: the progress events have it
+        batches[batch] = [(start[i] if start else {}, e) for i, e in enumerate(end)]
+    return batches
 
 
 def input_coverage(ranges: list[tuple[str, int, int, int]], end_offsets: dict[str, dict[int, int]]) -> tuple[int, int]:

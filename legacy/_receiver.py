@@ -191,6 +191,11 @@ def decode_message(line: str) -> KafkaMessageAndMetadata:
     return KafkaMessageAndMetadata(topic, partition, offset, key, value, timestamp)
 
 
+def _timestamp(record: Any) -> int:
+    # kafka-python gives None for messages without one (format v0, before Kafka 0.10).
+    return -1 if record.timestamp is None else record.timestamp
+
+
 def _utf8_decoder(data: bytes | None) -> str | None:
     return None if data is None else data.decode("utf-8")
 
@@ -449,7 +454,7 @@ class ReceiverBridge:
 
     def _take(self, batches: Mapping[TopicPartition, Iterable[Any]]) -> None:
         lines = [
-            (tp, record.offset, encode_line(tp.topic, tp.partition, record.offset, record.key, record.value, record.timestamp))
+            (tp, record.offset, encode_line(tp.topic, tp.partition, record.offset, record.key, record.value, _timestamp(record)))
             for tp, records in batches.items()
             for record in records
         ]

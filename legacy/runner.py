@@ -66,6 +66,7 @@ from kit.sink import encode_batch, read_batches, write_batch, write_encoded
 from kit.workloads import job_id
 from legacy.errors import LegacyError
 from legacy.kafka import KafkaUtils, TopicAndPartition
+from legacy.offsets import OFFSETS_TABLE
 from legacy.workloads import Source
 
 __all__ = [
@@ -229,12 +230,12 @@ def _store_of(run: str) -> Any:
 
 def _pending(run: str, batch_ms: int) -> dict[str, Any]:
     with _PENDING_LOCK:
-        return _PENDING.setdefault((run, batch_ms), {"outputs": [], "ranges": {}})
+        return _PENDING.setdefault((run, batch_ms), {"outputs": [], "ranges": {}, "written": set()})
 
 
 def _take_pending(run: str, batch_ms: int) -> dict[str, Any]:
     with _PENDING_LOCK:
-        return _PENDING.pop((run, batch_ms), {"outputs": [], "ranges": {}})
+        return _PENDING.pop((run, batch_ms), {"outputs": [], "ranges": {}, "written": set()})
 
 
 def export_outputs(config: LegacyRunConfig, store: Any) -> int:
@@ -246,7 +247,14 @@ def export_outputs(config: LegacyRunConfig, store: Any) -> int:
     """
     if config.offsets not in TRANSACTIONAL:
         return 0
-    rows = store.query(f"SELECT output, batch, payload FROM {OUTPUTS_TABLE} WHERE consumer = ?", (config.consumer,))
+    from legacy.offsets import OffsetStoreUnavailable
+
+    try:
+        rows = store.query(f"SELECT output, batch, payload FROM {OUTPUTS_TABLE} WHERE consumer = ?", (config.consumer,))
+    except OffsetStoreUnavailable:
+        if not store.query(f"SELECT 1 FROM {OFFSETS_TABLE} WHERE consumer = ?", (config.consumer,)):
+            return 0  # no batch was ever committed, so the outputs table may not exist yet
+        raise
     for output, batch, payload in rows:
         write_encoded(Path(config.out_dir) / output, int(batch), bytes(payload))
     return len(rows)
@@ -288,10 +296,12 @@ def _batch_writer(run: str, directory: Path, columns: tuple[str, ...], transacti
 
 def _write_rows(run: str, target: str, names: list[str], transactional: bool, batch_ms: int, rows: list) -> None:
     frame = pd.DataFrame(rows, columns=names)
+    name = Path(target).name
     if transactional:
-        _pending(run, batch_ms)["outputs"].append((Path(target).name, frame))
+        _pending(run, batch_ms)["outputs"].append((name, frame))
     else:
         write_batch(target, batch_ms, frame)
+    _pending(run, batch_ms)["written"].add(name)
 
 
 def _late_row(item: Any) -> tuple:
@@ -300,24 +310,27 @@ def _late_row(item: Any) -> tuple:
 
 
 class _Received:
-    """The offsets a receiver batch holds on one partition, shaped like Spark's ``OffsetRange``."""
+    """A run of consecutive offsets a receiver batch holds on one partition, shaped like Spark's ``OffsetRange``."""
 
-    def __init__(self, topic: str, partition: int, first: int, last: int) -> None:
-        self.topic, self.partition, self.fromOffset, self.untilOffset = topic, partition, first, last + 1
-
-
-def _offset_span(record: tuple) -> tuple:
-    return (record[0], record[1]), (record[2], record[2])
+    def __init__(self, topic: str, partition: int, first: int, until: int) -> None:
+        self.topic, self.partition, self.fromOffset, self.untilOffset = topic, partition, first, until
 
 
-def _widest(a: tuple[int, int], b: tuple[int, int]) -> tuple[int, int]:
-    return min(a[0], b[0]), max(a[1], b[1])
+def _position(record: tuple) -> tuple[str, int, int]:
+    return record[0], record[1], record[2]
 
 
 def _received_ranges(rdd: Any) -> list[_Received]:
-    """Lowest to highest + 1 offset per partition of a receiver batch (receivers have no offset ranges)."""
-    spans = rdd.map(_offset_span).reduceByKey(_widest).collect()
-    return [_Received(topic, partition, first, last) for (topic, partition), (first, last) in sorted(spans)]
+    """The runs of consecutive offsets per partition in a receiver batch (receivers have no offset ranges;
+    a gap inside a batch shows as two runs)."""
+    runs: list[_Received] = []
+    for topic, partition, offset in sorted(rdd.map(_position).collect()):
+        last = runs[-1] if runs else None
+        if last is not None and (last.topic, last.partition, last.untilOffset) == (topic, partition, offset):
+            last.untilOffset += 1
+        elif not (last is not None and (last.topic, last.partition) == (topic, partition) and offset < last.untilOffset):
+            runs.append(_Received(topic, partition, offset, offset + 1))
+    return runs
 
 
 def _range_collector(run: str, name: str, receiver: bool) -> Any:
@@ -333,20 +346,32 @@ def _note_ranges(run: str, name: str, batch_ms: int, ranges: list) -> None:
     _pending(run, batch_ms)["ranges"][name] = [(r.topic, r.partition, r.fromOffset, r.untilOffset) for r in ranges]
 
 
-def _committer(run: str, offsets: str, streams: Mapping[str, Any], progress: Mapping[str, Path]) -> Any:
-    """The batch's last output operation: commit its offsets where the run keeps them, then write progress."""
+def _committer(
+    run: str, offsets: str, streams: Mapping[str, Any], progress: Mapping[str, Path], outputs: tuple[str, ...]
+) -> Any:
+    """The batch's last output operation: check every output of the batch completed, commit its offsets where
+    the run keeps them (receivers: their group commits by itself), then write progress."""
     handles = dict(streams) if offsets == "kafka" else {}  # direct streams pickle as commitAsync handles
     targets = {name: str(path) for name, path in progress.items()}
 
     def commit(time_: Any, rdd: Any) -> None:
-        _commit_batch(run, offsets, handles, targets, _ms(time_))
+        _commit_batch(run, offsets, handles, targets, outputs, _ms(time_))
 
     return commit
 
 
-def _commit_batch(run: str, offsets: str, handles: Mapping[str, Any], progress: Mapping[str, str], batch_ms: int) -> None:
+def _commit_batch(
+    run: str, offsets: str, handles: Mapping[str, Any], progress: Mapping[str, str], outputs: tuple[str, ...], batch_ms: int
+) -> None:
     batch = _take_pending(run, batch_ms)
     ranges: dict[str, list] = batch["ranges"]
+    # Spark runs a batch's later output operations even when an earlier one failed: commit nothing then.
+    missing = sorted(set(outputs) - batch["written"]) + sorted(set(progress) - set(ranges))
+    if missing:
+        raise LegacyError(
+            f"batch {batch_ms}: {', '.join(missing)} did not complete, so its offsets are not committed and the "
+            "batch is not marked done; the error of the failed output operation is in the driver log"
+        )
     every = [r for name in sorted(ranges) for r in ranges[name]]
     if offsets in TRANSACTIONAL:
         _commit_transaction(_store_of(run), batch_ms, every, batch["outputs"])
@@ -354,14 +379,21 @@ def _commit_batch(run: str, offsets: str, handles: Mapping[str, Any], progress: 
         _store_of(run).save(every)
     elif offsets == "kafka":
         for name, stream in handles.items():
-            stream.commitAsync(ranges.get(name, []))  # sent when the next batch is generated, as in Spark
+            stream.commitAsync(ranges[name])  # sent when the next batch is generated, as in Spark
     columns = ["topic", "partition", "from_offset", "until_offset"]
     for name, target in progress.items():
-        write_batch(target, batch_ms, pd.DataFrame(ranges.get(name, []), columns=columns))
+        write_batch(target, batch_ms, pd.DataFrame(ranges[name], columns=columns))
 
 
 def _commit_transaction(store: Any, batch_ms: int, ranges: list, outputs: list) -> None:
-    """Write a batch's outputs and offsets in one transaction, unless the batch was committed before."""
+    """Write a batch's outputs and offsets in one transaction, unless the batch was committed before.
+
+    One case is neither done nor next: a context restored from a checkpoint written before its last batch
+    was committed regenerates that batch time with a longer range (Spark recomputes batches missing from
+    the checkpoint). Its state comes from the checkpoint, so the new outputs replace the batch's committed
+    ones and its offsets are moved back to where the range starts, then saved, all in the same
+    transaction. Any other gap or overlap raises ``NonContiguousOffsets``.
+    """
     blob, mark = ("BLOB", "?") if store.dialect == "sqlite" else ("BYTEA", "%s")
     emitted = time.time_ns() // 1_000_000
     with store.transaction(batch_ms, ranges) as tx:
@@ -371,6 +403,16 @@ def _commit_transaction(store: Any, batch_ms: int, ranges: list, outputs: list) 
             f"CREATE TABLE IF NOT EXISTS {OUTPUTS_TABLE} (consumer TEXT NOT NULL, output TEXT NOT NULL, "
             f"batch BIGINT NOT NULL, payload {blob} NOT NULL, PRIMARY KEY (consumer, output, batch))"
         )
+        stored = tx.stored_offsets()
+        if any(stored.get((t, p), first) != first for t, p, first, _ in ranges):
+            committed = tx.execute(
+                f"SELECT COUNT(*) FROM {OUTPUTS_TABLE} WHERE consumer = {mark} AND batch = {mark}", (store.consumer, batch_ms)
+            ).fetchone()[0]
+            if committed:
+                tx.executemany(
+                    f'UPDATE {OFFSETS_TABLE} SET until_offset = {mark} WHERE consumer = {mark} AND topic = {mark} AND "partition" = {mark}',
+                    [(first, store.consumer, t, p) for t, p, first, _ in ranges],
+                )
         tx.executemany(
             f"INSERT INTO {OUTPUTS_TABLE} (consumer, output, batch, payload) VALUES ({mark}, {mark}, {mark}, {mark}) "
             "ON CONFLICT (consumer, output, batch) DO UPDATE SET payload = excluded.payload",
@@ -440,11 +482,13 @@ def create_context(sc: Any, config: LegacyRunConfig, store: Any = None) -> Any:
     transactional = config.offsets in TRANSACTIONAL
     if config.offsets in ("zookeeper", *TRANSACTIONAL):
         _store_of(run)
+    store = store if store is not None else _STORES.get(run)
     ssc = StreamingContext(sc, config.batch_seconds)
     ssc.checkpoint(str(config.checkpoint_dir))
     receiver = config.stream == "receiver"
     raw = _receiver_inputs(ssc, config) if receiver else _direct_inputs(ssc, config, store)
     source = Source(raw, config.dataset)
+    written: list[str] = []  # every output directory a batch writes, checked before its commit
     for workload, variant in config.jobs:
         job = workloads.resolve("legacy", workload, variant)
         job.spec.check_inputs(config.topics)
@@ -452,23 +496,25 @@ def create_context(sc: Any, config: LegacyRunConfig, store: Any = None) -> Any:
         rows = job.build(ssc, source)
         name = job.name
         rows.foreachRDD(_batch_writer(run, out / name, job.spec.columns, transactional))
+        written.append(name)
         reported = source.late[late_before:]
         if reported:
             # One writer per job: its batch files are per batch time, so two writers would overwrite.
             late = ssc.union(*reported)
             late_columns = ("event_id", "topic", "partition", "offset", "detail")
             late.map(_late_row).foreachRDD(_batch_writer(run, out / f"{name}.late", late_columns, transactional))
+            written.append(f"{name}.late")
     dead_columns = ("topic", "partition", "offset", "reason")
     for name, dead in source.dead_letters.items():
         dead.foreachRDD(_batch_writer(run, out / f"dead_letters.{name}", dead_columns, transactional))
+        written.append(f"dead_letters.{name}")
     # Registered last: the output operations of a batch run in order, so the commit follows every output, and
     # a progress file means the batch's outputs are all written (or committed).
     for name, stream in raw.items():
         stream.foreachRDD(_range_collector(run, name, receiver))
     committing = {} if receiver else raw  # a receiver's group commits by itself
-    raw[sorted(raw)[0]].foreachRDD(
-        _committer(run, config.offsets, committing, {name: out / f"progress.{name}" for name in raw})
-    )
+    progress = {name: out / f"progress.{name}" for name in raw}
+    raw[sorted(raw)[0]].foreachRDD(_committer(run, config.offsets, committing, progress, tuple(written)))
     return ssc
 
 

@@ -12,7 +12,16 @@ import pytest
 from kit.dataset import DatasetSpec
 from kit.errors import ConfigError
 from kit.sink import read_batches
-from legacy.runner import LegacyRunConfig, _commit_transaction, export_outputs, open_offset_store
+from legacy.errors import LegacyError, NonContiguousOffsets
+from legacy.runner import (
+    LegacyRunConfig,
+    _commit_batch,
+    _commit_transaction,
+    _pending,
+    attach_offset_store,
+    export_outputs,
+    open_offset_store,
+)
 
 
 def _config(tmp_path: Path, **kwargs) -> LegacyRunConfig:
@@ -74,3 +83,43 @@ def test_docstring_examples_run() -> None:
     for module in (kit.sink, legacy._receiver):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__
+
+
+def test_a_batch_regenerated_with_a_longer_range_replaces_its_commit(tmp_path: Path) -> None:
+    """A context restored from a checkpoint older than its last commit regenerates that batch time over a
+    longer range: its outputs and offsets replace the committed ones. Any other gap is refused."""
+    config = _config(tmp_path, offsets="sqlite", job_name="job")
+    store = open_offset_store(config)
+    try:
+        counts = pd.DataFrame({"user_id": ["a"], "count": [5]})
+        _commit_transaction(store, 1000, [("t", 0, 0, 5)], [("running_counts", counts)])
+        _commit_transaction(store, 1000, [("t", 0, 0, 8)], [("running_counts", counts.assign(count=8))])
+        assert store.load(["t"]) == {("t", 0): 8}
+        with pytest.raises(NonContiguousOffsets):  # batch 2000 never committed: a real overlap
+            _commit_transaction(store, 2000, [("t", 0, 6, 9)], [("running_counts", counts)])
+        assert store.load(["t"]) == {("t", 0): 8}
+        export_outputs(config, store)
+    finally:
+        store.close()
+    assert read_batches(Path(config.out_dir) / "running_counts")[["batch", "count"]].values.tolist() == [[1000, 8]]
+
+
+def test_a_batch_with_a_failed_output_commits_nothing(tmp_path: Path) -> None:
+    config = _config(tmp_path, offsets="sqlite", job_name="job")
+    store = open_offset_store(config)
+    attach_offset_store(config, store)
+    try:
+        run = config.run_key
+        _pending(run, 1000)["ranges"]["events"] = [("t", 0, 0, 5)]
+        # The job's writer ran, the dead letters' did not (its Spark job failed).
+        _pending(run, 1000)["outputs"].append(("running_counts", pd.DataFrame({"user_id": ["a"], "count": [5]})))
+        _pending(run, 1000)["written"].add("running_counts")
+        progress = {"events": str(Path(config.out_dir) / "progress.events")}
+        with pytest.raises(LegacyError, match="batch 1000: dead_letters.events did not complete"):
+            _commit_batch(run, "sqlite", {}, progress, ("running_counts", "dead_letters.events"), 1000)
+        assert store.load(["t"]) == {}
+        assert export_outputs(config, store) == 0
+        assert not (Path(config.out_dir) / "progress.events").exists()
+    finally:
+        attach_offset_store(config, None)
+        store.close()
