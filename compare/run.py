@@ -330,20 +330,25 @@ def _tail(path: Path, lines: int = 15) -> str:
         return "(no log)"
 
 
+def _written_lines(path: Path) -> list[dict]:
+    """The complete JSON lines of a log another process is appending to (a last line without its newline
+    is still being written)."""
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8")
+    lines = text.split("\n")[:-1]  # whatever follows the last newline is incomplete
+    return [json.loads(line) for line in lines if line.strip()]
+
+
 def _processed(engine: str, out: Path) -> int:
     """Input records an engine's jobs have processed so far (for the progress bar)."""
     if engine == "legacy":
-        path = out / "metrics" / "batches.jsonl"
-        if not path.exists():
-            return 0
-        lines = path.read_text(encoding="utf-8").splitlines()
-        return sum(json.loads(line)["records"] for line in lines if line.strip())
+        return sum(row["records"] for row in _written_lines(out / "metrics" / "batches.jsonl"))
     totals = []
     for path in (out / "progress").glob("*.jsonl"):
         if path.name.startswith("dead_letters."):
             continue
-        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        totals.append(sum(p.get("numInputRows", 0) for p in rows))
+        totals.append(sum(p.get("numInputRows", 0) for p in _written_lines(path)))
     return min(totals) if totals else 0
 
 
