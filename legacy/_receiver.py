@@ -797,10 +797,10 @@ def create_receiver_stream(
             f"auto_offset_reset must be one of {sorted(_OFFSET_RESET)}, got {auto_offset_reset!r}",
             field="auto_offset_reset", expected=sorted(_OFFSET_RESET), actual=auto_offset_reset,
         )
-    checked = (("key_decoder", key_decoder), ("value_decoder", value_decoder), ("message_handler", message_handler))
-    for name, decoder in checked:
-        if name == "message_handler" and decoder is None:
-            continue
+    checked = {"key_decoder": key_decoder, "value_decoder": value_decoder}
+    if message_handler is not None:
+        checked["message_handler"] = message_handler
+    for name, decoder in checked.items():
         if not callable(decoder):
             raise ConfigError(f"{name} must be callable, got {decoder!r}", field=name, expected="callable", actual=decoder)
     settings = client_settings(kafka_settings)

@@ -620,19 +620,20 @@ class _Dialect:
     name: Literal["sqlite", "postgresql"]
     placeholder: str
     begin: str
+    blob: str  # the binary column type
     errors: tuple[type[BaseException], ...]  # what the driver raises when the database is out of reach
 
 
 def _sqlite_dialect() -> _Dialect:
     # IMMEDIATE takes the write lock at BEGIN, so the contiguity check and the update cannot interleave
     # with another writer's.
-    return _Dialect("sqlite", "?", "BEGIN IMMEDIATE", (sqlite3.OperationalError,))
+    return _Dialect("sqlite", "?", "BEGIN IMMEDIATE", "BLOB", (sqlite3.OperationalError,))
 
 
 def _postgres_dialect() -> _Dialect:
     import psycopg
 
-    return _Dialect("postgresql", "%s", "BEGIN", (psycopg.OperationalError, psycopg.InterfaceError))
+    return _Dialect("postgresql", "%s", "BEGIN", "BYTEA", (psycopg.OperationalError, psycopg.InterfaceError))
 
 
 def _batch_time_ms(batch_time: object) -> int:
@@ -696,12 +697,11 @@ class SqlOffsetStore(OffsetStore):
         self._connection = connection
         self._lock = threading.RLock()
         self._closed = False
-        with self._unavailable("creating the offsets table"):
-            connection.execute(
-                f"CREATE TABLE IF NOT EXISTS {OFFSETS_TABLE} (consumer TEXT NOT NULL, topic TEXT NOT NULL, "
-                '"partition" INT NOT NULL, until_offset BIGINT NOT NULL, batch_time BIGINT NOT NULL, '
-                'PRIMARY KEY (consumer, topic, "partition"))'
-            )
+        self.create_table(
+            OFFSETS_TABLE,
+            'consumer TEXT NOT NULL, topic TEXT NOT NULL, "partition" INT NOT NULL, until_offset BIGINT NOT NULL, '
+            'batch_time BIGINT NOT NULL, PRIMARY KEY (consumer, topic, "partition")',
+        )
 
     @classmethod
     def sqlite(cls, path: str | Any, consumer: str, *, timeout_s: float = 30.0) -> SqlOffsetStore:
@@ -763,6 +763,11 @@ class SqlOffsetStore(OffsetStore):
         """``"sqlite"`` or ``"postgresql"``."""
         return self._dialect.name
 
+    @property
+    def placeholder(self) -> str:
+        """The driver's parameter mark, as :meth:`OffsetTransaction.execute` takes it: ``?`` or ``%s``."""
+        return self._dialect.placeholder
+
     @contextlib.contextmanager
     def _unavailable(self, doing: str) -> Iterator[None]:
         try:
@@ -818,6 +823,17 @@ class SqlOffsetStore(OffsetStore):
         with self.transaction(when, ranges) as tx:
             tx.save_offsets()
         return {r.topic_partition: r.until_offset for r in ranges}
+
+    def create_table(self, name: str, columns: str) -> None:
+        """``CREATE TABLE IF NOT EXISTS name (columns)``, at once (outside any batch's transaction): for the
+        tables a job's batches write next to their offsets. ``{blob}`` in ``columns`` becomes the dialect's
+        binary type (``BLOB`` / ``BYTEA``).
+
+        Raises:
+            OffsetStoreUnavailable: the table cannot be created (database read-only, gone...).
+        """
+        with self._lock, self._unavailable(f"creating table {name}"):
+            self._connection.execute(f"CREATE TABLE IF NOT EXISTS {name} ({columns.format(blob=self._dialect.blob)})")
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         """Run a read-only ``sql`` (``?`` placeholders, in either dialect) and return its rows.

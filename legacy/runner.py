@@ -192,11 +192,18 @@ def open_offset_store(config: LegacyRunConfig) -> Any:
     if config.offsets == "zookeeper":
         return ZooKeeperOffsetStore(config.offset_store, root=f"/consumers/{config.consumer}/offsets")
     if config.offsets == "sqlite":
-        if config.offset_store:
-            return SqlOffsetStore.sqlite(config.offset_store, config.consumer)
-        Path(config.out_dir).mkdir(parents=True, exist_ok=True)
-        return SqlOffsetStore.sqlite(Path(config.out_dir) / "offsets.sqlite", config.consumer)
-    return SqlOffsetStore.postgres(config.offset_store, config.consumer)
+        if not config.offset_store:
+            Path(config.out_dir).mkdir(parents=True, exist_ok=True)
+        store = SqlOffsetStore.sqlite(config.offset_store or Path(config.out_dir) / "offsets.sqlite", config.consumer)
+    else:
+        store = SqlOffsetStore.postgres(config.offset_store, config.consumer)
+    try:
+        store.create_table(OUTPUTS_TABLE, "consumer TEXT NOT NULL, output TEXT NOT NULL, batch BIGINT NOT NULL, "
+                                          "payload {blob} NOT NULL, PRIMARY KEY (consumer, output, batch)")
+    except BaseException:
+        store.close()
+        raise
+    return store
 
 
 # Functions given to foreachRDD are pickled into the checkpoint, and cloudpickle copies the module globals a
@@ -228,14 +235,21 @@ def _store_of(run: str) -> Any:
     return store
 
 
+def _new_batch() -> dict[str, Any]:
+    # outputs: (name, frame) held for the commit (transactional modes); ranges: input → offset ranges;
+    # written: the outputs that completed.
+    return {"outputs": [], "ranges": {}, "written": set()}
+
+
 def _pending(run: str, batch_ms: int) -> dict[str, Any]:
+    """The batch's entry, filled by its output operations and taken by its commit."""
     with _PENDING_LOCK:
-        return _PENDING.setdefault((run, batch_ms), {"outputs": [], "ranges": {}, "written": set()})
+        return _PENDING.setdefault((run, batch_ms), _new_batch())
 
 
 def _take_pending(run: str, batch_ms: int) -> dict[str, Any]:
     with _PENDING_LOCK:
-        return _PENDING.pop((run, batch_ms), {"outputs": [], "ranges": {}, "written": set()})
+        return _PENDING.pop((run, batch_ms), None) or _new_batch()
 
 
 def export_outputs(config: LegacyRunConfig, store: Any) -> int:
@@ -247,14 +261,7 @@ def export_outputs(config: LegacyRunConfig, store: Any) -> int:
     """
     if config.offsets not in TRANSACTIONAL:
         return 0
-    from legacy.offsets import OffsetStoreUnavailable
-
-    try:
-        rows = store.query(f"SELECT output, batch, payload FROM {OUTPUTS_TABLE} WHERE consumer = ?", (config.consumer,))
-    except OffsetStoreUnavailable:
-        if not store.query(f"SELECT 1 FROM {OFFSETS_TABLE} WHERE consumer = ?", (config.consumer,)):
-            return 0  # no batch was ever committed, so the outputs table may not exist yet
-        raise
+    rows = store.query(f"SELECT output, batch, payload FROM {OUTPUTS_TABLE} WHERE consumer = ?", (config.consumer,))
     for output, batch, payload in rows:
         write_encoded(Path(config.out_dir) / output, int(batch), bytes(payload))
     return len(rows)
@@ -296,12 +303,12 @@ def _batch_writer(run: str, directory: Path, columns: tuple[str, ...], transacti
 
 def _write_rows(run: str, target: str, names: list[str], transactional: bool, batch_ms: int, rows: list) -> None:
     frame = pd.DataFrame(rows, columns=names)
-    name = Path(target).name
+    name, batch = Path(target).name, _pending(run, batch_ms)
     if transactional:
-        _pending(run, batch_ms)["outputs"].append((name, frame))
+        batch["outputs"].append((name, frame))
     else:
         write_batch(target, batch_ms, frame)
-    _pending(run, batch_ms)["written"].add(name)
+    batch["written"].add(name)
 
 
 def _late_row(item: Any) -> tuple:
@@ -324,11 +331,10 @@ def _received_ranges(rdd: Any) -> list[_Received]:
     """The runs of consecutive offsets per partition in a receiver batch (receivers have no offset ranges;
     a gap inside a batch shows as two runs)."""
     runs: list[_Received] = []
-    for topic, partition, offset in sorted(rdd.map(_position).collect()):
-        last = runs[-1] if runs else None
-        if last is not None and (last.topic, last.partition, last.untilOffset) == (topic, partition, offset):
-            last.untilOffset += 1
-        elif not (last is not None and (last.topic, last.partition) == (topic, partition) and offset < last.untilOffset):
+    for topic, partition, offset in sorted(set(rdd.map(_position).collect())):  # a record twice counts once
+        if runs and (runs[-1].topic, runs[-1].partition, runs[-1].untilOffset) == (topic, partition, offset):
+            runs[-1].untilOffset += 1
+        else:
             runs.append(_Received(topic, partition, offset, offset + 1))
     return runs
 
@@ -394,15 +400,11 @@ def _commit_transaction(store: Any, batch_ms: int, ranges: list, outputs: list) 
     ones and its offsets are moved back to where the range starts, then saved, all in the same
     transaction. Any other gap or overlap raises ``NonContiguousOffsets``.
     """
-    blob, mark = ("BLOB", "?") if store.dialect == "sqlite" else ("BYTEA", "%s")
+    mark = store.placeholder
     emitted = time.time_ns() // 1_000_000
     with store.transaction(batch_ms, ranges) as tx:
         if tx.already_done:
             return
-        tx.execute(
-            f"CREATE TABLE IF NOT EXISTS {OUTPUTS_TABLE} (consumer TEXT NOT NULL, output TEXT NOT NULL, "
-            f"batch BIGINT NOT NULL, payload {blob} NOT NULL, PRIMARY KEY (consumer, output, batch))"
-        )
         stored = tx.stored_offsets()
         if any(stored.get((t, p), first) != first for t, p, first, _ in ranges):
             committed = tx.execute(
