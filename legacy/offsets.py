@@ -76,6 +76,7 @@ __all__ = [
     "SqlOffsetStore",
     "TopicsOrPartitions",
     "ZooKeeperOffsetStore",
+    "open_store",
     "redacted_dsn",
     "to_offset_ranges",
 ]
@@ -1017,3 +1018,36 @@ class OffsetTransaction:
                 raise NonContiguousOffsets(store.consumer, r.topic, r.partition, expected=now, actual=r.from_offset)
         self._saved = True
         return {r.topic_partition: r.until_offset for r in ranges}
+
+
+STORE_KINDS = ("kafka", "zookeeper", "sqlite", "postgresql")
+
+
+def open_store(kind: str, where: str, consumer: str, *, bootstrap_servers: str | None = None) -> OffsetStore:
+    """The offset store of one job, opened, laid out as :mod:`legacy.runner` keeps it.
+
+    Args:
+        kind: ``"kafka"`` (the consumer group ``where``), ``"zookeeper"`` (hosts ``where``, nodes
+            ``/consumers/<consumer>/offsets/<topic>/<partition>``), ``"sqlite"`` (the file ``where``) or
+            ``"postgresql"`` (the DSN ``where``); SQL stores keep ``consumer``'s rows of ``dmk_offsets``.
+        where: the store's address (see ``kind``).
+        consumer: the job's name in its store (unused for ``kafka``: the group is ``where``).
+        bootstrap_servers: Kafka, for ``kind="kafka"``.
+
+    Raises:
+        ConfigError: an unknown kind, or ``kafka`` without ``bootstrap_servers``.
+        OffsetStoreUnavailable: the store cannot be reached.
+    """
+    if kind == "kafka":
+        if not bootstrap_servers:
+            raise ConfigError("a Kafka group offset store needs bootstrap_servers", field="bootstrap_servers",
+                              expected="host:port", actual=bootstrap_servers)
+        return KafkaGroupOffsetStore(bootstrap_servers, where)
+    if kind == "zookeeper":
+        return ZooKeeperOffsetStore(where, root=f"/consumers/{consumer}/offsets")
+    if kind == "sqlite":
+        return SqlOffsetStore.sqlite(where, consumer)
+    if kind == "postgresql":
+        return SqlOffsetStore.postgres(where, consumer)
+    raise ConfigError(f"offset store kind must be one of {', '.join(STORE_KINDS)}, got {kind!r}", field="kind",
+                      expected=STORE_KINDS, actual=kind)

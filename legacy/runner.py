@@ -78,6 +78,7 @@ __all__ = [
     "attach_offset_store",
     "await_progress",
     "create_context",
+    "export_committed_outputs",
     "export_outputs",
     "job_id",
     "open_offset_store",
@@ -183,20 +184,18 @@ def open_offset_store(config: LegacyRunConfig) -> Any:
     Raises:
         OffsetStoreUnavailable: the store cannot be reached.
     """
-    from legacy.offsets import KafkaGroupOffsetStore, SqlOffsetStore, ZooKeeperOffsetStore
+    from legacy.offsets import open_store
 
     if config.offsets == "checkpoint" or config.stream == "receiver":
         return None
     if config.offsets == "kafka":
-        return KafkaGroupOffsetStore(config.bootstrap_servers, config.consumer)
-    if config.offsets == "zookeeper":
-        return ZooKeeperOffsetStore(config.offset_store, root=f"/consumers/{config.consumer}/offsets")
-    if config.offsets == "sqlite":
-        if not config.offset_store:
-            Path(config.out_dir).mkdir(parents=True, exist_ok=True)
-        store = SqlOffsetStore.sqlite(config.offset_store or Path(config.out_dir) / "offsets.sqlite", config.consumer)
-    else:
-        store = SqlOffsetStore.postgres(config.offset_store, config.consumer)
+        return open_store("kafka", config.consumer, config.consumer, bootstrap_servers=config.bootstrap_servers)
+    if config.offsets == "sqlite" and not config.offset_store:
+        Path(config.out_dir).mkdir(parents=True, exist_ok=True)
+    where = config.offset_store or str(Path(config.out_dir) / "offsets.sqlite")
+    store = open_store(config.offsets, where, config.consumer)
+    if config.offsets not in TRANSACTIONAL:
+        return store
     try:
         store.create_table(OUTPUTS_TABLE, "consumer TEXT NOT NULL, output TEXT NOT NULL, batch BIGINT NOT NULL, "
                                           "payload {blob} NOT NULL, PRIMARY KEY (consumer, output, batch)")
@@ -261,9 +260,15 @@ def export_outputs(config: LegacyRunConfig, store: Any) -> int:
     """
     if config.offsets not in TRANSACTIONAL:
         return 0
-    rows = store.query(f"SELECT output, batch, payload FROM {OUTPUTS_TABLE} WHERE consumer = ?", (config.consumer,))
+    return export_committed_outputs(store, config.out_dir)
+
+
+def export_committed_outputs(store: Any, out_dir: str | Path) -> int:
+    """Write every output batch ``store`` (a SQL offset store) holds for its consumer as batch files under
+    ``out_dir``, replacing older copies; returns the number of files written."""
+    rows = store.query(f"SELECT output, batch, payload FROM {OUTPUTS_TABLE} WHERE consumer = ?", (store.consumer,))
     for output, batch, payload in rows:
-        write_encoded(Path(config.out_dir) / output, int(batch), bytes(payload))
+        write_encoded(Path(out_dir) / output, int(batch), bytes(payload))
     return len(rows)
 
 
