@@ -7,6 +7,7 @@ Public modules:
   ``offsetRanges()`` in ``transform``/``foreachRDD``, and ``get_or_create`` (checkpoint recovery that refuses a
   checkpoint written by other job code);
 * :mod:`legacy.rate` -- Spark's direct-stream rate limit and PID estimator as pure functions;
+* :mod:`legacy.inspect` -- what a DStream checkpoint holds, read with Spark's own ``Checkpoint`` reader;
 * :mod:`legacy.errors` -- the errors the DStream side raises.
 
 Example (a Spark 2.4 job, only the import changed):
@@ -17,4 +18,4 @@ Example (a Spark 2.4 job, only the import changed):
 See ``docs/legacy.md``.
 """
 
-__all__: list[str] = ["errors", "kafka", "rate"]
+__all__: list[str] = ["errors", "inspect", "kafka", "rate"]

@@ -21,10 +21,14 @@ from kit.errors import ConfigError, KitError
 __all__ = [
     "BatchNotGenerated",
     "CheckpointCodeChanged",
+    "CheckpointCodeNotImportable",
+    "CheckpointNotFound",
+    "CheckpointUnreadable",
     "CorruptStoredOffset",
     "InvalidOffsetRange",
     "LegacyError",
     "NonContiguousOffsets",
+    "NotALegacyCheckpoint",
     "OffsetCommitFailed",
     "OffsetStoreError",
     "OffsetStoreUnavailable",
@@ -159,6 +163,128 @@ class BatchNotGenerated(LegacyError):
             "to transform/foreachRDD is built when Spark generates the batch; this is a bug in legacy, "
             "please report it with the driver log."
         )
+
+
+# -- reading a checkpoint (legacy.inspect) ------------------------------------------------------------------
+
+_CHECKPOINT_HOLDS = (
+    "a legacy (DStream) checkpoint directory holds Spark's metadata files checkpoint-<batch time in ms> "
+    "(and checkpoint-<time>.bk), written by a StreamingContext after ssc.checkpoint(dir) or "
+    "StreamingContext.getOrCreate(dir, create)"
+)
+
+
+class CheckpointNotFound(LegacyError, FileNotFoundError):
+    """The checkpoint directory does not exist, or its file system cannot be reached.
+
+    Attributes:
+        directory: the directory as given (a path or a URI).
+        detail: what the file system said when it could not be reached (None: it answered, the path is absent).
+    """
+
+    def __init__(self, directory: str, detail: str | None = None) -> None:
+        self.directory = directory
+        self.detail = detail
+        if detail is None:
+            message = (
+                f"checkpoint directory {directory} does not exist. Fix: pass the directory the job gave to "
+                "ssc.checkpoint(...) or getOrCreate(...) (a local path, file:/..., hdfs://...)"
+            )
+        else:
+            message = (
+                f"cannot open checkpoint directory {directory}: {detail}. Fix: check the URI's scheme and "
+                "authority, and that this Spark has the file system's client and configuration (for hdfs://, "
+                "HADOOP_CONF_DIR)"
+            )
+        super().__init__(message)
+
+
+class NotALegacyCheckpoint(LegacyError):
+    """A directory exists but holds no DStream checkpoint files.
+
+    Attributes:
+        directory: the directory.
+        found: names of what it does hold (sorted, at most 20).
+        looks_like: a guess at what it is instead (e.g. ``"a Structured Streaming checkpoint"``), or None.
+    """
+
+    def __init__(self, directory: str, *, found: Sequence[str], looks_like: str | None = None) -> None:
+        self.directory = directory
+        self.found = list(found)
+        self.looks_like = looks_like
+        got = ", ".join(self.found) if self.found else "nothing"
+        guess = f"; it looks like {looks_like}" if looks_like else ""
+        super().__init__(
+            f"{directory} is not a legacy (DStream) checkpoint: no checkpoint-* files in it, found {got}{guess}. "
+            f"Expected: {_CHECKPOINT_HOLDS}. Fix: pass the job's checkpoint directory itself (not a parent, "
+            "and not one of its files)."
+        )
+
+
+class CheckpointUnreadable(LegacyError):
+    """No checkpoint file of a directory can be read back.
+
+    Attributes:
+        directory: the checkpoint directory.
+        errors: ``{file name: error}`` for every checkpoint file, newest first.
+    """
+
+    def __init__(
+        self, directory: str, errors: Mapping[str, str], *, what: str | None = None, fix: str | None = None
+    ) -> None:
+        self.directory = directory
+        self.errors = dict(errors)
+        by_error: dict[str, list[str]] = {}
+        for name, error in self.errors.items():
+            by_error.setdefault(error, []).append(name)
+        listing = "; ".join(f"{', '.join(names)}: {error}" for error, names in by_error.items())
+        what = what or f"none of the {len(self.errors)} checkpoint files in {directory} can be read"
+        fix = fix or (
+            "restore the directory from a backup; or delete its checkpoint-* files and restart the job from the "
+            "offsets it stored after each batch (its offset store, passed as fromOffsets), accepting that the "
+            "checkpointed state (updateStateByKey, windows) starts empty. If the files were written with another "
+            "spark.io.compression.codec, read them with that codec set"
+        )
+        super().__init__(f"{what} ({listing}). Fix: {fix}.")
+
+
+class CheckpointCodeNotImportable(CheckpointUnreadable):
+    """A checkpoint's pickled Python functions cannot be loaded: the job's code is not importable here.
+
+    Spark stores the DStream graph's Python functions by reference to their modules; reading the checkpoint
+    imports those modules.
+
+    Attributes:
+        directory, errors: as for :class:`CheckpointUnreadable`.
+        missing_modules: the modules Python could not import (sorted; empty when the error names none).
+        python_error: the last line of the Python traceback, e.g. ``"ModuleNotFoundError: No module named 'job'"``.
+    """
+
+    def __init__(
+        self, directory: str, errors: Mapping[str, str], *, missing_modules: Sequence[str], python_error: str
+    ) -> None:
+        self.missing_modules = sorted(missing_modules)
+        self.python_error = python_error
+        if self.missing_modules:
+            names = ", ".join(repr(m) for m in self.missing_modules)
+            what = (
+                f"the checkpoint in {directory} cannot be read here: its DStream graph holds Python functions of "
+                f"module {names}, which is not importable ({python_error})"
+            )
+            fix = (
+                f"run with the job's code importable (add the directory holding {names} to PYTHONPATH, or install "
+                "the job's package), in the version that wrote the checkpoint"
+            )
+        else:
+            what = (
+                f"the checkpoint in {directory} cannot be read here: unpickling the Python functions of its DStream "
+                f"graph failed ({python_error})"
+            )
+            fix = (
+                "run with the job's code importable, in the version that wrote the checkpoint (a function that "
+                "was renamed or moved since cannot be found)"
+            )
+        super().__init__(directory, errors, what=what, fix=fix)
 
 
 # -- offset stores (legacy.offsets re-exports these) ----------------------------------------------------------
