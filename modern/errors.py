@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from kit.errors import ConfigError, KitError
 
-__all__ = ["KafkaDataLoss", "KafkaOptionError", "KafkaSinkError"]
+__all__ = [
+    "CheckpointDamaged",
+    "CheckpointNotFound",
+    "KafkaDataLoss",
+    "KafkaOptionError",
+    "KafkaSinkError",
+    "NotAModernCheckpoint",
+]
 
 
 class KafkaOptionError(ConfigError):
@@ -49,3 +56,93 @@ class KafkaDataLoss(KitError):
 
 class KafkaSinkError(KitError):
     """The Kafka sink's input is not writable, or the broker did not acknowledge every record."""
+
+
+_CHECKPOINT_HOLDS = (
+    "a query's checkpointLocation holds metadata (the query id), offsets/ and commits/ (one file per batch), "
+    "and state/ when the query is stateful"
+)
+
+
+def _names(names: tuple[str, ...], limit: int = 10) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+class NotAModernCheckpoint(KitError):
+    """A directory given as a Structured Streaming checkpoint location is not one (no offsets/, no metadata).
+
+    Attributes:
+        path: the directory.
+        entries: the names it holds (sorted).
+        queries: names of query checkpoints one level down, if it is a root of several (else empty).
+        inside: the query checkpoint ``path`` lies inside, if any (else None).
+    """
+
+    def __init__(
+        self, path: object, *, entries: tuple[str, ...] = (), queries: tuple[str, ...] = (), inside: object = None
+    ) -> None:
+        self.path = str(path)
+        self.entries = tuple(entries)
+        self.queries = tuple(queries)
+        self.inside = None if inside is None else str(inside)
+        found = f"it holds {_names(self.entries)}" if self.entries else "it is empty"
+        if self.queries:
+            fix = (
+                f"It holds query checkpoints one level down: {_names(self.queries)}. "
+                f"Inspect one of those, e.g. {self.path.rstrip('/')}/{self.queries[0]}."
+            )
+        elif self.inside is not None:
+            fix = f"It lies inside the query checkpoint {self.inside}: inspect that directory."
+        elif any(name.startswith("checkpoint-") for name in self.entries):
+            fix = (
+                "Its checkpoint-<time> files are a DStream (Spark Streaming) checkpoint; only Structured Streaming "
+                "checkpoints can be inspected. Pass the directory given as a query's checkpointLocation option."
+            )
+        else:
+            fix = "Pass the directory given as a query's checkpointLocation option."
+        super().__init__(
+            f"{self.path} is not a Structured Streaming checkpoint: it has neither offsets/ nor metadata ({found}); "
+            f"{_CHECKPOINT_HOLDS}. {fix}"
+        )
+
+
+class CheckpointNotFound(NotAModernCheckpoint):
+    """A checkpoint location that does not exist, or is a file.
+
+    Attributes:
+        path: the location given.
+        is_file: True when the path exists but is a file.
+    """
+
+    def __init__(self, path: object, *, is_file: bool = False) -> None:
+        self.path = str(path)
+        self.entries = ()
+        self.queries = ()
+        self.inside = None
+        self.is_file = is_file
+        what = "is a file, not a directory" if is_file else "does not exist"
+        KitError.__init__(
+            self,
+            f"checkpoint location {self.path} {what}; {_CHECKPOINT_HOLDS}. Pass the directory given as the "
+            "query's checkpointLocation option (the kit's runners use <checkpoint_dir>/<query name>).",
+        )
+
+
+class CheckpointDamaged(KitError):
+    """A file of a Structured Streaming checkpoint is missing or cannot be read as Spark writes it.
+
+    Attributes:
+        path: the file.
+        line: the 1-based line at fault, or None (a missing file, a problem not tied to a line).
+        expected: what Spark writes there.
+        actual: what the file holds there (shortened to 200 characters).
+    """
+
+    def __init__(self, path: object, *, line: int | None, expected: str, actual: str, fix: str) -> None:
+        self.path = str(path)
+        self.line = line
+        self.expected = expected
+        self.actual = actual if len(actual) <= 200 else actual[:200] + "..."
+        where = f"{self.path}, line {line}" if line is not None else self.path
+        super().__init__(f"checkpoint file {where}: expected {expected}, got {self.actual!r}. {fix}")
