@@ -158,6 +158,7 @@ def _run_modern(config: dict, out: Path, dataset: DatasetSpec, jobs: tuple) -> N
     run_config = ModernRunConfig(
         config["bootstrap_servers"], config["topics"], str(out), config["checkpoint_dir"], dataset, jobs,
         trigger=config.get("trigger", "0 seconds"), source_options=config.get("source_options", {}),
+        initial_state=config.get("initial_state", {}),
     )
     run = ModernRun(spark, run_config).start()
     try:

@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from kit.dataset import DatasetSpec
-from kit.workloads import OracleResult, Variant, WorkloadSpec, parse_dataset, sorted_rows
+from kit.workloads import OracleResult, StateCarry, Variant, WorkloadSpec, parse_dataset, sorted_rows
 
 
 # --8<-- [start:legacy]
@@ -72,4 +72,5 @@ SPEC = WorkloadSpec(
     oracle=oracle,
     legacy=(Variant("default", "examples.event_types:legacy_counts"),),
     modern=(Variant("default", "examples.event_types:modern_counts"),),
+    carry=StateCarry("totals", sum_columns=("count",), note="counts continue from the legacy job's last counts"),
 )

@@ -6,6 +6,9 @@ Output layout under ``out_dir`` (the same as :mod:`legacy.runner`'s, batch = bat
     dead_letters.<input>/     malformed records of an input: topic, partition, offset, reason
     progress/<query>.jsonl    every StreamingQueryProgress of every query, as JSON lines
 
+A job given an initial state (``ModernRunConfig.initial_state``, written by ``dmk cutover --seed-state``)
+continues the legacy job's totals: :func:`continue_totals`.
+
 Each job's query is named ``<job>``, the dead-letter queries ``dead_letters.<input>``; each has its
 checkpoint in ``<checkpoint_dir>/<query name>``, so a restarted driver resumes every query where it was.
 
@@ -31,13 +34,13 @@ from typing import Any
 
 from kit import workloads
 from kit.dataset import DatasetSpec
-from kit.errors import RunTimeout
+from kit.errors import ConfigError, RunTimeout
 from kit.workloads import job_id
 from modern.kafka import offsets_from_json
 from modern.sinks import ParquetBatchSink
 from modern.workloads import Source
 
-__all__ = ["ModernRun", "ModernRunConfig", "RunTimeout", "job_id", "late_dropped"]
+__all__ = ["ModernRun", "ModernRunConfig", "RunTimeout", "continue_totals", "job_id", "late_dropped"]
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,10 @@ class ModernRunConfig:
         jobs: ``(workload, variant)`` pairs; each is its own query.
         trigger: processing-time trigger interval (``"0 seconds"``: as fast as possible, Spark's default),
             or ``"availableNow"``. Default ``"0 seconds"``.
-        source_options: extra Kafka source options (``maxOffsetsPerTrigger``...). Default: none.
+        source_options: extra Kafka source options (``maxOffsetsPerTrigger``, ``startingOffsets``...). Default:
+            none.
+        initial_state: job name → a Parquet file of the legacy job's last rows (``dmk cutover --seed-state``),
+            which the job's query continues (:func:`continue_totals`). Default: none.
     """
 
     bootstrap_servers: str
@@ -64,6 +70,7 @@ class ModernRunConfig:
     jobs: tuple[tuple[str, str], ...]
     trigger: str = "0 seconds"
     source_options: Mapping[str, Any] = field(default_factory=dict)
+    initial_state: Mapping[str, str] = field(default_factory=dict)
 
 
 class _ProgressLog:
@@ -122,6 +129,43 @@ def late_dropped(out_dir: str | Path, name: str) -> int:
     )
 
 
+def continue_totals(frame: Any, seed: Any, spec: workloads.WorkloadSpec) -> Any:
+    """``frame`` (a streaming aggregation's output) continued from ``seed`` (the legacy job's last rows).
+
+    For a workload whose state is totals (``spec.carry.how == "totals"``): each output row gets the seed
+    row of its key added to its :attr:`~kit.workloads.StateCarry.sum_columns`, and ``last_input_ts`` becomes
+    the larger of the two. The seed is a static DataFrame joined to the stream (left outer, broadcast), so
+    the query's own state store starts empty and its checkpoint stays an ordinary one; keys the modern query
+    never sees keep their legacy rows as their final value.
+
+    Raises:
+        ConfigError: the workload's state is not totals, or ``seed`` lacks a key or total column.
+    """
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
+
+    carry = spec.carry
+    if carry.how != "totals":
+        raise ConfigError(
+            f"{spec.name}: its state cannot be continued from the legacy job's rows ({carry.how}: {carry.note})",
+            field="initial_state", expected="a workload whose carry is 'totals'", actual=carry.how,
+        )
+    needed = [*spec.key_columns, *carry.sum_columns, "last_input_ts"]
+    missing = [c for c in needed if c not in seed.columns]
+    if missing:
+        raise ConfigError(
+            f"{spec.name}: the initial state lacks the columns {missing}; it needs {needed} (dmk cutover --seed-state "
+            "writes them)", field="initial_state", expected=needed, actual=list(seed.columns),
+        )
+    prior = seed.select(
+        *spec.key_columns,
+        *(F.col(c).alias(f"__seed_{c}") for c in [*carry.sum_columns, "last_input_ts"]),
+    )
+    joined = frame.join(F.broadcast(prior), list(spec.key_columns), "left_outer")
+    continued = {c: (F.col(c) + F.coalesce(F.col(f"__seed_{c}"), F.lit(0))).alias(c) for c in carry.sum_columns}
+    continued["last_input_ts"] = F.greatest("last_input_ts", "__seed_last_input_ts").alias("last_input_ts")
+    return joined.select(*(continued.get(c, F.col(c)) for c in frame.columns))
+
+
 class ModernRun:
     """The queries of one :class:`ModernRunConfig`; :meth:`start`, :meth:`await_offsets`, :meth:`stop`."""
 
@@ -154,8 +198,17 @@ class ModernRun:
         for workload, variant in config.jobs:
             job = workloads.resolve("modern", workload, variant)
             job.spec.check_inputs(config.topics)
-            frame = job.build(self.spark, source)
-            writers[job.name] = self._writer(frame.select(*job.spec.columns), job.name, job.spec.output_mode)
+            frame = job.build(self.spark, source).select(*job.spec.columns)
+            if job.name in config.initial_state:
+                seed = self.spark.read.parquet(str(config.initial_state[job.name]))
+                frame = continue_totals(frame, seed, job.spec)
+            writers[job.name] = self._writer(frame, job.name, job.spec.output_mode)
+        unknown = sorted(set(config.initial_state) - set(writers))
+        if unknown:
+            raise ConfigError(
+                f"initial_state names {unknown}, which are not jobs of this run; the jobs are {sorted(writers)}",
+                field="initial_state", expected=sorted(writers), actual=unknown,
+            )
         for name in list(source.used):
             writers[f"dead_letters.{name}"] = self._writer(source.dead_letters(name), f"dead_letters.{name}", "append")
         self._log = _ProgressLog(Path(config.out_dir) / "progress", set(writers))

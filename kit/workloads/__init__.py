@@ -43,7 +43,9 @@ from kit.events import REQUIRED_FIELDS, parse_event
 
 __all__ = [
     "NAMES",
+    "NOT_CARRIED",
     "OracleResult",
+    "StateCarry",
     "Variant",
     "WorkloadSpec",
     "final_result",
@@ -101,6 +103,32 @@ class OracleResult:
 
 
 @dataclass(frozen=True)
+class StateCarry:
+    """How a cutover (``dmk cutover``) carries a job's state from the legacy job into the modern query.
+
+    Attributes:
+        how: ``"stateless"`` (nothing to carry: the starting offsets are the whole cutover), ``"totals"``
+            (the modern query continues the legacy job's totals: :attr:`sum_columns` of the legacy job's last
+            row per key are added to the modern query's, ``last_input_ts`` is their maximum), or
+            ``"not carried"`` (see :attr:`note`).
+        sum_columns: the value columns that are totals (``"totals"`` only).
+        note: for the docs and the cutover's refusal: what happens to the state, what to do instead.
+    """
+
+    how: Literal["stateless", "totals", "not carried"]
+    sum_columns: tuple[str, ...] = ()
+    note: str = ""
+
+
+NOT_CARRIED = StateCarry(
+    "not carried",
+    note="its state (open windows, sessions, seen ids) is not in its output rows, so the modern query would "
+    "start it empty; cut over at a quiet point, or start the modern query from the oldest record that state "
+    "depends on (startingOffsetsByTimestamp) and discard its output before the cutover",
+)
+
+
+@dataclass(frozen=True)
 class WorkloadSpec:
     """The contract a workload's legacy, modern and oracle implementations share.
 
@@ -119,6 +147,8 @@ class WorkloadSpec:
         modern: the modern variants.
         router: for several inputs, maps the parsed dataset (:func:`parse_dataset`'s events, plus rejects) to
             each record's input; None sends everything to ``inputs[0]``.
+        carry: how ``dmk cutover`` carries the job's state from the legacy job to the modern query
+            (:class:`StateCarry`). Default: not carried.
     """
 
     name: str
@@ -133,6 +163,7 @@ class WorkloadSpec:
     legacy: tuple[Variant, ...] = _DEFAULT
     modern: tuple[Variant, ...] = _DEFAULT
     router: Callable[[pd.DataFrame], pd.Series] | None = field(default=None, repr=False)
+    carry: StateCarry = field(default_factory=lambda: NOT_CARRIED)
 
     @property
     def columns(self) -> tuple[str, ...]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from kit.dataset import DatasetSpec
-from kit.workloads import OracleResult, WorkloadSpec, parse_dataset, sorted_rows
+from kit.workloads import OracleResult, StateCarry, WorkloadSpec, parse_dataset, sorted_rows
 
 
 def oracle(frame: pd.DataFrame, dataset: DatasetSpec) -> OracleResult:
@@ -30,4 +30,8 @@ SPEC = WorkloadSpec(
     granularity="final count per key",
     watermark_delay_ms=None,
     oracle=oracle,
+    carry=StateCarry(
+        "totals", sum_columns=("count",),
+        note="the legacy job's last count per key seeds the modern query, which adds its own counts to it",
+    ),
 )
