@@ -1,0 +1,417 @@
+"""``dmk cutover``: where a stopped DStream job left off, as the ``startingOffsets`` of its Structured Streaming
+successor — and its state, for workloads whose state is totals.
+
+The last step of a migration: stop the legacy job, start the modern query exactly where it stopped, with no
+record processed twice and none skipped. :func:`read_position` reads the legacy job's last completed position
+from wherever the job kept it (its checkpoint, its Kafka consumer group, ZooKeeper, or the SQLite/PostgreSQL
+offset table), and refuses when that position is ambiguous — a checkpoint whose pending batches hold records
+(their outputs may be partial). :func:`plan_cutover` checks it against the legacy job's outputs when they are
+in the kit's layout (:mod:`legacy.runner`): outputs of batches beyond the position make the cutover ambiguous
+too, until they are discarded (the modern query produces them again). :func:`seed_state` writes the legacy
+job's last totals for the modern query to continue (:func:`modern.runner.continue_totals`).
+
+Example::
+
+    position = read_position(PositionSource("sqlite", "offsets.sqlite", consumer="job", topics=("events",)))
+    plan = plan_cutover(position, legacy_output="out/legacy", discard_beyond=True)
+    print(plan.starting_offsets_json())      # {"events": {"0": 1250, "1": 1250}}
+    seed_state(plan, "running_counts", "seed.parquet")
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from kit import workloads
+from kit.errors import ConfigError, KitError
+from kit.sink import read_batches
+
+__all__ = [
+    "CutoverAmbiguous",
+    "CutoverPlan",
+    "LegacyPosition",
+    "PositionSource",
+    "SOURCES",
+    "plan_cutover",
+    "read_position",
+    "seed_state",
+    "union_of_outputs",
+    "write_options",
+]
+
+SOURCES = ("checkpoint", "kafka", "zookeeper", "sqlite", "postgresql")
+"""Where a legacy job can have kept its position (the offset modes of ``dmk compare --legacy-mode``)."""
+
+EARLIEST = -2
+"""``startingOffsets``' value for "the beginning of the partition" (Spark's)."""
+
+
+class CutoverAmbiguous(KitError):
+    """The legacy job's position does not say exactly which records its outputs hold.
+
+    Attributes:
+        reason: what is ambiguous.
+        batches: the batch times (ms) in question.
+    """
+
+    def __init__(self, message: str, *, reason: str, batches: tuple[int, ...] = ()) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.batches = batches
+
+
+@dataclass(frozen=True)
+class PositionSource:
+    """Where the legacy job kept its position.
+
+    Attributes:
+        kind: one of :data:`SOURCES`.
+        where: the checkpoint directory, the consumer group (``kafka``), the ZooKeeper hosts, the SQLite file
+            or the PostgreSQL DSN.
+        consumer: the job's name in a ZooKeeper or SQL store (``LegacyRunConfig.consumer``).
+        topics: the job's topics (every store but the checkpoint, which knows them).
+        bootstrap_servers: Kafka, to list the topics' partitions (every store but the checkpoint).
+    """
+
+    kind: str
+    where: str
+    consumer: str | None = None
+    topics: tuple[str, ...] = ()
+    bootstrap_servers: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in SOURCES:
+            raise ConfigError(f"the position source must be one of {', '.join(SOURCES)}, got {self.kind!r}",
+                              field="kind", expected=SOURCES, actual=self.kind)
+        if self.kind == "checkpoint":
+            return
+        if not self.topics:
+            raise ConfigError(f"a {self.kind} store is read per topic: name the legacy job's topics (--topic)",
+                              field="topics", expected="one or more topics", actual=())
+        if not self.bootstrap_servers:
+            raise ConfigError(f"reading a {self.kind} store needs Kafka's address to list the topics' partitions "
+                              "(--bootstrap-servers)", field="bootstrap_servers", expected="host:port", actual=None)
+        if self.kind in ("zookeeper", "sqlite", "postgresql") and not self.consumer:
+            raise ConfigError(f"a {self.kind} store keeps offsets per job: name the legacy job (--consumer, the "
+                              "name it commits under)", field="consumer", expected="the job's name", actual=None)
+
+    def describe(self) -> str:
+        if self.kind == "checkpoint":
+            return f"checkpoint {self.where}"
+        if self.kind == "kafka":
+            return f"Kafka consumer group {self.where!r}"
+        from legacy.offsets import redacted_dsn
+
+        where = redacted_dsn(self.where) if self.kind == "postgresql" else self.where
+        return f"{self.kind} store {where} (job {self.consumer!r})"
+
+
+@dataclass(frozen=True)
+class LegacyPosition:
+    """The legacy job's last completed position.
+
+    Attributes:
+        source: where it was read.
+        offsets: ``(topic, partition)`` → the next offset to process (:data:`EARLIEST`: nothing processed).
+        exact: True when the store is written in one transaction with the outputs (SQL stores) or is a
+            checkpoint with no pending records; False for stores written after the outputs (Kafka group,
+            ZooKeeper), whose job may have written outputs beyond the position.
+        pending: checkpoint only: pending batch times whose ranges hold records, accepted with
+            ``allow_pending`` (the position is then where the earliest of them starts).
+    """
+
+    source: PositionSource
+    offsets: dict[tuple[str, int], int]
+    exact: bool
+    pending: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class CutoverPlan:
+    """What the modern query needs to start where the legacy job stopped.
+
+    Attributes:
+        position: the legacy job's position.
+        last_batch_ms: the legacy job's last batch within the position (from its outputs; None if unknown).
+        beyond: batch times of legacy outputs beyond the position (produced again by the modern query).
+        discarded: the files discarded for that (``discard_beyond``).
+        legacy_output: the legacy job's output directory, if given.
+        notes: what the user should know (printed by the CLI).
+    """
+
+    position: LegacyPosition
+    last_batch_ms: int | None = None
+    beyond: tuple[int, ...] = ()
+    discarded: tuple[str, ...] = ()
+    legacy_output: str | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    def starting_offsets(self) -> dict[str, dict[str, int]]:
+        """Spark's ``startingOffsets`` JSON form: ``{"topic": {"0": offset, ...}}``."""
+        result: dict[str, dict[str, int]] = {}
+        for (topic, partition), offset in sorted(self.position.offsets.items()):
+            result.setdefault(topic, {})[str(partition)] = offset
+        return result
+
+    def starting_offsets_json(self) -> str:
+        return json.dumps(self.starting_offsets(), separators=(",", ":"))
+
+    def to_json(self) -> dict:
+        return {
+            "source": self.position.source.describe(),
+            "startingOffsets": self.starting_offsets(),
+            "exact": self.position.exact,
+            "pending_batches_accepted": list(self.position.pending),
+            "last_legacy_batch_ms": self.last_batch_ms,
+            "legacy_batches_beyond": list(self.beyond),
+            "discarded_files": list(self.discarded),
+            "notes": list(self.notes),
+        }
+
+
+# -- reading the position ------------------------------------------------------------------------------------
+
+
+def read_position(source: PositionSource, *, allow_pending: bool = False) -> LegacyPosition:
+    """The legacy job's last completed position, from where ``source`` says it is.
+
+    Raises:
+        CutoverAmbiguous: a checkpoint whose pending batches hold records (unless ``allow_pending``), or a
+            store holding no offsets for the job's topics.
+        ConfigError, OffsetStoreUnavailable, and the checkpoint reader's errors: as their messages say.
+    """
+    if source.kind == "checkpoint":
+        return _checkpoint_position(source, allow_pending)
+    return _store_position(source)
+
+
+def _checkpoint_position(source: PositionSource, allow_pending: bool) -> LegacyPosition:
+    from legacy.inspect import inspect_legacy_checkpoint, last_completed_position
+
+    checkpoint = inspect_legacy_checkpoint(source.where)
+    if not checkpoint.direct_streams:
+        raise ConfigError(
+            f"the checkpoint {source.where} has no direct Kafka stream of the kit's (legacy.kafka), so it holds no "
+            "offsets; a receiver job keeps its position in its consumer group: use the kafka source",
+            field="checkpoint", expected="a checkpoint with direct streams", actual=source.where,
+        )
+    positions = last_completed_position(checkpoint)
+    offsets = {(t, int(p)): int(o) for pos in positions for t, parts in pos.offsets.items() for p, o in parts.items()}
+    pending = tuple(sorted({t for pos in positions for t in (*pos.pending_with_records, *pos.pending_unknown)}))
+    if not pending:
+        return LegacyPosition(source, offsets, exact=True)
+    if not allow_pending:
+        raise CutoverAmbiguous(
+            f"the checkpoint {source.where} lists {len(pending)} pending batch(es) holding records (batch times "
+            f"{', '.join(map(str, pending[:5]))}{' ...' if len(pending) > 5 else ''}): the legacy job had started "
+            "them and not completed them, so their outputs may be partial. Resolve it one of three ways: restart the "
+            "legacy job from this checkpoint and stop it gracefully (ssc.stop(stopGraceFully=True)) once they are "
+            "done, then cut over again; or, if its outputs are in the kit's layout, pass --legacy-output DIR "
+            "--discard-beyond --allow-pending (their outputs are removed, the modern query produces them again); "
+            "or pass --allow-pending and make your sink drop or overwrite the outputs of those batch times.",
+            reason="pending batches", batches=pending,
+        )
+    # Batches complete in time order, one at a time: the position is where the earliest of them starts.
+    return LegacyPosition(source, offsets, exact=True, pending=pending)
+
+
+def _store_position(source: PositionSource) -> LegacyPosition:
+    from kit.kafka import Kafka
+    from legacy.offsets import open_store
+
+    with Kafka(source.bootstrap_servers) as kafka:
+        partitions = {topic: kafka.partitions(topic) for topic in source.topics}
+    with open_store(source.kind, source.where, source.consumer or source.where,
+                    bootstrap_servers=source.bootstrap_servers) as store:
+        stored = {(tp[0], tp[1]): offset for tp, offset in store.load(list(source.topics)).items()}
+    empty = [topic for topic in source.topics if not any(t == topic for t, _ in stored)]
+    if empty:
+        raise CutoverAmbiguous(
+            f"the {source.describe()} holds no offsets for {', '.join(map(repr, empty))}: the legacy job never "
+            "committed a batch of them, or --consumer/--topic name another job. Check the names; if the job really "
+            "processed nothing, start the modern query with startingOffsets=earliest.",
+            reason="nothing stored",
+        )
+    offsets = {(topic, p): stored.get((topic, p), EARLIEST) for topic, parts in partitions.items() for p in parts}
+    return LegacyPosition(source, offsets, exact=source.kind in ("sqlite", "postgresql"))
+
+
+# -- checking against the legacy job's outputs -----------------------------------------------------------------
+
+
+def _export_committed(source: PositionSource, out: Path) -> None:
+    """A transactional legacy job's outputs live in its database until its driver exports them on stop, which a
+    killed driver never did: export them, so the outputs in ``out`` are the committed ones."""
+    from legacy.offsets import open_store
+    from legacy.runner import export_committed_outputs
+
+    with open_store(source.kind, source.where, source.consumer or "") as store:
+        export_committed_outputs(store, out)
+
+
+def _batch_files(directory: Path) -> dict[int, list[Path]]:
+    files: dict[int, list[Path]] = {}
+    for path in directory.glob("*/batch=*.parquet"):
+        files.setdefault(int(path.name[len("batch="):-len(".parquet")]), []).append(path)
+    return files
+
+
+def _has_rows(paths: list[Path]) -> bool:
+    import pyarrow.parquet as pq
+
+    return any(pq.ParquetFile(p).metadata.num_rows > 0 for p in paths if not p.parent.name.startswith("progress."))
+
+
+def plan_cutover(
+    position: LegacyPosition, *, legacy_output: str | Path | None = None, discard_beyond: bool = False
+) -> CutoverPlan:
+    """The cutover from ``position``, checked against the legacy job's outputs when they are in the kit's layout.
+
+    The outputs of every batch a legacy job ran are batch files keyed by batch time, and its progress files say
+    which records each completed batch read (:mod:`legacy.runner`). A batch is *within* the position when its
+    ranges end at or before it. Outputs of later batches — a pending batch's partial output, or a completed
+    batch whose offsets the store had not yet taken (Kafka's ``commitAsync`` commits at the next batch) — hold
+    records the modern query will process again. With ``discard_beyond`` they are deleted (when they hold
+    rows) so that legacy outputs and modern outputs add up to each record exactly once; without it, the
+    cutover is refused.
+
+    Raises:
+        CutoverAmbiguous: legacy outputs beyond the position and no ``discard_beyond``; or the position is not
+            at the end of any batch the outputs record.
+    """
+    notes: list[str] = []
+    if not position.exact and legacy_output is None:
+        notes.append(
+            f"the {position.source.describe()} is written after the outputs (at-least-once): the legacy job may have "
+            "written outputs of its last batch without committing its offsets; the modern query processes that "
+            "batch's records again. Pass --legacy-output to find and discard such outputs."
+        )
+    if position.pending:
+        notes.append(f"pending batches accepted: {', '.join(map(str, position.pending))}; the modern query processes "
+                     "their records again")
+    if legacy_output is None:
+        return CutoverPlan(position, notes=tuple(notes))
+    from legacy.runner import read_progress
+
+    out = Path(legacy_output)
+    if not out.is_dir():
+        raise ConfigError(f"--legacy-output {out} is not a directory (the legacy job's output root, with "
+                          "progress.<input>/ and one directory per output)", field="legacy_output",
+                          expected="a directory", actual=str(out))
+    if position.source.kind in ("sqlite", "postgresql"):
+        _export_committed(position.source, out)
+    progress = read_progress(out)
+    if progress.empty:
+        raise ConfigError(f"{out} has no progress.<input>/ batch files: it is not a legacy output root of the kit's "
+                          "(legacy.runner)", field="legacy_output", expected="progress.<input>/", actual=str(out))
+    within: list[int] = []
+    ends_at_position = not any(o != EARLIEST for o in position.offsets.values())
+    for batch_ms, ranges in progress.groupby("batch"):
+        untils = {(t, int(p)): int(u) for t, p, u in ranges[["topic", "partition", "until_offset"]].itertuples(index=False)}
+        if all(until <= position.offsets.get(tp, EARLIEST) for tp, until in untils.items()):
+            within.append(int(batch_ms))
+            if all(position.offsets.get(tp) == until for tp, until in untils.items()):
+                ends_at_position = True
+    if within and not ends_at_position:
+        # The stored offsets fall inside a batch: they are not a batch boundary of this job.
+        raise CutoverAmbiguous(
+            f"the position {position.offsets} is not where any completed batch in {out} ends: the store and "
+            "these outputs belong to different jobs or runs; check --consumer/--topic and --legacy-output",
+            reason="position inside a batch",
+        )
+    last = max(within) if within else None
+    files = _batch_files(out)
+    beyond = tuple(sorted(b for b in files if last is None or b > last))
+    holding = tuple(b for b in beyond if _has_rows(files[b]))
+    discarded: list[str] = []
+    if holding and not discard_beyond:
+        raise CutoverAmbiguous(
+            f"{out} holds outputs of {len(holding)} batch(es) beyond the position (batch times "
+            f"{', '.join(map(str, holding[:5]))}{' ...' if len(holding) > 5 else ''}): partial output of a pending "
+            "batch, or a batch whose offsets were not committed. The modern query will process their records again. "
+            "Pass --discard-beyond to delete those outputs (and their progress files), or restart the legacy job so "
+            "that it commits them and stop it gracefully.",
+            reason="outputs beyond the position", batches=holding,
+        )
+    if discard_beyond:
+        for batch_ms in beyond:
+            for path in files[batch_ms]:
+                path.unlink()
+                discarded.append(str(path.relative_to(out)))
+    return CutoverPlan(position, last, beyond, tuple(discarded), str(out), tuple(notes))
+
+
+# -- state and options ---------------------------------------------------------------------------------------
+
+
+def seed_state(plan: CutoverPlan, workload: str, target: str | Path) -> int:
+    """Write the legacy job's last rows of ``workload`` (within the position) as the modern query's initial
+    state (``ModernRunConfig.initial_state``); returns the number of keys.
+
+    Raises:
+        ConfigError: no ``legacy_output`` in the plan, or the workload's state is not totals (its ``carry``
+            says why and what to do instead).
+    """
+    spec = workloads.get(workload)
+    if spec.carry.how != "totals":
+        raise ConfigError(
+            f"{spec.name}'s state is {spec.carry.how}: {spec.carry.note}", field="workload",
+            expected="a workload whose state is totals", actual=spec.carry.how,
+        )
+    if plan.legacy_output is None:
+        raise ConfigError("seeding the state reads the legacy job's outputs: pass --legacy-output",
+                          field="legacy_output", expected="a directory", actual=None)
+    rows = read_batches(Path(plan.legacy_output) / spec.name)
+    if not rows.empty and plan.last_batch_ms is not None:
+        rows = rows[rows["batch"] <= plan.last_batch_ms]
+    columns = [*spec.key_columns, *spec.carry.sum_columns, "last_input_ts"]
+    if rows.empty:
+        last = pd.DataFrame({c: pd.Series(dtype="int64") for c in columns})
+    else:
+        last = rows.sort_values("batch", kind="stable").drop_duplicates(list(spec.key_columns), keep="last")
+        last = last[columns].sort_values(list(spec.key_columns))
+    path = Path(target)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    last.reset_index(drop=True).to_parquet(path, index=False)
+    return len(last)
+
+
+def write_options(plan: CutoverPlan, target: str | Path) -> dict:
+    """Merge ``startingOffsets`` into the JSON object of Kafka source options at ``target`` (created if absent);
+    returns the options written."""
+    path = Path(target)
+    options: dict = {}
+    if path.exists():
+        try:
+            options = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as err:
+            raise ConfigError(f"{path} is not a JSON object of source options ({err}); fix or remove it",
+                              field="options", expected="a JSON object", actual=str(path)) from None
+        if not isinstance(options, dict):
+            raise ConfigError(f"{path} holds a JSON {type(options).__name__}, not an object of source options",
+                              field="options", expected="a JSON object", actual=type(options).__name__)
+    options["startingOffsets"] = plan.starting_offsets_json()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(options, indent=2) + "\n", encoding="utf-8")
+    return options
+
+
+def union_of_outputs(spec: workloads.WorkloadSpec, legacy: pd.DataFrame, modern: pd.DataFrame) -> pd.DataFrame:
+    """The final result of a job cut over from ``legacy`` to ``modern`` rows (:func:`kit.sink.read_batches`
+    frames): every legacy batch comes before every modern one, then :func:`kit.workloads.final_result`."""
+    frames = [f for f in (legacy, modern) if not f.empty]
+    if not frames:
+        return workloads.final_result(spec, pd.DataFrame())
+    ordered = []
+    offset = 0
+    for frame in frames:
+        rank = frame["batch"].rank(method="dense").astype("int64")
+        ordered.append(frame.assign(batch=rank + offset))
+        offset += int(rank.max())
+    return workloads.final_result(spec, pd.concat(ordered, ignore_index=True))
+

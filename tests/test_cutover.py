@@ -1,0 +1,277 @@
+"""``dmk cutover`` end to end: a legacy job runs on the first part of a replayed dataset and is stopped (after it
+drained, or by SIGKILL mid-run); the cutover reads its position from where it kept it; the modern job runs on
+the rest from there. The union of both jobs' outputs must equal the oracle exactly: no gap, no duplicate.
+
+Both jobs are real driver processes (``python -m compare.driver``), the same ones ``dmk compare`` runs. Each
+run cuts over two jobs at once: ``examples.purchases`` (stateless) and ``running_counts`` (its totals carried
+into the modern query with ``--seed-state``). docs/cutover.md's runbook uses the commands of this test.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+import uuid
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from compare.cli import main as dmk
+from compare.cutover import (
+    CutoverAmbiguous,
+    LegacyPosition,
+    PositionSource,
+    plan_cutover,
+    read_position,
+    union_of_outputs,
+)
+from compare.driver import CONTROL, DONE, DRAIN, OFFSET_STORE_ENV, READY, write_json
+from compare.run import _Driver
+from kit import workloads
+from kit.dataset import DatasetSpec, generate
+from kit.replay import ReplaySettings, replay
+from kit.sink import read_batches, write_batch
+
+PARTITIONS = 4
+JOBS = [["running_counts", "default"], ["examples.purchases:SPEC", "default"]]
+REPO = str(Path(__file__).resolve().parents[1])
+
+
+def _spec() -> DatasetSpec:
+    # Messy (malformed records, duplicates), without the too-late records that need a long stream: neither job
+    # looks at event time.
+    return dataclasses.replace(DatasetSpec.from_profile("messy", records=3000, seed=5), too_late_fraction=0.0)
+
+
+def _config(engine: str, tmp: Path, bootstrap: str, topic: str, spec: DatasetSpec, **extra: object) -> Path:
+    out = tmp / engine
+    config = {
+        "engine": engine, "workload_name": "cutover", "bootstrap_servers": bootstrap, "topics": {"events": topic},
+        "out_dir": str(out), "checkpoint_dir": str(tmp / f"{engine}-checkpoint"), "dataset": dataclasses.asdict(spec),
+        "jobs": JOBS, "batch_seconds": 1.0, "partitions": PARTITIONS, "fingerprint": "cutover-test", "timeout_s": 300,
+        "sys_path": [REPO], **extra,
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "driver-config.json", config)
+    return out / "driver-config.json"
+
+
+def _driver(engine: str, config: Path, store: str | None = None) -> _Driver:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))}
+    if store:
+        env[OFFSET_STORE_ENV] = store
+    return _Driver(engine, config, config.parent, 300, env)
+
+
+def _completed_batches_with_records(out: Path) -> int:
+    progress = read_batches(out / "progress.events")
+    if progress.empty:
+        return 0
+    sizes = (progress["until_offset"] - progress["from_offset"]).groupby(progress["batch"]).sum()
+    return int((sizes > 0).sum())
+
+
+def _run_legacy(tmp: Path, bootstrap: str, topic: str, spec: DatasetSpec, mode: str, store: str | None,
+                ends: dict, kill: bool) -> Path:
+    config = _config("legacy", tmp, bootstrap, topic, spec, offsets=mode, job_name=f"cut-{uuid.uuid4().hex[:8]}",
+                     max_rate_per_partition=100)
+    driver = _driver("legacy", config, store)
+    out = config.parent
+    try:
+        driver.start()
+        driver.wait_for(READY, 300)
+        write_json(out / CONTROL / DRAIN, {"end_offsets": ends})
+        if kill:
+            # Mid-run: some batches with records done, more to come (1,500 records at 400 records/s).
+            deadline = time.monotonic() + 300
+            while _completed_batches_with_records(out) < 2:
+                driver._check()
+                assert time.monotonic() < deadline, "the legacy job completed no batch in 300 s"
+                time.sleep(0.1)
+            driver.kill()
+        else:
+            driver.wait_for(DONE, 300)
+            driver.finish()
+    finally:
+        driver.stop()
+    return out
+
+
+def _run_modern(tmp: Path, bootstrap: str, topic: str, spec: DatasetSpec, options: dict, seed: Path, ends: dict) -> Path:
+    config = _config("modern", tmp, bootstrap, topic, spec, source_options=options,
+                     initial_state={"running_counts": str(seed)})
+    driver = _driver("modern", config)
+    try:
+        driver.start()
+        driver.wait_for(READY, 300)
+        write_json(config.parent / CONTROL / DRAIN, {"end_offsets": ends})
+        driver.wait_for(DONE, 300)
+        driver.finish()
+    finally:
+        driver.stop()
+    return config.parent
+
+
+def _cutover_case(tmp: Path, bootstrap: str, topic_factory, mode: str, store: str | None, kill: bool) -> None:
+    spec = _spec()
+    frame = generate(spec)
+    topic = topic_factory(PARTITIONS)
+    half = len(frame) // 2
+    settings = ReplaySettings(topic=topic, partitions=PARTITIONS, partition_by="seq")
+    first = replay(frame.iloc[:half], bootstrap, settings)
+    legacy_out = _run_legacy(tmp, bootstrap, topic, spec, mode, store, first.topic_end_offsets, kill)
+
+    # The cutover, as the runbook (docs/cutover.md) runs it.
+    job = json.loads((legacy_out / "driver-config.json").read_text())["job_name"]
+    where = {"checkpoint": str(tmp / "legacy-checkpoint"), "kafka": job, "sqlite": str(legacy_out / "offsets.sqlite")}
+    args = ["cutover", mode, where.get(mode, store)]
+    if mode != "checkpoint":
+        args += ["--topic", topic, "--consumer", job, "--bootstrap-servers", bootstrap]
+    options = tmp / "modern-options.json"
+    seed = tmp / "seed.parquet"
+    args += ["--legacy-output", str(legacy_out), "--discard-beyond", "--write-options", str(options),
+             "--seed-state", str(seed), "--workload", "running_counts"]
+    if mode == "checkpoint":
+        args.append("--allow-pending")
+    assert dmk(args) == 0
+
+    starting = json.loads(json.loads(options.read_text())["startingOffsets"])[topic]
+    processed = sum(starting.values())
+    if kill:  # killed mid-run: the position is inside the first part, not at its end
+        assert 0 < processed < half
+    else:
+        assert {int(p): o for p, o in starting.items()} == first.topic_end_offsets[topic]
+
+    rest = replay(frame.iloc[half:], bootstrap, settings)
+    modern_out = _run_modern(tmp, bootstrap, topic, spec, json.loads(options.read_text()), seed, rest.topic_end_offsets)
+
+    for name in ("running_counts", "examples.purchases:SPEC"):
+        job_spec = workloads.get(name)
+        expected = job_spec.oracle(frame, spec)
+        union = union_of_outputs(job_spec, read_batches(legacy_out / job_spec.name), read_batches(modern_out / job_spec.name))
+        pd.testing.assert_frame_equal(union.astype(expected.rows.dtypes.to_dict()), expected.rows, check_dtype=False)
+    # Dead letters: each malformed record exactly once, across both jobs.
+    letters = pd.concat([read_batches(legacy_out / "dead_letters.events"), read_batches(modern_out / "dead_letters.events")])
+    positions = letters[["partition", "offset"]].astype("int64")
+    assert not positions.duplicated().any()
+    assert len(positions) == len(workloads.get("running_counts").oracle(frame, spec).dead_letters)
+
+
+def test_cutover_from_a_killed_checkpointed_job(tmp_path: Path, bootstrap_servers: str, topic_factory) -> None:
+    _cutover_case(tmp_path, bootstrap_servers, topic_factory, "checkpoint", None, kill=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kill", [False, True], ids=["drained", "killed"])
+@pytest.mark.parametrize("mode", ["checkpoint", "kafka", "zookeeper", "sqlite", "postgresql"])
+def test_cutover_from_every_offset_store(mode: str, kill: bool, tmp_path: Path, bootstrap_servers: str, topic_factory,
+                                         request: pytest.FixtureRequest) -> None:
+    if mode == "checkpoint" and kill:
+        pytest.skip("the default tier runs this case (test_cutover_from_a_killed_checkpointed_job)")
+    store = None
+    if mode == "zookeeper":
+        store = request.getfixturevalue("zookeeper_hosts")
+    elif mode == "postgresql":
+        store = request.getfixturevalue("postgres_dsn_factory")()
+    _cutover_case(tmp_path, bootstrap_servers, topic_factory, mode, store, kill)
+
+
+# -- the position rules, without Spark ---------------------------------------------------------------------------
+
+
+def _progress(out: Path, batch_ms: int, ranges: list[tuple[int, int, int]]) -> None:
+    write_batch(out / "progress.events", batch_ms, pd.DataFrame(
+        [("t", p, f, u) for p, f, u in ranges], columns=["topic", "partition", "from_offset", "until_offset"]))
+
+
+def _position(offsets: dict[int, int], exact: bool = True) -> LegacyPosition:
+    return LegacyPosition(PositionSource("checkpoint", "x"), {("t", p): o for p, o in offsets.items()}, exact)
+
+
+def test_outputs_beyond_the_position_are_refused_then_discarded(tmp_path: Path) -> None:
+    _progress(tmp_path, 1000, [(0, 0, 5), (1, 0, 3)])
+    _progress(tmp_path, 2000, [(0, 5, 9), (1, 3, 3)])
+    write_batch(tmp_path / "running_counts", 1000, pd.DataFrame({"key": ["a"], "count": [5]}))
+    write_batch(tmp_path / "running_counts", 2000, pd.DataFrame({"key": ["a"], "count": [9]}))
+    write_batch(tmp_path / "running_counts", 3000, pd.DataFrame({"key": ["b"], "count": [1]}))  # partial, no progress
+    with pytest.raises(CutoverAmbiguous, match="2 batch\\(es\\) beyond the position") as info:
+        plan_cutover(_position({0: 5, 1: 3}), legacy_output=tmp_path)
+    assert info.value.batches == (2000, 3000)
+    plan = plan_cutover(_position({0: 5, 1: 3}), legacy_output=tmp_path, discard_beyond=True)
+    assert plan.last_batch_ms == 1000 and plan.beyond == (2000, 3000)
+    assert sorted(p.name for p in (tmp_path / "running_counts").iterdir()) == [f"batch={1000:015d}.parquet"]
+    assert read_batches(tmp_path / "progress.events")["batch"].unique().tolist() == [1000]
+    assert plan.starting_offsets_json() == '{"t":{"0":5,"1":3}}'
+
+
+def test_a_position_inside_a_batch_is_refused(tmp_path: Path) -> None:
+    _progress(tmp_path, 1000, [(0, 0, 5)])
+    _progress(tmp_path, 2000, [(0, 5, 9)])
+    with pytest.raises(CutoverAmbiguous, match="not where any completed batch"):
+        plan_cutover(_position({0: 7}), legacy_output=tmp_path)
+
+
+def test_an_at_least_once_store_says_so(tmp_path: Path) -> None:
+    plan = plan_cutover(_position({0: 5}, exact=False))
+    assert "at-least-once" in plan.notes[0]
+
+
+def test_union_puts_every_legacy_batch_before_the_modern_ones() -> None:
+    spec = workloads.get("running_counts")
+    legacy = pd.DataFrame({"batch": [1_795_000_000_000, 1_795_000_001_000], "key": ["a", "a"], "count": [1, 2],
+                           "last_input_ts": [1, 2]})
+    modern = pd.DataFrame({"batch": [0, 1], "key": ["a", "b"], "count": [5, 1], "last_input_ts": [3, 4]})
+    assert union_of_outputs(spec, legacy, modern).values.tolist() == [["a", 5], ["b", 1]]
+
+
+def test_store_sources_need_their_names() -> None:
+    from kit.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="--topic"):
+        PositionSource("sqlite", "f.sqlite", consumer="job")
+    with pytest.raises(ConfigError, match="--consumer"):
+        PositionSource("zookeeper", "127.0.0.1:2181", topics=("t",), bootstrap_servers="b:1")
+    with pytest.raises(ConfigError, match="must be one of"):
+        PositionSource("etcd", "x")
+
+
+def test_an_empty_store_is_refused(tmp_path: Path, bootstrap_servers: str, topic_factory) -> None:
+    topic = topic_factory(2)
+    with pytest.raises(CutoverAmbiguous, match="holds no offsets"):
+        read_position(PositionSource("sqlite", str(tmp_path / "o.sqlite"), consumer="job", topics=(topic,),
+                                     bootstrap_servers=bootstrap_servers))
+
+
+def test_cli_errors_are_one_line_with_exit_code_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    def error() -> str:
+        return " ".join(capsys.readouterr().err.split())
+
+    (tmp_path / "notes.txt").write_text("x")
+    assert dmk(["checkpoint", "inspect", str(tmp_path)]) == 2
+    assert "neither a DStream checkpoint" in error()
+    assert dmk(["checkpoint", "inspect", str(tmp_path / "missing")]) == 2
+    assert "is not a directory" in error()
+    assert dmk(["cutover", "sqlite", str(tmp_path / "o.sqlite"), "--consumer", "job"]) == 2
+    assert "--topic" in error()
+    assert dmk(["cutover", "checkpoint", str(tmp_path), "--seed-state", "s.parquet"]) == 2
+    assert "--seed-state needs --workload" in error()
+
+
+def test_only_totals_are_carried(tmp_path: Path) -> None:
+    from compare.cutover import CutoverPlan, seed_state
+    from kit.errors import ConfigError
+    from modern.runner import continue_totals
+
+    with pytest.raises(ConfigError, match="windowed_counts: its state cannot be continued"):
+        continue_totals(None, None, workloads.get("windowed_counts"))
+    plan = CutoverPlan(_position({0: 5}), legacy_output=str(tmp_path))
+    with pytest.raises(ConfigError, match="dedup's state is not carried"):
+        seed_state(plan, "dedup", tmp_path / "seed.parquet")
+    write_batch(tmp_path / "running_counts", 1000, pd.DataFrame({"key": ["a", "b"], "count": [1, 2], "last_input_ts": [5, 6]}))
+    write_batch(tmp_path / "running_counts", 2000, pd.DataFrame({"key": ["a"], "count": [3], "last_input_ts": [7]}))
+    write_batch(tmp_path / "running_counts", 3000, pd.DataFrame({"key": ["a"], "count": [9], "last_input_ts": [8]}))
+    assert seed_state(dataclasses.replace(plan, last_batch_ms=2000), "running_counts", tmp_path / "seed.parquet") == 2
+    assert pd.read_parquet(tmp_path / "seed.parquet").values.tolist() == [["a", 3, 7], ["b", 2, 6]]
