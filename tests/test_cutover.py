@@ -164,13 +164,15 @@ def test_cutover_from_a_killed_checkpointed_job(tmp_path: Path, bootstrap_server
     _cutover_case(tmp_path, bootstrap_servers, topic_factory, "checkpoint", None, kill=True)
 
 
+# Every store, drained and killed; the killed checkpoint case is the default tier's test above.
+CASES = [(mode, kill) for mode in ("checkpoint", "kafka", "zookeeper", "sqlite", "postgresql") for kill in (False, True)
+         if (mode, kill) != ("checkpoint", True)]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("kill", [False, True], ids=["drained", "killed"])
-@pytest.mark.parametrize("mode", ["checkpoint", "kafka", "zookeeper", "sqlite", "postgresql"])
+@pytest.mark.parametrize(("mode", "kill"), CASES, ids=[f"{m}-{'killed' if k else 'drained'}" for m, k in CASES])
 def test_cutover_from_every_offset_store(mode: str, kill: bool, tmp_path: Path, bootstrap_servers: str, topic_factory,
                                          request: pytest.FixtureRequest) -> None:
-    if mode == "checkpoint" and kill:
-        pytest.skip("the default tier runs this case (test_cutover_from_a_killed_checkpointed_job)")
     store = None
     if mode == "zookeeper":
         store = request.getfixturevalue("zookeeper_hosts")
