@@ -44,27 +44,82 @@ FINGERPRINT_FILE = "dmk-legacy-fingerprint.json"
 _CHECKPOINT_FILE = re.compile(r"checkpoint-\d+(\.bk)?")
 
 
-def _local_dir(checkpoint_dir: str | os.PathLike[str]) -> Path:
-    text = os.fspath(checkpoint_dir)
-    if text.startswith("file://"):
-        text = text[len("file://"):]
-    elif text.startswith("file:"):
-        text = text[len("file:"):]
-    elif re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", text):
-        raise ConfigError(
-            f"get_or_create checks fingerprints of local checkpoint directories only, got {text!r}; "
-            "use a local path (or file:/...), or StreamingContext.getOrCreate without the check",
-            field="checkpoint_dir", expected="local path", actual=text,
-        )
-    return Path(text)
+class _Directory:
+    """A checkpoint directory: a plain path (Python's I/O), or a URI (``file:/``, ``hdfs://``, ``s3a://``...)
+    through the active SparkContext's Hadoop ``FileSystem``, as Spark itself writes the checkpoint there."""
+
+    def __init__(self, checkpoint_dir: str | os.PathLike[str]) -> None:
+        self.text = os.fspath(checkpoint_dir)
+        self.local: Path | None = None if re.match(r"^[A-Za-z][A-Za-z0-9+.-]+:", self.text) else Path(self.text)
+        self._fs: Any = None
+
+    def _hadoop(self) -> tuple[Any, Any, Any]:
+        from pyspark import SparkContext
+
+        sc = SparkContext._active_spark_context
+        if sc is None:
+            raise ConfigError(
+                f"reading the checkpoint directory {self.text!r} goes through Spark's file system: create the "
+                "SparkContext first", field="checkpoint_dir", expected="an active SparkContext", actual=None,
+            )
+        new_path = sc._jvm.org.apache.hadoop.fs.Path
+        path = new_path(self.text)
+        if self._fs is None:
+            self._fs = path.getFileSystem(sc._jsc.hadoopConfiguration())
+        return self._fs, path, new_path
+
+    def names(self) -> list[str]:
+        if self.local is not None:
+            return [p.name for p in self.local.iterdir()] if self.local.is_dir() else []
+        fs, path, _ = self._hadoop()
+        if not fs.exists(path):
+            return []
+        return [str(status.getPath().getName()) for status in fs.listStatus(path)]
+
+    def read(self, name: str) -> str | None:
+        if self.local is not None:
+            try:
+                return (self.local / name).read_text()
+            except FileNotFoundError:
+                return None
+        fs, path, new_path = self._hadoop()
+        target = new_path(path, name)
+        if not fs.exists(target):
+            return None
+        stream = fs.open(target)
+        try:
+            return bytes(stream.readAllBytes()).decode()
+        finally:
+            stream.close()
+
+    def write(self, name: str, text: str) -> None:
+        """Write ``name`` atomically (temporary file, then rename over it)."""
+        if self.local is not None:
+            self.local.mkdir(parents=True, exist_ok=True)
+            final = self.local / name
+            temp = final.with_name(f".{name}.{os.getpid()}.tmp")
+            temp.write_text(text)
+            os.replace(temp, final)
+            return
+        fs, path, new_path = self._hadoop()
+        fs.mkdirs(path)
+        final = new_path(path, name)
+        temp = new_path(path, f".{name}.{os.getpid()}.tmp")
+        stream = fs.create(temp, True)
+        try:
+            stream.write(bytearray(text.encode()))
+        finally:
+            stream.close()
+        fs.delete(final, False)
+        fs.rename(temp, final)
 
 
 def checkpoint_files(checkpoint_dir: str | os.PathLike[str]) -> list[str]:
-    """Names of Spark's checkpoint metadata files (``checkpoint-<time>[.bk]``) in the directory, sorted."""
-    directory = _local_dir(checkpoint_dir)
-    if not directory.is_dir():
-        return []
-    return sorted(p.name for p in directory.iterdir() if _CHECKPOINT_FILE.fullmatch(p.name))
+    """Names of Spark's checkpoint metadata files (``checkpoint-<time>[.bk]``) in the directory, sorted.
+
+    A URI other than ``file:`` is listed through the active SparkContext's Hadoop file system.
+    """
+    return sorted(name for name in _Directory(checkpoint_dir).names() if _CHECKPOINT_FILE.fullmatch(name))
 
 
 def code_fingerprint(create: Callable[[], Any]) -> tuple[str, str]:
@@ -87,22 +142,16 @@ def code_fingerprint(create: Callable[[], Any]) -> tuple[str, str]:
     return digest, source
 
 
-def _stored_fingerprint(directory: Path) -> str | None:
-    path = directory / FINGERPRINT_FILE
+def _stored_fingerprint(directory: _Directory) -> str | None:
     try:
-        return str(json.loads(path.read_text())["fingerprint"])
-    except FileNotFoundError:
-        return None
+        return str(json.loads(directory.read(FINGERPRINT_FILE) or "null")["fingerprint"])
     except (ValueError, KeyError, TypeError):
         return None
 
 
-def _write_fingerprint(directory: Path, fingerprint: str, source: str) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / FINGERPRINT_FILE
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"fingerprint": fingerprint, "source": source, "written_ms": int(time.time() * 1000)}))
-    os.replace(tmp, path)
+def _write_fingerprint(directory: _Directory, fingerprint: str, source: str) -> None:
+    payload = {"fingerprint": fingerprint, "source": source, "written_ms": int(time.time() * 1000)}
+    directory.write(FINGERPRINT_FILE, json.dumps(payload))
 
 
 def get_or_create(
@@ -114,7 +163,8 @@ def get_or_create(
     """Restore the StreamingContext from ``checkpoint_dir`` if the job's code is unchanged, else create it.
 
     Args:
-        checkpoint_dir: the checkpoint directory (local; ``file:`` URIs accepted).
+        checkpoint_dir: the checkpoint directory: a local path, or a URI Spark's file system reaches (``hdfs://``,
+            ``s3a://``...; read and written through the active SparkContext).
         create: builds and returns a new StreamingContext with its DStreams (as for ``getOrCreate``).
         fingerprint: identifies the job's code; default: sha256 of the source file defining ``create``. Pass
             one explicitly when the job spans several files (a release version, a git commit).
@@ -126,21 +176,21 @@ def get_or_create(
     Raises:
         CheckpointCodeChanged: the directory holds checkpoint files whose stored fingerprint differs from the
             job's, or that have none.
-        ConfigError: a remote checkpoint directory, or a ``create`` without a source file and no fingerprint.
+        ConfigError: a ``create`` without a source file and no fingerprint; a URI with no active SparkContext.
     """
     from pyspark.streaming import StreamingContext
 
-    directory = _local_dir(checkpoint_dir)
+    directory = _Directory(checkpoint_dir)
     if fingerprint is None:
         current, source = code_fingerprint(create)
     else:
         current, source = str(fingerprint), "given"
-    existing = checkpoint_files(directory)
+    existing = checkpoint_files(checkpoint_dir)
     if existing:
         stored = _stored_fingerprint(directory)
         if stored != current:
             raise CheckpointCodeChanged(
-                str(directory), expected=stored, actual=current, checkpoint_files=existing, source=source
+                directory.text, expected=stored, actual=current, checkpoint_files=existing, source=source
             )
     take_restored()  # forget states unpickled earlier in this process
     ssc = StreamingContext.getOrCreate(os.fspath(checkpoint_dir), create)

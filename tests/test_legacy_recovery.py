@@ -27,7 +27,7 @@ import pytest
 from kit.errors import ConfigError
 from kit.kafka import Kafka, TopicPartition
 from legacy import _direct
-from legacy._checkpoint import FINGERPRINT_FILE
+from legacy._checkpoint import FINGERPRINT_FILE, _Directory
 from legacy._direct import KafkaParams
 from legacy.errors import CheckpointCodeChanged, StateFormatMismatch
 from legacy.rate import RateSettings
@@ -385,9 +385,14 @@ def test_get_or_create_with_an_explicit_fingerprint(spark, topic_factory, bootst
         get_or_create(str(checkpoint), lambda: None, fingerprint="release-1.5.0")
     assert (err.value.expected, err.value.actual, err.value.source) == ("release-1.4.0", "release-1.5.0", "given")
     assert err.value.checkpoint_files == ["checkpoint-1000"]
-    with pytest.raises(ConfigError) as err:
-        get_or_create("hdfs://namenode/checkpoints/job", lambda: None, fingerprint="x")
-    assert err.value.field == "checkpoint_dir"
+    # A URI goes through Spark's Hadoop file system (hdfs://, s3a://... on a cluster), file: URIs included.
+    with pytest.raises(CheckpointCodeChanged) as err:
+        get_or_create(f"file://{checkpoint}", lambda: None, fingerprint="release-1.5.0")
+    assert err.value.expected == "release-1.4.0" and err.value.checkpoint_files == ["checkpoint-1000"]
+    uri = _Directory(f"file://{tmp_path / 'cp2'}")
+    uri.write(FINGERPRINT_FILE, json.dumps({"fingerprint": "f"}))
+    assert json.loads((tmp_path / "cp2" / FINGERPRINT_FILE).read_text()) == {"fingerprint": "f"}
+    assert uri.read(FINGERPRINT_FILE) == '{"fingerprint": "f"}' and uri.read("missing") is None
 
 
 # -- a real driver crash -----------------------------------------------------------------------------------------
