@@ -10,6 +10,7 @@ Commands:
     dmk report RUN_DIR       re-render a compare run's report.md and report.html
     dmk checkpoint inspect D what a legacy (DStream) or modern (Structured Streaming) checkpoint holds
     dmk cutover SOURCE WHERE the startingOffsets (and state) that continue a stopped legacy job
+    dmk cluster start|stop|status  a Spark standalone cluster on this machine (loopback)
 
 Every command that needs Kafka takes ``--bootstrap-servers`` (default: ``$DMK_BOOTSTRAP_SERVERS``, else an
 embedded broker started for the command). Errors print one line and exit with code 2.
@@ -214,11 +215,6 @@ def cmd_broker_start(args: argparse.Namespace) -> int:
     from kit.broker import EmbeddedBroker
 
     broker = EmbeddedBroker(port=args.port, log_path=args.log)
-    broker.start()
-    console.print(
-        f"Tansu broker listening on [bold]{broker.bootstrap_servers}[/bold] (pid {broker.pid}, "
-        f"log {broker.log_path}). Pass --bootstrap-servers {broker.bootstrap_servers}. Ctrl-C stops it."
-    )
     stop = False
 
     def _stop(signum, frame):  # noqa: ANN001
@@ -226,13 +222,21 @@ def cmd_broker_start(args: argparse.Namespace) -> int:
         stop = True
 
     signal.signal(signal.SIGTERM, _stop)
+    exited = False
+    # Ctrl-C can come as soon as the broker answers, even before the first line is printed: from the start
+    # on, any interrupt stops the broker and ends the command normally.
     try:
+        broker.start()
+        console.print(
+            f"Tansu broker listening on [bold]{broker.bootstrap_servers}[/bold] (pid {broker.pid}, "
+            f"log {broker.log_path}). Pass --bootstrap-servers {broker.bootstrap_servers}. Ctrl-C stops it."
+        )
         while not stop and broker.running:
             time.sleep(0.5)
+        exited = not stop
     except KeyboardInterrupt:
         pass
     finally:
-        exited = not broker.running
         broker.stop()
     if exited:
         err_console.print(f"[red]the broker exited on its own[/red]\n{broker.log_tail()}")
@@ -300,7 +304,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             console.print(f"{step}. dmk compare {workload}: legacy and modern driver processes on a live replay")
             settings = CompareSettings(
                 workload, out_dir=workdir / f"compare-{workload}", dataset_file=str(data),
-                bootstrap_servers=bootstrap_servers,
+                bootstrap_servers=bootstrap_servers, master=args.master,
             )
             progress, update = _compare_progress()
             with progress:
@@ -344,6 +348,7 @@ def _settings_from_args(args: argparse.Namespace):
         legacy_mode=args.legacy_mode, offset_store=args.offset_store, batch_seconds=args.batch_seconds, trigger=args.trigger,
         concurrent=args.concurrent, kill_driver=args.kill_driver, pause_broker_s=args.pause_broker,
         seed=args.seed, timeout_s=args.timeout, master=args.master, broker_port=args.broker_port,
+        checkpoint_dir=args.checkpoint_dir,
     )
 
 
@@ -392,6 +397,17 @@ def _is_legacy_checkpoint(directory: Path) -> bool:
 def cmd_checkpoint_inspect(args: argparse.Namespace) -> int:
     from kit.errors import ConfigError
 
+    import re
+
+    from kit.spark import spark_context, spark_session
+
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]+://", args.directory):
+        # A URI (hdfs://, s3a://...): Spark's file system reads it; only legacy checkpoints are read that way.
+        from legacy.inspect import inspect_legacy_checkpoint
+
+        found = [inspect_legacy_checkpoint(args.directory, spark_context("dmk-checkpoint-inspect", args.master))]
+        print(json.dumps(found[0].to_json(), indent=2) if args.json else found[0].describe())
+        return 0
     directory = Path(args.directory)
     if not directory.is_dir():
         raise ConfigError(f"{directory} is not a directory; give a legacy checkpoint directory (checkpoint-<time> "
@@ -400,7 +416,8 @@ def cmd_checkpoint_inspect(args: argparse.Namespace) -> int:
     if _is_legacy_checkpoint(directory):
         from legacy.inspect import inspect_legacy_checkpoint
 
-        found = [inspect_legacy_checkpoint(str(directory))]
+        sc = spark_context("dmk-checkpoint-inspect", args.master) if args.master else None
+        found = [inspect_legacy_checkpoint(str(directory), sc)]
     else:
         from modern.inspect import inspect_modern_checkpoint, list_query_checkpoints
 
@@ -415,7 +432,8 @@ def cmd_checkpoint_inspect(args: argparse.Namespace) -> int:
                 field="directory", expected="a checkpoint directory", actual=entries,
             )
         targets = [directory] if is_query or not queries else queries
-        found = [inspect_modern_checkpoint(str(t), row_counts=args.row_counts) for t in targets]
+        spark = spark_session("dmk-checkpoint-inspect", args.master) if args.master and args.row_counts else None
+        found = [inspect_modern_checkpoint(str(t), spark, row_counts=args.row_counts) for t in targets]
     if args.json:
         payload = [c.to_json() for c in found]
         print(json.dumps(payload[0] if len(payload) == 1 else payload, indent=2))
@@ -433,6 +451,10 @@ def cmd_cutover(args: argparse.Namespace) -> int:
                           field="workload", expected="a workload name or package.module:SPEC", actual=None)
     source = PositionSource(args.source, args.where, consumer=args.consumer, topics=tuple(args.topic or ()),
                             bootstrap_servers=args.bootstrap_servers)
+    if args.source == "checkpoint" and args.master:
+        from kit.spark import spark_context
+
+        spark_context("dmk-cutover", args.master)  # the checkpoint is read with Spark's classes
     position = read_position(source, allow_pending=args.allow_pending)
     plan = plan_cutover(position, legacy_output=args.legacy_output, discard_beyond=args.discard_beyond)
     seeded = seed_state(plan, args.workload, args.seed_state) if args.seed_state else None
@@ -460,6 +482,38 @@ def cmd_cutover(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_cluster(args: argparse.Namespace) -> int:
+    from kit.cluster import LocalCluster
+
+    cluster = LocalCluster(args.dir)
+    if args.cluster_command == "start":
+        with console.status(f"starting a master and {args.workers} worker(s) ..."):
+            state = cluster.start(workers=args.workers, cores=args.cores, memory=args.memory)
+        console.print(f"master   {state.master_url}   (use: --master {state.master_url} or "
+                      f"DMK_SPARK_MASTER={state.master_url})", highlight=False)
+        console.print(f"web UI   {state.webui_url}", highlight=False)
+        console.print(f"workers  {args.workers} x {args.cores} core(s), {args.memory}; logs in {cluster.directory}",
+                      highlight=False)
+        return 0
+    if args.cluster_command == "stop":
+        stopped = cluster.stop()
+        console.print(f"stopped {len(stopped)} Spark daemon(s)" if stopped else f"no cluster runs from {cluster.directory}")
+        return 0
+    status = cluster.status()
+    if args.json:
+        print(json.dumps(status, indent=2))
+    elif not status["running"]:
+        console.print(f"no cluster runs from {status['directory']}", highlight=False)
+    else:
+        console.print(f"master {status['master_url']}  web UI {status['webui_url']}", highlight=False)
+        for w in status["workers"]:
+            console.print(f"  worker {w['id']}  {w['state']}  cores {w['cores_used']}/{w['cores']}  memory "
+                          f"{w['memory_used_mb']}/{w['memory_mb']} MB", highlight=False)
+        for a in status["apps"]:
+            console.print(f"  app {a['id']}  {a['name']}  {a['cores']} core(s)  {a['state']}", highlight=False)
+    return 0 if status["running"] else 1
+
+
 # -- parser ----------------------------------------------------------------------------------------------
 
 
@@ -483,6 +537,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--workloads", type=lambda text: [w for w in text.split(",") if w], default=["running_counts"],
         help="workloads to compare, comma-separated (default running_counts; e.g. running_counts,windowed_counts)",
     )
+    demo.add_argument("--master", help="Spark master for the compare drivers (default $DMK_SPARK_MASTER or local[2])")
     _add_bootstrap(demo)
     demo.set_defaults(func=cmd_demo)
 
@@ -563,6 +618,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--oracle", metavar="MOD:FN", help="your oracle, fn(frame, dataset_spec) -> OracleResult or DataFrame")
     cmp.add_argument("--timeout", type=float, default=600.0, help="bound on each driver's start and drain, s (default 600)")
     cmp.add_argument("--master", help="Spark master for the drivers (default $DMK_SPARK_MASTER or local[2])")
+    cmp.add_argument("--checkpoint-dir", metavar="URI", help="root of both engines' checkpoints (default: the run "
+                     "directory); a URI every node reaches on a multi-host cluster (docs/deploy.md)")
     cmp.add_argument("--broker-port", type=int, help="port of the embedded broker (default: a free one)")
     _add_bootstrap(cmp)
     cmp.set_defaults(func=cmd_compare)
@@ -582,6 +639,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     insp.add_argument("directory", metavar="DIR")
     insp.add_argument("--json", action="store_true", help="machine-readable output")
+    insp.add_argument("--master", help="Spark master to read with (default $DMK_SPARK_MASTER or local[2])")
     insp.add_argument("--no-row-counts", dest="row_counts", action="store_false",
                       help="modern: skip the state row counts (they start a local Spark session)")
     insp.set_defaults(func=cmd_checkpoint_inspect)
@@ -611,9 +669,24 @@ def build_parser() -> argparse.ArgumentParser:
                      "modern query to continue (workloads whose state is totals)")
     cut.add_argument("--workload", help="the workload of --seed-state (name or package.module:SPEC)")
     cut.add_argument("--json", action="store_true", help="print the whole plan as JSON")
+    cut.add_argument("--master", help="checkpoint: Spark master to read it with (default $DMK_SPARK_MASTER or local[2])")
     cut.add_argument("--bootstrap-servers", default=os.environ.get(BOOTSTRAP_ENV), metavar="HOST:PORT",
                      help=f"Kafka holding the topics (env {BOOTSTRAP_ENV}); needed for every source but checkpoint")
     cut.set_defaults(func=cmd_cutover)
+
+    clu = commands.add_parser("cluster", help="a Spark standalone cluster on this machine (docs/deploy.md)")
+    clu_commands = clu.add_subparsers(dest="cluster_command", required=True, metavar="SUBCOMMAND")
+    for name, text in (("start", "start a master and workers on loopback"), ("stop", "stop them, leaving no process"),
+                       ("status", "what runs: workers, cores, applications (exit code 1 if nothing)")):
+        sub = clu_commands.add_parser(name, help=text)
+        sub.add_argument("--dir", help="the cluster's directory: state, logs (default $DMK_CLUSTER_DIR or ~/.dmk/cluster)")
+        if name == "start":
+            sub.add_argument("--workers", type=int, default=2, help="workers (default 2)")
+            sub.add_argument("--cores", type=int, default=1, help="cores per worker (default 1)")
+            sub.add_argument("--memory", default="1g", help="executor memory per worker (default 1g)")
+        if name == "status":
+            sub.add_argument("--json", action="store_true", help="machine-readable output")
+        sub.set_defaults(func=cmd_cluster)
     return parser
 
 

@@ -27,6 +27,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -50,6 +51,7 @@ from kit.errors import ConfigError, KitError, RunTimeout
 from kit.kafka import Kafka
 from kit.replay import ReplayResult, ReplaySettings, replay
 from kit.sink import read_batches
+from kit.spark import check_location, on_this_host
 from legacy.offsets import redacted_dsn
 
 __all__ = ["ENGINES", "LEGACY_MODES", "CompareResult", "CompareSettings", "EngineFailed", "run_compare"]
@@ -117,6 +119,9 @@ class CompareSettings:
         timeout_s: bound on each wait (driver start, drain); a clear :class:`RunTimeout` past it.
         master: Spark master for the drivers (default ``$DMK_SPARK_MASTER`` or local[2]).
         broker_port: port of the embedded broker (default: a free one).
+        checkpoint_dir: where both engines keep their checkpoints (``<root>/legacy-checkpoint``,
+            ``<root>/modern-checkpoint``); default the run directory. With a master whose executors run on
+            other hosts it must be a URI every node reaches (``hdfs://``, ``s3a://``; docs/deploy.md).
     """
 
     workload: str
@@ -141,6 +146,7 @@ class CompareSettings:
     timeout_s: float = 600.0
     master: str | None = None
     broker_port: int | None = None
+    checkpoint_dir: str | None = None
 
     def __post_init__(self) -> None:
         if self.legacy_mode not in LEGACY_MODES:
@@ -178,6 +184,21 @@ class CompareSettings:
             raise ConfigError("--broker-port is for the embedded broker; leave it out with --bootstrap-servers")
         if not self.batch_seconds > 0:
             raise ConfigError(f"--batch-seconds must be > 0, got {self.batch_seconds}")
+        check_location(self.checkpoint_root, self.master, what="checkpoint root (--checkpoint-dir)")
+        if not on_this_host(self.master) and (
+            not self.bootstrap_servers or any(h.split(":")[0] in ("127.0.0.1", "localhost") for h in self.bootstrap_servers.split(","))
+        ):
+            raise ConfigError(
+                f"the Spark master {self.master or '$DMK_SPARK_MASTER'} runs executors on other hosts, and they read Kafka "
+                "themselves: the embedded broker (or a Kafka on localhost) is out of their reach. Pass "
+                "--bootstrap-servers of a Kafka every node reaches.",
+                field="bootstrap_servers", expected="a Kafka reachable from every node", actual=self.bootstrap_servers,
+            )
+
+    @property
+    def checkpoint_root(self) -> str:
+        """Where the engines' checkpoints go: :attr:`checkpoint_dir`, else the run directory."""
+        return self.checkpoint_dir or str(self.out_dir)
 
 
 @dataclass
@@ -192,6 +213,8 @@ class EngineOutcome:
     pauses: list[float] = field(default_factory=list)
     started_ms: int = 0
     done_ms: int = 0
+    checkpoint_dir: Path | None = None
+    """The engine's checkpoint root when it is a local directory (None for a URI)."""
 
 
 @dataclass
@@ -383,7 +406,7 @@ def _run_engine(
         "bootstrap_servers": bootstrap,
         "topics": topics,
         "out_dir": str(out),
-        "checkpoint_dir": str(settings.out_dir / f"{engine}-checkpoint"),
+        "checkpoint_dir": f"{settings.checkpoint_root.rstrip('/')}/{engine}-checkpoint",
         "dataset": asdict(spec),
         "jobs": jobs,
         "batch_seconds": settings.batch_seconds,
@@ -404,6 +427,8 @@ def _run_engine(
         env[OFFSET_STORE_ENV] = settings.offset_store
     driver = _Driver(engine, config_path, out, settings.timeout_s, env)
     outcome = EngineOutcome(engine, out, replay=None)  # type: ignore[arg-type]
+    if not re.match(r"^[A-Za-z][A-Za-z0-9+.-]+:", config["checkpoint_dir"]):
+        outcome.checkpoint_dir = Path(config["checkpoint_dir"])
     copies = len(routed) / max(routed["seq"].nunique(), 1)
     replay_settings = ReplaySettings(
         topic=topics[sorted(topics)[0]], partitions=settings.partitions,
@@ -579,7 +604,8 @@ def _processed_ranges(outcome: EngineOutcome, job: str) -> list[tuple[str, int, 
         p["batchId"]: [(s.get("startOffset") or {}, s.get("endOffset") or {}) for s in p.get("sources", [])]
         for p in read_progress(outcome.out_dir, job)
     }
-    batches.update(_checkpointed_batches(outcome.out_dir.parent / "modern-checkpoint" / job))
+    if outcome.checkpoint_dir is not None:  # a local one (a URI's files are for Spark to read)
+        batches.update(_checkpointed_batches(outcome.checkpoint_dir / job))
     ranges = []
     for sources in batches.values():
         for start, end in sources:
@@ -591,23 +617,20 @@ def _processed_ranges(outcome: EngineOutcome, job: str) -> list[tuple[str, int, 
 
 def _checkpointed_batches(checkpoint: Path) -> dict[int, list[tuple[dict, dict]]]:
     """Batch id → ``[(start, end)]`` per source, of the batches a query's checkpoint holds as committed."""
-    def logged(batch: int) -> list[dict] | None:
-        path = checkpoint / "offsets" / str(batch)
-        if not path.exists():
-            return None
-        lines = path.read_text(encoding="utf-8").splitlines()[2:]  # version, metadata, then one per source
-        return [json.loads(line) if line.strip() not in ("", "-") else {} for line in lines]
+    from modern.inspect import inspect_modern_checkpoint
 
+    if not (checkpoint / "offsets").is_dir():
+        return {}
+    logged = {
+        b.batch_id: (b.committed, [b.offsets[source] or {} for source in sorted(b.offsets)])
+        for b in inspect_modern_checkpoint(checkpoint, row_counts=False).batches
+    }
     batches = {}
-    commits = checkpoint / "commits"
-    for name in os.listdir(commits) if commits.is_dir() else []:
-        if not name.isdigit():
-            continue
-        batch = int(name)
-        end, start = logged(batch), logged(batch - 1)
-        if end is None or (start is None and batch > 0):
+    for batch, (committed, end) in logged.items():
+        start = logged.get(batch - 1)
+        if not committed or (start is None and batch > 0):
             continue  # purged from the log: the progress events have it
-        batches[batch] = [(start[i] if start else {}, e) for i, e in enumerate(end)]
+        batches[batch] = [(start[1][i] if start else {}, e) for i, e in enumerate(end)]
     return batches
 
 

@@ -6,7 +6,11 @@ few shuffle partitions, no UI unless asked, quiet logs, and the DStream deprecat
 never (it is expected here: DStreams are what the kit migrates from).
 
 The master comes from the ``master`` argument, else ``DMK_SPARK_MASTER``, else ``local[2]``; any Spark master
-URL works (``local[N]``, ``spark://host:port``...).
+URL works (``local[N]``, ``spark://host:port``...). On a cluster master the kit's own packages (``kit``,
+``legacy``, ``modern``) are shipped to the executors with ``addPyFile`` (so executors run exactly the driver's
+code), and a probe job checks that the executors' Python can import them and the kit's dependencies; where it
+cannot, the context is stopped and :class:`~kit.errors.ConfigError` says what is missing and how to install it.
+Checkpoint locations must be reachable from every node: :func:`check_location`.
 
 Example:
     >>> spark = spark_session("my-app")                                   # doctest: +SKIP
@@ -27,7 +31,19 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.streaming import StreamingContext
 
-__all__ = ["DEFAULT_MASTER", "MASTER_ENV", "kit_settings", "resolve_master", "spark_conf", "spark_context", "spark_session", "streaming_context"]
+__all__ = [
+    "DEFAULT_MASTER",
+    "MASTER_ENV",
+    "check_location",
+    "kit_settings",
+    "on_this_host",
+    "resolve_master",
+    "ship_kit",
+    "spark_conf",
+    "spark_context",
+    "spark_session",
+    "streaming_context",
+]
 
 MASTER_ENV = "DMK_SPARK_MASTER"
 DEFAULT_MASTER = "local[2]"
@@ -54,6 +70,120 @@ def resolve_master(master: str | None = None) -> str:
     return master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
 
 
+_LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+_SHIPPED_PACKAGES = ("kit", "legacy", "modern")
+_EXECUTOR_MODULES = ("pandas", "pyarrow", "kafka", *_SHIPPED_PACKAGES)
+
+
+def on_this_host(master: str | None = None) -> bool:
+    """Whether every process of ``master`` runs on this machine: ``local[...]``, or a ``spark://`` master on
+    loopback or this host's name (a cluster on one host, like ``dmk cluster start``'s)."""
+    resolved = resolve_master(master)
+    if resolved.startswith("local"):
+        return True
+    if not resolved.startswith("spark://"):
+        return False
+    import socket
+
+    names = _LOOPBACK | {socket.gethostname(), socket.getfqdn()}
+    hosts = [part.rsplit(":", 1)[0] for part in resolved[len("spark://"):].split(",")]
+    return all(host in names for host in hosts)
+
+
+def check_location(location: str, master: str | None = None, *, what: str = "checkpoint location") -> str:
+    """``location`` if every node of ``master`` can reach it, else raise.
+
+    A URI with a file system scheme (``hdfs://``, ``s3a://``, ``abfss://``, ``gs://``...) is for every node to
+    reach (Spark will say if it cannot). A local path (or ``file:``) is accepted only when the master runs on
+    this machine (:func:`on_this_host`): executors on other hosts would write state and checkpoint files to
+    their own disks, and a restarted query would not find them.
+
+    Raises:
+        ConfigError: a local path with a master on other hosts.
+    """
+    from urllib.parse import urlparse
+
+    scheme = urlparse(location).scheme
+    if (len(scheme) > 1 and scheme != "file") or on_this_host(master):
+        return location
+    from kit.errors import ConfigError
+
+    raise ConfigError(
+        f"the {what} {location!r} is a local path, but the Spark master {resolve_master(master)} runs executors "
+        "on other hosts, which cannot reach this machine's disk. Use a URI every node reaches (hdfs://..., "
+        "s3a://..., or a shared mount given as file:/... on every node), see docs/deploy.md.",
+        field=what, expected="a URI reachable from every node", actual=location,
+    )
+
+
+def ship_kit(sc: SparkContext) -> str:
+    """Ship the kit's packages to ``sc``'s executors (``addPyFile`` of a zip built from the driver's copy);
+    returns the zip's path. The zip is cached by content under the temporary directory."""
+    import hashlib
+    import importlib
+    import tempfile
+    import zipfile
+    from pathlib import Path
+
+    files: list[tuple[Path, str]] = []
+    for package in _SHIPPED_PACKAGES:
+        root = Path(importlib.import_module(package).__file__).resolve().parent
+        files += [(f, f"{package}/{f.relative_to(root)}") for f in sorted(root.rglob("*"))
+                  if f.is_file() and "__pycache__" not in f.parts and f.suffix in (".py", ".properties")]
+    digest = hashlib.sha256()
+    for path, name in files:
+        digest.update(name.encode())
+        digest.update(path.read_bytes())
+    target = Path(tempfile.gettempdir()) / f"dmk-kit-{digest.hexdigest()[:16]}.zip"
+    if not target.exists():
+        temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        with zipfile.ZipFile(temp, "w", zipfile.ZIP_DEFLATED) as archive:
+            for path, name in files:
+                archive.write(path, name)
+        os.replace(temp, target)
+    sc.addPyFile(str(target))
+    return str(target)
+
+
+def _probe(_: Any) -> dict:
+    import importlib
+    import socket
+
+    missing = {}
+    for module in _EXECUTOR_MODULES:
+        try:
+            importlib.import_module(module)
+        except Exception as err:  # noqa: BLE001 - reported to the driver as it is
+            missing[module] = f"{type(err).__name__}: {err}"
+    kit_file = getattr(sys.modules.get("kit"), "__file__", None)
+    return {"host": socket.gethostname(), "python": list(sys.version_info[:2]), "executable": sys.executable,
+            "missing": missing, "kit": kit_file}
+
+
+def check_executors(sc: SparkContext) -> list[dict]:
+    """Run a probe task per default-parallelism slot; returns what each saw.
+
+    Raises:
+        ConfigError: an executor cannot import the kit or a dependency, or runs another Python minor version.
+    """
+    from kit.errors import ConfigError
+
+    slots = max(int(sc.defaultParallelism), 1)
+    seen = sc.parallelize(range(slots), slots).map(_probe).collect()
+    wrong = [s for s in seen if s["missing"] or s["python"] != list(sys.version_info[:2])]
+    if wrong:
+        first = wrong[0]
+        raise ConfigError(
+            f"executors on {sorted({s['host'] for s in wrong})} cannot run the kit: Python {first['python']} at "
+            f"{first['executable']} (the driver runs {list(sys.version_info[:2])}), missing {first['missing']}. Install "
+            "the kit's dependencies into that interpreter on every worker (pip install 'pyspark==4.3.*' 'pandas<3' "
+            "pyarrow kafka-python, or the kit itself), or point spark.pyspark.python at one that has them; the kit's "
+            "own packages are shipped with the job.",
+            field="executors", expected="the kit's modules importable", actual=first,
+        )
+    return seen
+
+
 def _quiet_dstream_warning() -> None:
     warnings.filterwarnings("ignore", message=_DSTREAM_WARNING.replace(".", r"\."), category=FutureWarning)
 
@@ -62,7 +192,7 @@ def kit_settings(master: str | None = None, conf: Mapping[str, Any] | None = Non
     """The Spark settings the kit applies for ``master``: its defaults, overridden by ``conf``."""
     settings = dict(_BASE_CONF)
     settings["spark.master"] = resolve_master(master)
-    if settings["spark.master"].startswith("local"):
+    if on_this_host(settings["spark.master"]):
         # A local run stays on loopback, whatever the host name resolves to.
         settings["spark.driver.host"] = "127.0.0.1"
         settings["spark.driver.bindAddress"] = "127.0.0.1"
@@ -110,12 +240,20 @@ def spark_context(
     from pyspark import SparkContext
 
     _python_workers_use_this_interpreter()
-    if resolve_master(master).startswith("local"):
+    if on_this_host(master):
         # Spark's own address lookup runs before any setting is read; without this it warns and picks a
         # non-loopback interface for a run that never leaves this machine.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     context = SparkContext.getOrCreate(spark_conf(app_name, master, conf, ui=ui))
     context.setLogLevel(log_level)
+    if not context.master.startswith("local") and not getattr(context, "_dmk_kit_shipped", False):
+        try:
+            ship_kit(context)
+            check_executors(context)
+        except BaseException:
+            context.stop()
+            raise
+        context._dmk_kit_shipped = True
     return context
 
 
