@@ -54,7 +54,6 @@ _JAVA_OPTIONS = f"-Duser.timezone=UTC -Dlog4j2.configurationFile=file:{_LOG4J}"
 
 _BASE_CONF: dict[str, str] = {
     "spark.sql.shuffle.partitions": "4",
-    "spark.default.parallelism": "4",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
@@ -184,6 +183,18 @@ def check_executors(sc: SparkContext) -> list[dict]:
     return seen
 
 
+def _local_cores(master: str) -> int | None:
+    """The cores of a ``local``, ``local[N]`` or ``local[*]`` master (None for any other master)."""
+    import re
+
+    match = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\d+)?\])?", master)
+    if match is None:
+        return None
+    if match.group(1) in (None, ""):
+        return 1
+    return os.cpu_count() or 1 if match.group(1) == "*" else int(match.group(1))
+
+
 def _quiet_dstream_warning() -> None:
     warnings.filterwarnings("ignore", message=_DSTREAM_WARNING.replace(".", r"\."), category=FutureWarning)
 
@@ -192,6 +203,11 @@ def kit_settings(master: str | None = None, conf: Mapping[str, Any] | None = Non
     """The Spark settings the kit applies for ``master``: its defaults, overridden by ``conf``."""
     settings = dict(_BASE_CONF)
     settings["spark.master"] = resolve_master(master)
+    cores = _local_cores(settings["spark.master"])
+    if cores:
+        # One task per core: every task of a Python stage is a round trip to a Python worker, and the DStream
+        # side's updateStateByKey runs a task per state partition every batch, records or not.
+        settings["spark.default.parallelism"] = str(cores)
     if on_this_host(settings["spark.master"]):
         # A local run stays on loopback, whatever the host name resolves to.
         settings["spark.driver.host"] = "127.0.0.1"

@@ -60,8 +60,13 @@ def test_master_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = kit_settings("spark://127.0.0.1:7077", {"spark.sql.shuffle.partitions": 8})
     assert settings["spark.master"] == "spark://127.0.0.1:7077"
     assert settings["spark.sql.shuffle.partitions"] == "8"
-    assert "spark.driver.host" not in settings  # only local masters are pinned to loopback
-    assert kit_settings("local[2]")["spark.driver.host"] == "127.0.0.1"
+    # Masters on this machine (local, or a cluster on loopback) are pinned to loopback; others are not.
+    assert settings["spark.driver.host"] == "127.0.0.1" == kit_settings("local[2]")["spark.driver.host"]
+    assert "spark.driver.host" not in kit_settings("spark://10.1.2.3:7077")
+    # One task per core on local masters; a cluster keeps Spark's default (its total cores).
+    assert kit_settings("local[2]")["spark.default.parallelism"] == "2"
+    assert kit_settings("local[3,2]")["spark.default.parallelism"] == "3"
+    assert "spark.default.parallelism" not in settings
     assert kit_settings()["spark.master"] == "spark://127.0.0.1:7077"  # from the environment
 
 
