@@ -15,3 +15,13 @@ def await_condition(ssc: Any, condition: Callable[[], bool], what: Callable[[], 
             raise AssertionError(f"timed out after {timeout_s:g} s; last observed: {what()!r}")
         if ssc.awaitTerminationOrTimeout(0.05):
             raise AssertionError(f"the streaming context stopped; last observed: {what()!r}")
+
+
+def produce(kafka: Any, topic: str, counts: dict[int, int]) -> None:
+    """Produce ``counts[p]`` records to partition ``p`` of ``topic`` (values ``"<partition>-<i>"``), flushed."""
+    producer = kafka.producer(linger_ms=5)
+    for partition, n in counts.items():
+        for i in range(n):
+            producer.send(topic, value=f"{partition}-{i}".encode(), partition=partition)
+    producer.flush()
+    producer.close()

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _streaming import produce
 
 from compare.cli import main
 from kit.cluster import LocalCluster, _alive
@@ -86,10 +87,7 @@ def test_dmk_cluster_start_run_stop(tmp_path: Path, bootstrap_servers: str, topi
 
         topic = topic_factory(2)
         with Kafka(bootstrap_servers) as kafka:
-            producer = kafka.producer()
-            for i in range(40):
-                producer.send(topic, value=f"v{i}".encode(), partition=i % 2)
-            producer.flush()
+            produce(kafka, topic, {0: 20, 1: 20})
         ends = {"0": 20, "1": 20}
         run = subprocess.run(
             [sys.executable, "-c", PROBE, state.master_url, bootstrap_servers, topic, json.dumps(ends)],
@@ -99,7 +97,7 @@ def test_dmk_cluster_start_run_stop(tmp_path: Path, bootstrap_servers: str, topi
         seen = json.loads(run.stdout.strip().splitlines()[-1])
         # The executors imported the kit the driver shipped (a zip), not a copy of their own.
         assert len(seen["kit"]) == 1 and ".zip/kit/__init__.py" in seen["kit"][0]
-        assert sorted(seen["values"]) == sorted(f"v{i}" for i in range(40))
+        assert sorted(seen["values"]) == sorted(f"{p}-{i}" for p in (0, 1) for i in range(20))
     finally:
         assert main(["cluster", "stop", "--dir", str(directory)]) == 0
     assert not any(_alive(pid) for pid in (state.master_pid, *state.worker_pids))

@@ -23,7 +23,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from _streaming import await_condition
+from _streaming import await_condition, produce
 
 from kit.kafka import Kafka, TopicPartition
 from legacy.errors import CheckpointCodeNotImportable, CheckpointNotFound, CheckpointUnreadable, NotALegacyCheckpoint
@@ -96,12 +96,7 @@ def finished_job(spark, bootstrap_servers: str, tmp_path_factory: pytest.TempPat
     with Kafka(bootstrap_servers, timeout_s=20) as kafka:
         kafka.create_topic(topic, len(PRODUCED))
         try:
-            producer = kafka.producer(linger_ms=5)
-            for partition, count in PRODUCED.items():
-                for i in range(count):
-                    producer.send(topic, value=f"p{partition}-{i}".encode(), partition=partition)
-            producer.flush()
-            producer.close()
+            produce(kafka, topic, PRODUCED)
             end = {tp.partition: o for tp, o in kafka.end_offsets([TopicPartition(topic, p) for p in PRODUCED]).items()}
             assert end == PRODUCED
 

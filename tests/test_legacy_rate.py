@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from _streaming import await_condition as run_until
+from _streaming import produce
 
 from kit.errors import ConfigError
 from kit.kafka import Kafka
@@ -242,15 +243,6 @@ def spark_settings(sc, settings: dict[str, str]) -> Iterator[None]:
                 jconf.set(key, old.get())
             else:
                 jconf.remove(key)
-
-
-def produce(kafka: Kafka, topic: str, counts: dict[int, int]) -> None:
-    producer = kafka.producer(linger_ms=5)
-    for partition, n in counts.items():
-        for i in range(n):
-            producer.send(topic, value=f"{partition}-{i}".encode(), partition=partition)
-    producer.flush()
-    producer.close()
 
 
 @pytest.fixture
