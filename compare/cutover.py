@@ -276,9 +276,9 @@ def plan_cutover(
     which records each completed batch read (:mod:`legacy.runner`). A batch is *within* the position when its
     ranges end at or before it. Outputs of later batches — a pending batch's partial output, or a completed
     batch whose offsets the store had not yet taken (Kafka's ``commitAsync`` commits at the next batch) — hold
-    records the modern query will process again. With ``discard_beyond`` they are deleted (when they hold
-    rows) so that legacy outputs and modern outputs add up to each record exactly once; without it, the
-    cutover is refused.
+    records the modern query will process again. With ``discard_beyond`` every batch file beyond the position
+    is deleted (outputs and progress), so that legacy outputs and modern outputs add up to each record exactly
+    once; without it, the cutover is refused when any of them holds rows.
 
     Raises:
         CutoverAmbiguous: legacy outputs beyond the position and no ``discard_beyond``; or the position is not

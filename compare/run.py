@@ -622,7 +622,7 @@ def _checkpointed_batches(checkpoint: Path) -> dict[int, list[tuple[dict, dict]]
     if not (checkpoint / "offsets").is_dir():
         return {}
     logged = {
-        b.batch_id: (b.committed, [b.offsets[source] or {} for source in sorted(b.offsets)])
+        b.batch_id: (b.committed, [offset or {} for offset in b.offsets.values()])  # in the log's source order
         for b in inspect_modern_checkpoint(checkpoint, row_counts=False).batches
     }
     batches = {}
