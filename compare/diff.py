@@ -138,6 +138,24 @@ def _same(a: Any, b: Any, precision: float | None) -> bool:
     return bool(a == b)
 
 
+def _differs(left: np.ndarray, right: np.ndarray, precision: float | None) -> np.ndarray:
+    """:func:`_same`, negated, over two object arrays at once (a Python call per row costs seconds at 1M rows)."""
+    null_left, null_right = pd.isna(left), pd.isna(right)
+    differs = null_left != null_right
+    both = ~(null_left | null_right)
+    a, b = left[both], right[both]
+    unequal = ~np.asarray(a == b, dtype=bool)  # elementwise: the values' own ==, as _same
+    if precision is not None and len(a):
+        floats = np.fromiter(
+            (isinstance(x, (float, np.floating)) or isinstance(y, (float, np.floating)) for x, y in zip(a, b)),
+            dtype=bool, count=len(a),
+        )
+        if floats.any():
+            unequal[floats] = [not _same(x, y, precision) for x, y in zip(a[floats], b[floats])]
+    differs[both] = unequal
+    return differs
+
+
 def _with_occurrence(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     out = frame.reset_index(drop=True).copy()
     # Null keys group together (dropna=False), so a null key matches a null key.
@@ -183,9 +201,7 @@ def diff_outputs(
     unexpected = only_right[keys + [f"{v}_actual" for v in values]].set_axis([*keys, *values], axis=1)
     differs = np.zeros(len(both), dtype=bool)
     for v in values:
-        differs |= np.array(
-            [not _same(a, b, precision) for a, b in zip(both[f"{v}_expected"], both[f"{v}_actual"])], dtype=bool
-        )
+        differs |= _differs(both[f"{v}_expected"].to_numpy(dtype=object), both[f"{v}_actual"].to_numpy(dtype=object), precision)
     pairs = [c for v in values for c in (f"{v}_expected", f"{v}_actual")]
     mismatched = both.loc[differs, [*keys, *pairs]]
     return OutputDiff(
