@@ -276,45 +276,7 @@ def new_kafka_rdd(sc: SparkContext, spec: _ReadSpec, ranges: Iterable[OffsetRang
     base = sc.parallelize(rows, len(rows)) if rows else sc.emptyRDD()
     rdd = _ReadingKafkaRDD(base, functools.partial(_read_ranges, spec))
     rdd._offset_ranges = ranges
-    rdd._read_spec = spec
     return rdd
-
-
-def _read_range_groups(spec: _ReadSpec, split: int, groups: Iterable[list[tuple[str, int, int, int]]]) -> Iterator[Any]:
-    for group in groups:
-        yield from _read_ranges(spec, split, group)
-
-
-#: Records one task of :func:`packed_reads` reads at most (unless there are fewer ranges than tasks needed).
-PACKED_RECORDS_PER_TASK = 25_000
-
-
-def packed_reads(rdd: RDD, *, records_per_task: int = PACKED_RECORDS_PER_TASK) -> RDD:
-    """The records of a direct stream batch read by as few tasks as the batch needs: empty ranges left out
-    (a batch without records is an RDD without partitions), small ranges read together, and one task per
-    range once the batch holds ``records_per_task`` records per range or more.
-
-    For consumers that do not need Spark 2.4's one-partition-per-range layout (the kit's runner parses the
-    records and never looks at partition numbers): every task of a Python stage costs a round trip to a
-    Python worker, whether its range holds records or not. Any other RDD (a receiver batch, a cached
-    KafkaRDD) is returned as it is.
-    """
-    spec = getattr(rdd, "_read_spec", None)
-    if spec is None:
-        return rdd
-    sc = rdd.ctx
-    ranges = sorted((r for r in rdd._offset_ranges if r.count()), key=lambda r: -r.count())
-    if not ranges:
-        return sc.emptyRDD()
-    total = sum(r.count() for r in ranges)
-    tasks = min(len(ranges), -(-total // records_per_task))
-    bins: list[list[tuple[str, int, int, int]]] = [[] for _ in range(tasks)]
-    loads = [0] * tasks
-    for r in ranges:  # largest first into the least loaded task
-        i = loads.index(min(loads))
-        bins[i].append((r.topic, r.partition, r.fromOffset, r.untilOffset))
-        loads[i] += r.count()
-    return PipelinedRDD(sc.parallelize(bins, tasks), functools.partial(_read_range_groups, spec))
 
 
 # -- the stream's state ----------------------------------------------------------------------------------------
