@@ -94,9 +94,7 @@ class Source:
             )
         if name not in self._parsed:
             # Parsed once per batch and cached: the workload and the dead-letter output both read it.
-            from legacy._direct import packed_reads
-
-            parsed = self._raw[name].transform(packed_reads).map(parse_record).cache()
+            parsed = self._raw[name].map(parse_record).cache()
             self._parsed[name] = parsed.filter(_is_valid).map(_payload)
             self.dead_letters[name] = parsed.filter(_is_malformed).map(_payload)
         return self._parsed[name]
