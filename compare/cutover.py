@@ -32,6 +32,7 @@ from kit.errors import ConfigError, KitError
 from kit.sink import read_batches
 
 __all__ = [
+    "EARLIEST",
     "CutoverAmbiguous",
     "CutoverPlan",
     "LegacyPosition",
@@ -309,19 +310,33 @@ def plan_cutover(
     if progress.empty:
         raise ConfigError(f"{out} has no progress.<input>/ batch files: it is not a legacy output root of the kit's "
                           "(legacy.runner)", field="legacy_output", expected="progress.<input>/", actual=str(out))
+    tps = set(zip(progress["topic"], progress["partition"].astype(int)))
+    unknown = sorted(tp for tp in tps if tp not in position.offsets)
+    if unknown:
+        raise CutoverAmbiguous(
+            f"{out} holds batches of {unknown}, for which the position has no offset: the legacy job read more "
+            "topics than --topic names (name them all), or these outputs belong to another job",
+            reason="partitions missing from the position",
+        )
     within: list[int] = []
-    ends_at_position = not any(o != EARLIEST for o in position.offsets.values())
     for batch_ms, ranges in progress.groupby("batch"):
         untils = {(t, int(p)): int(u) for t, p, u in ranges[["topic", "partition", "until_offset"]].itertuples(index=False)}
-        if all(until <= position.offsets.get(tp, EARLIEST) for tp, until in untils.items()):
+        if all(until <= position.offsets[tp] for tp, until in untils.items()):
             within.append(int(batch_ms))
-            if all(position.offsets.get(tp) == until for tp, until in untils.items()):
-                ends_at_position = True
-    if within and not ends_at_position:
-        # The stored offsets fall inside a batch: they are not a batch boundary of this job.
+    # The position must be a batch boundary: where the last batch within it ends, or where the first begins.
+    done = progress[progress["batch"].isin(within)]
+    boundary = (
+        done.groupby(["topic", "partition"])["until_offset"].max() if within
+        else progress.groupby(["topic", "partition"])["from_offset"].min()
+    )
+    off = {(t, int(p)): int(b) for (t, p), b in boundary.items()
+           if position.offsets[(t, int(p))] != int(b) and not (not within and position.offsets[(t, int(p))] == EARLIEST)}
+    if off:
         raise CutoverAmbiguous(
-            f"the position {position.offsets} is not where any completed batch in {out} ends: the store and "
-            "these outputs belong to different jobs or runs; check --consumer/--topic and --legacy-output",
+            f"the position is not where a completed batch in {out} ends (partition -> batch boundary: {off}, "
+            f"position: { {tp: position.offsets[tp] for tp in off} }): the store and these outputs belong to "
+            "different jobs or runs, or the job was killed between committing a batch and writing its progress "
+            "file (restart it and let it complete a batch). Check --consumer/--topic and --legacy-output.",
             reason="position inside a batch",
         )
     last = max(within) if within else None
@@ -382,8 +397,8 @@ def seed_state(plan: CutoverPlan, workload: str, target: str | Path) -> int:
 
 
 def write_options(plan: CutoverPlan, target: str | Path) -> dict:
-    """Merge ``startingOffsets`` into the JSON object of Kafka source options at ``target`` (created if absent);
-    returns the options written."""
+    """Merge ``startingOffsets`` into the JSON object of Kafka source options at ``target`` (created if absent),
+    replacing any other starting option (``startingTimestamp``...); returns the options written."""
     path = Path(target)
     options: dict = {}
     if path.exists():
@@ -395,6 +410,10 @@ def write_options(plan: CutoverPlan, target: str | Path) -> dict:
         if not isinstance(options, dict):
             raise ConfigError(f"{path} holds a JSON {type(options).__name__}, not an object of source options",
                               field="options", expected="a JSON object", actual=type(options).__name__)
+    # Spark gives startingTimestamp and startingOffsetsByTimestamp precedence over startingOffsets, and
+    # options are case-insensitive: any earlier starting point would silently win.
+    for key in [k for k in options if k.lower().startswith("starting")]:
+        del options[key]
     options["startingOffsets"] = plan.starting_offsets_json()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(options, indent=2) + "\n", encoding="utf-8")

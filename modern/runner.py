@@ -156,6 +156,8 @@ def continue_totals(frame: Any, seed: Any, spec: workloads.WorkloadSpec) -> Any:
             f"{spec.name}: the initial state lacks the columns {missing}; it needs {needed} (dmk cutover --seed-state "
             "writes them)", field="initial_state", expected=needed, actual=list(seed.columns),
         )
+    if not seed.take(1):
+        return frame  # nothing to continue from (the legacy job completed no batch with records)
     prior = seed.select(
         *spec.key_columns,
         *(F.col(c).alias(f"__seed_{c}") for c in [*carry.sum_columns, "last_input_ts"]),

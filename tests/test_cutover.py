@@ -21,6 +21,7 @@ import pytest
 
 from compare.cli import main as dmk
 from compare.cutover import (
+    EARLIEST,
     CutoverAmbiguous,
     LegacyPosition,
     PositionSource,
@@ -212,8 +213,31 @@ def test_outputs_beyond_the_position_are_refused_then_discarded(tmp_path: Path) 
 def test_a_position_inside_a_batch_is_refused(tmp_path: Path) -> None:
     _progress(tmp_path, 1000, [(0, 0, 5)])
     _progress(tmp_path, 2000, [(0, 5, 9)])
-    with pytest.raises(CutoverAmbiguous, match="not where any completed batch"):
+    with pytest.raises(CutoverAmbiguous, match="not where a completed batch") as info:
         plan_cutover(_position({0: 7}), legacy_output=tmp_path)
+    assert info.value.reason == "position inside a batch"
+    with pytest.raises(CutoverAmbiguous, match="not where a completed batch"):  # inside the first batch
+        plan_cutover(_position({0: 3}), legacy_output=tmp_path)
+    assert len(list((tmp_path / "progress.events").glob("batch=*"))) == 2  # refused: nothing deleted
+    assert plan_cutover(_position({0: EARLIEST}), legacy_output=tmp_path).beyond == (1000, 2000)
+
+
+def test_a_position_missing_a_partition_of_the_outputs_is_refused(tmp_path: Path) -> None:
+    _progress(tmp_path, 1000, [(0, 0, 5), (1, 0, 3)])
+    position = LegacyPosition(PositionSource("checkpoint", "x"), {("t", 0): 5}, True)  # --topic named too few
+    with pytest.raises(CutoverAmbiguous, match="for which the position has no offset"):
+        plan_cutover(position, legacy_output=tmp_path, discard_beyond=True)
+    assert (tmp_path / "progress.events" / f"batch={1000:015d}.parquet").exists()
+
+
+def test_written_options_replace_every_other_starting_point(tmp_path: Path) -> None:
+    from compare.cutover import CutoverPlan, write_options
+
+    target = tmp_path / "options.json"
+    target.write_text(json.dumps({"maxOffsetsPerTrigger": "500", "startingTimestamp": "1000", "STARTINGOFFSETS": "x"}))
+    written = write_options(CutoverPlan(_position({0: 5, 1: 3})), target)
+    assert written == {"maxOffsetsPerTrigger": "500", "startingOffsets": '{"t":{"0":5,"1":3}}'}
+    assert json.loads(target.read_text()) == written
 
 
 def test_an_at_least_once_store_says_so(tmp_path: Path) -> None:
