@@ -119,8 +119,8 @@ class CompareSettings:
         timeout_s: bound on each wait (driver start, drain); a clear :class:`RunTimeout` past it.
         master: Spark master for the drivers (default ``$DMK_SPARK_MASTER`` or local[2]).
         broker_port: port of the embedded broker (default: a free one).
-        checkpoint_dir: where both engines keep their checkpoints (``<root>/legacy-checkpoint``,
-            ``<root>/modern-checkpoint``); default the run directory. With a master whose executors run on
+        checkpoint_dir: a root for both engines' checkpoints (``<root>/<run id>/legacy-checkpoint`` and
+            ``.../modern-checkpoint``); default the run directory. With a master whose executors run on
             other hosts it must be a URI every node reaches (``hdfs://``, ``s3a://``; docs/deploy.md).
     """
 
@@ -406,7 +406,9 @@ def _run_engine(
         "bootstrap_servers": bootstrap,
         "topics": topics,
         "out_dir": str(out),
-        "checkpoint_dir": f"{settings.checkpoint_root.rstrip('/')}/{engine}-checkpoint",
+        # Under a shared root, each run gets its own directory: a later run must not resume this one's state.
+        "checkpoint_dir": (f"{settings.checkpoint_dir.rstrip('/')}/{run_id}/{engine}-checkpoint" if settings.checkpoint_dir
+                           else str(settings.out_dir / f"{engine}-checkpoint")),
         "dataset": asdict(spec),
         "jobs": jobs,
         "batch_seconds": settings.batch_seconds,

@@ -76,17 +76,15 @@ _EXECUTOR_MODULES = ("pandas", "pyarrow", "kafka", *_SHIPPED_PACKAGES)
 
 def on_this_host(master: str | None = None) -> bool:
     """Whether every process of ``master`` runs on this machine: ``local[...]``, or a ``spark://`` master on
-    loopback or this host's name (a cluster on one host, like ``dmk cluster start``'s)."""
+    loopback (a cluster on one host, like ``dmk cluster start``'s). A master on this host's name is not: its
+    workers may be anywhere (Spark's own scripts bind a master to the host name)."""
     resolved = resolve_master(master)
     if resolved.startswith("local"):
         return True
     if not resolved.startswith("spark://"):
         return False
-    import socket
-
-    names = _LOOPBACK | {socket.gethostname(), socket.getfqdn()}
     hosts = [part.rsplit(":", 1)[0] for part in resolved[len("spark://"):].split(",")]
-    return all(host in names for host in hosts)
+    return all(host in _LOOPBACK for host in hosts)
 
 
 def check_location(location: str, master: str | None = None, *, what: str = "checkpoint location") -> str:
@@ -108,9 +106,9 @@ def check_location(location: str, master: str | None = None, *, what: str = "che
     from kit.errors import ConfigError
 
     raise ConfigError(
-        f"the {what} {location!r} is a local path, but the Spark master {resolve_master(master)} runs executors "
+        f"the {what} {location!r} is a local path, but the Spark master {resolve_master(master)} may run executors "
         "on other hosts, which cannot reach this machine's disk. Use a URI every node reaches (hdfs://..., "
-        "s3a://..., or a shared mount given as file:/... on every node), see docs/deploy.md.",
+        "s3a://..., abfss://...), see docs/deploy.md.",
         field=what, expected="a URI reachable from every node", actual=location,
     )
 
@@ -160,15 +158,26 @@ def _probe(_: Any) -> dict:
 
 
 def check_executors(sc: SparkContext) -> list[dict]:
-    """Run a probe task per default-parallelism slot; returns what each saw.
+    """Run one probe task per default-parallelism slot (the executors registered so far); returns what each saw.
 
     Raises:
         ConfigError: an executor cannot import the kit or a dependency, or runs another Python minor version.
     """
     from kit.errors import ConfigError
 
+    from py4j.protocol import Py4JJavaError
+
     slots = max(int(sc.defaultParallelism), 1)
-    seen = sc.parallelize(range(slots), slots).map(_probe).collect()
+    try:
+        seen = sc.parallelize(range(slots), slots).map(_probe).collect()
+    except Py4JJavaError as err:  # the worker itself failed: no Python there, another version, no pyspark...
+        lines = [line for line in str(err.java_exception).splitlines() if line.strip()][:3]
+        raise ConfigError(
+            f"executors could not run a Python task for the kit: {' / '.join(lines)}. Every worker needs Python "
+            f"{sys.version_info[0]}.{sys.version_info[1]} with pyspark==4.3.*, pandas<3, pyarrow and kafka-python "
+            f"at {os.environ.get('PYSPARK_PYTHON', sys.executable)} (or set spark.pyspark.python); see docs/deploy.md.",
+            field="executors", expected="a Python that runs the kit", actual=lines,
+        ) from None
     wrong = [s for s in seen if s["missing"] or s["python"] != list(sys.version_info[:2])]
     if wrong:
         first = wrong[0]

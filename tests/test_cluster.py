@@ -34,6 +34,9 @@ SMALL = ["--records", "12000", "--events-per-second", "300", "--users", "200", "
 def test_which_masters_run_on_this_host() -> None:
     assert on_this_host("local[2]") and on_this_host("spark://127.0.0.1:7077") and on_this_host("spark://localhost:1")
     assert not on_this_host("spark://10.1.2.3:7077") and not on_this_host("yarn")
+    import socket
+
+    assert not on_this_host(f"spark://{socket.gethostname()}:7077")  # its workers may be anywhere
     assert check_location("/tmp/ckpt", "spark://127.0.0.1:7077") == "/tmp/ckpt"
     assert check_location("hdfs://nn/ckpt", "yarn") == "hdfs://nn/ckpt"
     with pytest.raises(ConfigError, match="is a local path, but the Spark master spark://10.1.2.3:7077"):
