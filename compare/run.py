@@ -27,7 +27,6 @@ import hashlib
 import json
 import os
 import random
-import re
 import signal
 import subprocess
 import sys
@@ -51,7 +50,7 @@ from kit.errors import ConfigError, KitError, RunTimeout
 from kit.kafka import Kafka
 from kit.replay import ReplayResult, ReplaySettings, replay
 from kit.sink import read_batches
-from kit.spark import check_location, on_this_host
+from kit.spark import check_location, has_scheme, on_this_host
 from legacy.offsets import redacted_dsn
 
 __all__ = ["ENGINES", "LEGACY_MODES", "CompareResult", "CompareSettings", "EngineFailed", "run_compare"]
@@ -429,7 +428,7 @@ def _run_engine(
         env[OFFSET_STORE_ENV] = settings.offset_store
     driver = _Driver(engine, config_path, out, settings.timeout_s, env)
     outcome = EngineOutcome(engine, out, replay=None)  # type: ignore[arg-type]
-    if not re.match(r"^[A-Za-z][A-Za-z0-9+.-]+:", config["checkpoint_dir"]):
+    if not has_scheme(config["checkpoint_dir"]):
         outcome.checkpoint_dir = Path(config["checkpoint_dir"])
     copies = len(routed) / max(routed["seq"].nunique(), 1)
     replay_settings = ReplaySettings(

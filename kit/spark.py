@@ -35,6 +35,7 @@ __all__ = [
     "DEFAULT_MASTER",
     "MASTER_ENV",
     "check_location",
+    "has_scheme",
     "kit_settings",
     "on_this_host",
     "resolve_master",
@@ -85,6 +86,13 @@ def on_this_host(master: str | None = None) -> bool:
         return False
     hosts = [part.rsplit(":", 1)[0] for part in resolved[len("spark://"):].split(",")]
     return all(host in _LOOPBACK for host in hosts)
+
+
+def has_scheme(location: str) -> bool:
+    """Whether ``location`` is a URI (``file:/...``, ``hdfs://...``) rather than a plain path."""
+    import re
+
+    return re.match(r"^[A-Za-z][A-Za-z0-9+.-]+:", location) is not None
 
 
 def check_location(location: str, master: str | None = None, *, what: str = "checkpoint location") -> str:

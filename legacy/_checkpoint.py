@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.errors import ConfigError
+from kit.spark import has_scheme
 from legacy._direct import take_restored
 from legacy.errors import CheckpointCodeChanged
 
@@ -50,7 +51,7 @@ class _Directory:
 
     def __init__(self, checkpoint_dir: str | os.PathLike[str]) -> None:
         self.text = os.fspath(checkpoint_dir)
-        self.local: Path | None = None if re.match(r"^[A-Za-z][A-Za-z0-9+.-]+:", self.text) else Path(self.text)
+        self.local: Path | None = None if has_scheme(self.text) else Path(self.text)
         self._fs: Any = None
 
     def _hadoop(self) -> tuple[Any, Any, Any]:

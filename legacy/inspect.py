@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from kit.spark import has_scheme
 from legacy._direct import DirectStreamState, take_restored
 from legacy.errors import CheckpointCodeNotImportable, CheckpointNotFound, CheckpointUnreadable, NotALegacyCheckpoint
 
@@ -49,7 +50,6 @@ __all__ = [
 #: ``(topic, partition, from_offset, until_offset)``, ``until_offset`` exclusive (Spark's ``OffsetRange.toTuple``).
 OffsetRangeTuple = tuple[str, int, int, int]
 
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _PYTHON_FAILURE = "An exception was raised by Python:"
 _MISSING_MODULE = re.compile(r"No module named '([^']+)'")
 # Spark's Utils.tryOrIOException logs every exception raised while a checkpoint is deserialized, a Python
@@ -331,7 +331,7 @@ def inspect_legacy_checkpoint(directory: str | os.PathLike[str], sc: Any = None)
     sc = _spark_context(sc)
     StreamingContext._ensure_initialized()  # the serializer that unpickles the graph's Python functions
     jvm = sc._jvm
-    text = given if _SCHEME.match(given) else os.path.abspath(given)
+    text = given if has_scheme(given) else os.path.abspath(given)
     try:
         jpath = jvm.org.apache.hadoop.fs.Path(text)
         fs = jpath.getFileSystem(sc._jsc.hadoopConfiguration())
