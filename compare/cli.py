@@ -11,6 +11,7 @@ Commands:
     dmk checkpoint inspect D what a legacy (DStream) or modern (Structured Streaming) checkpoint holds
     dmk cutover SOURCE WHERE the startingOffsets (and state) that continue a stopped legacy job
     dmk cluster start|stop|status  a Spark standalone cluster on this machine (loopback)
+    dmk bench                throughput, latency and state growth of both engines against the raw client
 
 Every command that needs Kafka takes ``--bootstrap-servers`` (default: ``$DMK_BOOTSTRAP_SERVERS``, else an
 embedded broker started for the command). Errors print one line and exit with code 2.
@@ -524,6 +525,48 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 # -- parser ----------------------------------------------------------------------------------------------
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    import shlex
+
+    from compare.bench import BenchSettings, readme_table, run_bench, update_readme
+    from kit.errors import ConfigError
+
+    if args.from_results:
+        if not args.readme:
+            raise ConfigError("--from-results regenerates a README table: give --readme FILE too")
+        path = Path(args.from_results)
+        try:
+            results = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise ConfigError(f"cannot read the results file {path}: {err}; give a file dmk bench wrote") from err
+        update_readme(Path(args.readme), results)
+        console.print(f"{args.readme}: performance table regenerated from {path}")
+        return 0
+    if args.readme and not Path(args.readme).is_file():
+        raise ConfigError(f"--readme {args.readme} is not a file")
+    settings = BenchSettings(
+        out_dir=Path(args.out), records=args.records, partitions=args.partitions, quick=args.quick,
+        bootstrap_servers=args.bootstrap_servers, master=args.master, latency_seconds=args.latency_seconds,
+        state_keys=args.state_keys, workloads=tuple(w for w in args.workloads.split(",") if w),
+        command=shlex.join(["dmk", *args.argv]), timeout_s=args.timeout,
+    )
+    if not args.bootstrap_servers:
+        err_console.print("[dim]no --bootstrap-servers given: starting the embedded Tansu broker[/dim]")
+    progress, update = _compare_progress()
+    with progress:
+        results, path = run_bench(settings, update)
+    console.print(readme_table(results), markup=False)
+    for target in results["targets"]:
+        state = {True: "met", False: f"MISSED (x{target['missed_by_factor']})", None: "not measured"}[target["met"]]
+        console.print(f"target: {target['target']}: {target['value']} {target['unit']} (goal {target['goal']}): {state}",
+                      markup=False)
+    console.print(f"results: {path} (and {path.parent / 'latest.json'}, latest.md)")
+    if args.readme:
+        update_readme(Path(args.readme), results)
+        console.print(f"{args.readme}: performance table regenerated")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dmk",
@@ -681,6 +724,23 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"Kafka holding the topics (env {BOOTSTRAP_ENV}); needed for every source but checkpoint")
     cut.set_defaults(func=cmd_cutover)
 
+    ben = commands.add_parser(
+        "bench", help="throughput, latency and state growth of both engines against the raw Kafka client (docs/bench.md)"
+    )
+    ben.add_argument("--records", type=int, help="records of the pre-loaded topic (default 1,000,000; --quick 200,000)")
+    ben.add_argument("--partitions", type=int, default=8, help="partitions of every benchmark topic (default 8)")
+    ben.add_argument("--quick", action="store_true", help="the short run: 200k records, 10 s latency runs at each engine's default batch interval or trigger")
+    ben.add_argument("--latency-seconds", type=float, help="length of each latency run's replay (default 30; --quick 10)")
+    ben.add_argument("--state-keys", type=int, help="keys the running_counts state grows to (default --records)")
+    ben.add_argument("--workloads", default=",".join(("running_counts", "ysb")), help="comma-separated (default running_counts,ysb)")
+    ben.add_argument("--out", default=str(Path("benchmarks") / "results"), help="results directory (default benchmarks/results)")
+    ben.add_argument("--readme", metavar="FILE", help="regenerate FILE's performance table from the results")
+    ben.add_argument("--from-results", metavar="JSON", help="run nothing: regenerate --readme's table from this results file")
+    ben.add_argument("--timeout", type=float, default=1800, help="bound on each wait for an engine, s (default 1800)")
+    ben.add_argument("--master", help="Spark master (default $DMK_SPARK_MASTER or local[2])")
+    _add_bootstrap(ben)
+    ben.set_defaults(func=cmd_bench)
+
     clu = commands.add_parser("cluster", help="a Spark standalone cluster on this machine (docs/deploy.md)")
     clu_commands = clu.add_subparsers(dest="cluster_command", required=True, metavar="SUBCOMMAND")
     for name, text in (("start", "start a master and workers on loopback"), ("stop", "stop them, leaving no process"),
@@ -700,7 +760,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``dmk``; returns the exit code."""
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    args.argv = argv
     handler: Callable[[argparse.Namespace], int] = args.func
     try:
         return handler(args)

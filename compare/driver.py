@@ -66,7 +66,7 @@ def dataset_spec(raw: dict) -> DatasetSpec:
     return DatasetSpec(**{f.name: raw[f.name] for f in fields(DatasetSpec) if f.name in raw})
 
 
-def _batch_listener(out: Path) -> Any:
+def batch_listener(out: Path) -> Any:
     """A DStream StreamingListener appending one JSON line per completed batch to metrics/batches.jsonl."""
     from pyspark.streaming.listener import StreamingListener
 
@@ -133,7 +133,7 @@ def _run_legacy(config: dict, out: Path, dataset: DatasetSpec, jobs: tuple) -> N
             ssc = create_context(sc, run_config, store)
         else:
             ssc = get_or_create(checkpoint, lambda: create_context(sc, run_config, store), fingerprint=config["fingerprint"])
-        ssc.addStreamingListener(_batch_listener(out))
+        ssc.addStreamingListener(batch_listener(out))
         ssc.start()
         try:
             write_json(out / CONTROL / READY, {"started_ms": _now_ms()})

@@ -55,6 +55,25 @@ def batch_caps(dataset: DatasetSpec, partitions: int, batch_seconds: float = 1.0
 LEGACY_MAX_RATE_PER_PARTITION, MAX_OFFSETS_PER_TRIGGER = batch_caps(DatasetSpec.from_profile("messy", **TEST_DATASET), PARTITIONS)
 
 
+def capped_context(sc: object, config: object, max_rate_per_partition: int | None) -> object:
+    """:func:`legacy.runner.create_context` in a running SparkContext, its direct streams capped at
+    ``max_rate_per_partition`` records/s per partition (None: uncapped).
+
+    The cap is read from the live context's conf when the direct streams are created, so it is set for that
+    moment only and restored after.
+    """
+    from legacy.rate import MAX_RATE_PER_PARTITION
+    from legacy.runner import create_context
+
+    conf = sc._conf  # type: ignore[attr-defined]
+    previous = conf.get(MAX_RATE_PER_PARTITION, "0")
+    conf.set(MAX_RATE_PER_PARTITION, str(max_rate_per_partition or 0))
+    try:
+        return create_context(sc, config)
+    finally:
+        conf.set(MAX_RATE_PER_PARTITION, previous)
+
+
 def dataset_spec(profile: str, **overrides: object) -> DatasetSpec:
     """The dataset the equivalence tests use for ``profile`` (:data:`TEST_DATASET`, seed 11), with overrides."""
     return DatasetSpec.from_profile(profile, **{**TEST_DATASET, "seed": 11, **overrides})
@@ -144,18 +163,10 @@ def run_engine(
     )
     legacy_cap, modern_cap = batch_caps(spec, PARTITIONS)
     if engine == "legacy":
-        from legacy.runner import LegacyRunConfig, await_progress, create_context
-
-        from legacy.rate import MAX_RATE_PER_PARTITION
+        from legacy.runner import LegacyRunConfig, await_progress
 
         config = LegacyRunConfig(bootstrap_servers, topics, str(out_dir), str(checkpoint), spec, jobs, batch_seconds=1.0)
-        conf = spark.sparkContext._conf  # the live context's conf: read when the direct streams are created
-        previous = conf.get(MAX_RATE_PER_PARTITION, "0")
-        conf.set(MAX_RATE_PER_PARTITION, str(legacy_cap))
-        try:
-            ssc = create_context(spark.sparkContext, config)
-        finally:
-            conf.set(MAX_RATE_PER_PARTITION, previous)
+        ssc = capped_context(spark.sparkContext, config, legacy_cap)
         ssc.start()
         try:
             result = replay(routed, bootstrap_servers, settings)

