@@ -20,7 +20,7 @@ One run, one broker, one Spark JVM, one machine:
    ``--state-keys`` (default: ``--records``). Batches of the same size (:data:`STATE_BATCH` updates of
    existing keys) are produced right after a batch boundary, so each lands in one batch; the ratio is the
    median processing time of such batches at the large state over the small one. Near 1: the state is
-   incremental. (Legacy runs 5 s batches here, :data:`STATE_LEGACY_BATCH_S`.)
+   incremental. (Legacy runs 5 s batches here, :data:`STATE_LEGACY_BATCH_S`, and may queue them.)
 
 Results go to ``<out>/bench-<UTC time>.json`` and ``.md``, and to ``latest.json``/``latest.md`` (the schema is
 in docs/bench.md), with the machine description and the exact command. :func:`readme_table` renders README's
@@ -167,20 +167,21 @@ class BenchSettings:
 
 
 def batch_spans(engine: str, out_dir: Path, job: str) -> pd.DataFrame:
-    """One row per completed batch of ``job``: ``started_ms, ended_ms, records, processing_ms, scheduling_ms``.
+    """One row per completed batch of ``job``: ``batch_ms, started_ms, ended_ms, records, processing_ms,
+    scheduling_ms`` (``batch_ms``: the batch time, legacy; the trigger's start, modern).
 
     Legacy: the StreamingListener's log (``metrics/batches.jsonl``; processing starts when the batch's
     scheduling delay, its wait behind earlier batches, ends). Modern: the query's progress (``timestamp`` is
     the trigger's start; a micro-batch never waits behind another, so ``scheduling_ms`` is 0).
     """
-    columns = ["started_ms", "ended_ms", "records", "processing_ms", "scheduling_ms"]
+    columns = ["batch_ms", "started_ms", "ended_ms", "records", "processing_ms", "scheduling_ms"]
     if engine == "legacy":
         path = out_dir / "metrics" / "batches.jsonl"
         rows = []
         for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
             b = json.loads(line)
             processing = int(b["processing_delay_ms"] or 0)
-            rows.append((b["completed_ms"] - processing, b["completed_ms"], b["records"], processing,
+            rows.append((b["batch_time_ms"], b["completed_ms"] - processing, b["completed_ms"], b["records"], processing,
                          int(b["scheduling_delay_ms"] or 0)))
         return pd.DataFrame(rows, columns=columns)
     from modern.runner import read_progress
@@ -189,7 +190,7 @@ def batch_spans(engine: str, out_dir: Path, job: str) -> pd.DataFrame:
     for p in read_progress(out_dir, job):
         started = pd.Timestamp(p["timestamp"]).value // 1_000_000
         duration = int(p.get("batchDuration", 0))
-        rows.append((started, started + duration, int(p.get("numInputRows", 0)), duration, 0))
+        rows.append((started, started, started + duration, int(p.get("numInputRows", 0)), duration, 0))
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -448,14 +449,20 @@ class _Bench:
         }
 
     def state_growth(self, engine: str) -> dict[str, Any]:
-        """Processing time of equal batches (updates of existing keys) at 10k keys and at ``state_keys``."""
+        """Processing time of equal batches (updates of existing keys) at 10k keys and at ``state_keys``.
+
+        Each sample batch is produced just after a batch boundary, so it is one batch of exactly
+        :data:`STATE_BATCH` records. Modern waits for each put to be processed (a trigger reads whatever has
+        arrived, so a sample must not meet the rest of a load). Legacy never waits until the end: its batches
+        are cut at the boundaries whatever their processing, and with a large state they outlast the interval
+        and queue; waiting for each would make every wait longer than the one before.
+        """
         keys, partitions = self.settings.n_state_keys, self.settings.partitions
         values = state_values(keys, self.frame["value"].iloc[0])
         topic = self._topic(f"state-{engine}")
         period = STATE_LEGACY_BATCH_S if engine == "legacy" else 1.0
         kwargs = {"batch_seconds": period} if engine == "legacy" else {"trigger": "1 second"}
         sent = 0
-        windows: list[tuple[int, int]] = []
         with self.engine(engine, "running_counts", topic, **kwargs) as run:
 
             def put(batch: list[bytes], aligned: bool = False) -> None:
@@ -464,24 +471,23 @@ class _Bench:
                     _aligned(period)
                 produce(self.bootstrap, topic, batch, partitions, first_seq=sent)
                 sent += len(batch)
-                run.wait(_ends(topic, sent, partitions), self.settings.timeout_s, extra_batches=0)
-
-            def sample(label: str) -> None:
-                started = int(time.time() * 1000)
-                for _ in range(STATE_SAMPLES):
-                    put(values[:STATE_BATCH], aligned=True)
-                windows.append((started, int(time.time() * 1000)))
+                if engine == "modern":
+                    run.wait(_ends(topic, sent, partitions), self.settings.timeout_s)
 
             put(values[:STATE_FROM_KEYS])
-            sample(f"{STATE_FROM_KEYS:,} keys")
-            for start in range(STATE_FROM_KEYS, keys, 100_000):
-                put(values[start:start + 100_000])
-            sample(f"{keys:,} keys")
-        spans = run.spans()
-        small, large = (
-            spans[(spans["records"] == STATE_BATCH) & spans["started_ms"].between(a, b)]["processing_ms"].tolist()
-            for a, b in windows
-        )
+            for _ in range(STATE_SAMPLES):
+                put(values[:STATE_BATCH], aligned=True)
+            put(values[STATE_FROM_KEYS:keys])
+            for _ in range(STATE_SAMPLES):
+                put(values[:STATE_BATCH], aligned=True)
+            run.wait(_ends(topic, sent, partitions), self.settings.timeout_s, extra_batches=0)
+        spans = run.spans().sort_values("batch_ms", kind="stable")
+        # A sample is a batch of exactly STATE_BATCH records among the records sent in its phase.
+        through = spans["records"].cumsum()
+        exact = spans["records"] == STATE_BATCH
+        phase_one = STATE_FROM_KEYS + STATE_SAMPLES * STATE_BATCH
+        small = spans[exact & (through > STATE_FROM_KEYS) & (through <= phase_one)]["processing_ms"].tolist()
+        large = spans[exact & (through > keys + STATE_SAMPLES * STATE_BATCH)]["processing_ms"].tolist()
         ratio = statistics.median(large) / statistics.median(small) if small and large and statistics.median(small) else None
         return {
             "keys_from": STATE_FROM_KEYS, "keys_to": keys, "batch_records": STATE_BATCH,

@@ -68,7 +68,7 @@ def test_legacy_batch_spans_start_when_processing_starts(tmp_path: Path) -> None
     )) + "\n")
     spans = bench.batch_spans("legacy", tmp_path, "running_counts")
     assert spans.to_dict("list") == {
-        "started_ms": [1005, 2010], "ended_ms": [1305, 2010], "records": [10, 0], "processing_ms": [300, 0],
+        "batch_ms": [1000, 2000], "started_ms": [1005, 2010], "ended_ms": [1305, 2010], "records": [10, 0], "processing_ms": [300, 0],
         "scheduling_ms": [5, 0],
     }
 
