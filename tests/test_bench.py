@@ -83,6 +83,9 @@ def test_targets_say_whether_met_and_by_how_much() -> None:
     assert (modern_p99["met"], modern_p99["missed_by_factor"]) == (False, 1.9)
     assert targets["legacy state growth ratio"]["missed_by_factor"] == 6.99  # 9.09 / 1.3
     assert targets["modern state growth ratio"]["met"] is True
+    limits = bench.limits(_results())
+    assert "legacy state growth: a batch of 10,000 updates took 110 ms at 10,000 keys and 1,000 ms at 200,000" in limits[-2]
+    assert not any(limit.startswith("modern state growth") for limit in limits)  # met: nothing limits it
 
 
 def test_state_values_differ_only_in_their_key() -> None:
