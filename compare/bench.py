@@ -614,15 +614,15 @@ def limits(results: dict) -> list[str]:
             setting, lat = first
             if engine == "legacy":
                 notes.append(
-                    f"legacy p99 at {setting} batches: a batch with records took {_fmt(lat['batch_ms_median'])} ms and an "
-                    f"idle one {_fmt(lat['idle_batch_ms_median'])} ms against a {setting} interval at "
-                    f"{_fmt(lat['rate_rps'])} records/s, so batches queued (scheduling delay up to "
-                    f"{_fmt(lat['scheduling_delay_ms_max'])} ms): the maximum throughput was measured with "
+                    f"legacy p99 at {setting} batches: a batch with records took {_fmt(lat.get('batch_ms_median'))} ms and an "
+                    f"idle one {_fmt(lat.get('idle_batch_ms_median'))} ms against a {setting} interval at "
+                    f"{_fmt(lat.get('rate_rps'))} records/s, so batches queued (scheduling delay up to "
+                    f"{_fmt(lat.get('scheduling_delay_ms_max'))} ms): the maximum throughput was measured with "
                     f"{rc['batch_cap']:,}-record batches, where the fixed cost per batch is amortized.")
             else:
                 notes.append(
-                    f"modern p99 with the {setting} trigger: a micro-batch took {_fmt(lat['batch_ms_median'])} ms (median) "
-                    f"at {_fmt(lat['rate_rps'])} records/s, with the dead-letter query running beside it (profile §3).")
+                    f"modern p99 with the {setting} trigger: a micro-batch took {_fmt(lat.get('batch_ms_median'))} ms (median) "
+                    f"at {_fmt(lat.get('rate_rps'))} records/s, with the dead-letter query running beside it (profile §3).")
     for engine, growth in results.get("state_growth", {}).items():
         if f"{engine} state growth ratio" in missed:
             why = ("updateStateByKey calls its function for every key in every batch, by design" if engine == "legacy"
@@ -677,7 +677,7 @@ def render_markdown(results: dict) -> str:
     for engine, by_workload in results["engines"].items():
         for workload, r in by_workload.items():
             for setting, lat in r.get("latency_by_trigger", {}).items():
-                lines.append(f"| {engine} | {workload} | {setting} | {_fmt(lat['rate_rps'])} | {_fmt(lat['p50'])} | "
+                lines.append(f"| {engine} | {workload} | {setting} | {_fmt(lat.get('rate_rps'))} | {_fmt(lat['p50'])} | "
                              f"{_fmt(lat['p95'])} | {_fmt(lat['p99'])} | {_fmt(lat.get('batch_ms_median'))} | "
                              f"{_fmt(lat.get('idle_batch_ms_median'))} | {_fmt(lat.get('scheduling_delay_ms_max'))} |")
     growth = results.get("state_growth", {})

@@ -26,7 +26,8 @@ def _results(**overrides: object) -> dict:
     engine = {
         "throughput_rps": 5000.0, "ratio_to_raw": 0.25, "batches": 10, "batch_cap": 100, "matches_oracle": True,
         "latency_by_trigger": {"1 s": {"rate_rps": 1500.0, "records": 15000, "rows_measured": 900,
-                                       "p50": 700.0, "p95": 1100.0, "p99": 1900.0}},
+                                       "p50": 700.0, "p95": 1100.0, "p99": 1900.0, "batch_ms_median": 800.0,
+                                       "idle_batch_ms_median": 300.0, "scheduling_delay_ms_max": 50}},
         "latency_ms": {"p50": 700.0, "p95": 1100.0, "p99": 1900.0},
     }
     results = {
@@ -86,6 +87,7 @@ def test_targets_say_whether_met_and_by_how_much() -> None:
     limits = bench.limits(_results())
     assert "legacy state growth: a batch of 10,000 updates took 110 ms at 10,000 keys and 1,000 ms at 200,000" in limits[-2]
     assert not any(limit.startswith("modern state growth") for limit in limits)  # met: nothing limits it
+    assert "modern p99 with the 1 s trigger: a micro-batch took 800 ms (median) at 1,500 records/s" in limits[1]
 
 
 def test_state_values_differ_only_in_their_key() -> None:
