@@ -332,7 +332,9 @@ def _compare_progress() -> tuple[Progress, Callable[[str, int, int], None]]:
             tasks[name] = progress.add_task(name, total=total, rate="")
             started[name] = time.monotonic()
         elapsed = max(time.monotonic() - started[name], 1e-9)
-        progress.update(tasks[name], completed=min(done, total), rate=f"{done / elapsed:,.0f} rec/s")
+        # A bar of one step is a phase (dmk bench), not records: no rate.
+        rate = f"{done / elapsed:,.0f} rec/s" if total > 1 else ""
+        progress.update(tasks[name], completed=min(done, total), rate=rate)
 
     return progress, update
 
