@@ -606,7 +606,7 @@ def limits(results: dict) -> list[str]:
             why = ("a Python task per Kafka range and per state partition, each costing tens of ms (profile §1), and "
                    "kafka-python's decode in every reader" if engine == "legacy" else
                    "the dead-letter query reads and parses every record a second time, on the same cores: without it "
-                   "modern running_counts ran 2.3x faster (profile §3)")
+                   "modern running_counts ran 2.3-2.8x faster (profile §3)")
             notes.append(f"{engine} running_counts throughput is {rc['ratio_to_raw']:.2f}x the raw single consumer "
                          f"with {rc['batch_cap']:,}-record batches: {why}.")
         first = next(iter(rc.get("latency_by_trigger", {}).items()), None)
