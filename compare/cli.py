@@ -446,19 +446,14 @@ def cmd_checkpoint_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_cutover(args: argparse.Namespace) -> int:
-    from compare.cutover import PositionSource, plan_cutover, read_position, seed_state, write_options
+    from compare.cutover import PositionSource, carried_spec, plan_cutover, read_position, seed_state, write_options
     from kit.errors import ConfigError
 
     if args.seed_state and not args.workload:
         raise ConfigError("--seed-state needs --workload: the legacy job whose totals seed the modern query",
                           field="workload", expected="a workload name or package.module:SPEC", actual=None)
     if args.seed_state:
-        from kit import workloads
-
-        carry = workloads.get(args.workload).carry
-        if carry.how != "totals":  # refuse before --discard-beyond deletes anything
-            raise ConfigError(f"{args.workload}'s state is {carry.how}: {carry.note}", field="workload",
-                              expected="a workload whose state is totals", actual=carry.how)
+        carried_spec(args.workload)  # refuse before --discard-beyond deletes anything
     source = PositionSource(args.source, args.where, consumer=args.consumer, topics=tuple(args.topic or ()),
                             bootstrap_servers=args.bootstrap_servers)
     if args.source == "checkpoint" and args.master:

@@ -38,6 +38,7 @@ __all__ = [
     "LegacyPosition",
     "PositionSource",
     "SOURCES",
+    "carried_spec",
     "plan_cutover",
     "read_position",
     "seed_state",
@@ -364,13 +365,11 @@ def plan_cutover(
 # -- state and options ---------------------------------------------------------------------------------------
 
 
-def seed_state(plan: CutoverPlan, workload: str, target: str | Path) -> int:
-    """Write the legacy job's last rows of ``workload`` (within the position) as the modern query's initial
-    state (``ModernRunConfig.initial_state``); returns the number of keys.
+def carried_spec(workload: str) -> workloads.WorkloadSpec:
+    """The spec of ``workload``, whose state :func:`seed_state` can carry.
 
     Raises:
-        ConfigError: no ``legacy_output`` in the plan, or the workload's state is not totals (its ``carry``
-            says why and what to do instead).
+        ConfigError: the workload's state is not totals (its ``carry`` says why and what to do instead).
     """
     spec = workloads.get(workload)
     if spec.carry.how != "totals":
@@ -378,6 +377,18 @@ def seed_state(plan: CutoverPlan, workload: str, target: str | Path) -> int:
             f"{spec.name}'s state is {spec.carry.how}: {spec.carry.note}", field="workload",
             expected="a workload whose state is totals", actual=spec.carry.how,
         )
+    return spec
+
+
+def seed_state(plan: CutoverPlan, workload: str, target: str | Path) -> int:
+    """Write the legacy job's last rows of ``workload`` (within the position) as the modern query's initial
+    state (``ModernRunConfig.initial_state``); returns the number of keys.
+
+    Raises:
+        ConfigError: no ``legacy_output`` in the plan, or the workload's state is not totals
+            (:func:`carried_spec`).
+    """
+    spec = carried_spec(workload)
     if plan.legacy_output is None:
         raise ConfigError("seeding the state reads the legacy job's outputs: pass --legacy-output",
                           field="legacy_output", expected="a directory", actual=None)
