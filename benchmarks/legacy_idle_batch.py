@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from compare.driver import batch_listener  # noqa: E402
 from compare.harness import capped_context  # noqa: E402
+from compare.run import batch_spans  # noqa: E402
 from kit.broker import EmbeddedBroker  # noqa: E402
 from kit.dataset import DatasetSpec  # noqa: E402
 from kit.kafka import Kafka  # noqa: E402
@@ -55,9 +56,9 @@ def idle_batches(spark: object, bootstrap: str, workload: str, partitions: int, 
         ssc.start()
         time.sleep(seconds)
         ssc.stop(stopSparkContext=False, stopGraceFully=False)
-        batches = [json.loads(line) for line in (out / "metrics" / "batches.jsonl").read_text().splitlines()]
+        batches = batch_spans("legacy", out, workload)
     stages = [s for s in _get(f"{api}/stages") if s["stageId"] not in before and s["status"] == "COMPLETE"]
-    steady = [b["processing_delay_ms"] for b in batches[3:]]
+    steady = batches["processing_ms"].iloc[3:].tolist()
     return {
         "workload": workload,
         "batches": len(batches),

@@ -44,7 +44,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from kit import workloads
@@ -53,6 +52,8 @@ from kit.errors import ConfigError, KitError
 from kit.kafka import Kafka
 from kit.replay import ReplaySettings, replay
 from kit.sink import read_batches
+
+from compare.run import _latency, _percentiles, batch_spans
 
 __all__ = [
     "BenchSettings",
@@ -166,34 +167,6 @@ class BenchSettings:
 # -- measurements from batch logs ----------------------------------------------------------------------------
 
 
-def batch_spans(engine: str, out_dir: Path, job: str) -> pd.DataFrame:
-    """One row per completed batch of ``job``: ``batch_ms, started_ms, ended_ms, records, processing_ms,
-    scheduling_ms`` (``batch_ms``: the batch time, legacy; the trigger's start, modern).
-
-    Legacy: the StreamingListener's log (``metrics/batches.jsonl``; processing starts when the batch's
-    scheduling delay, its wait behind earlier batches, ends). Modern: the query's progress (``timestamp`` is
-    the trigger's start; a micro-batch never waits behind another, so ``scheduling_ms`` is 0).
-    """
-    columns = ["batch_ms", "started_ms", "ended_ms", "records", "processing_ms", "scheduling_ms"]
-    if engine == "legacy":
-        path = out_dir / "metrics" / "batches.jsonl"
-        rows = []
-        for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
-            b = json.loads(line)
-            processing = int(b["processing_delay_ms"] or 0)
-            rows.append((b["batch_time_ms"], b["completed_ms"] - processing, b["completed_ms"], b["records"], processing,
-                         int(b["scheduling_delay_ms"] or 0)))
-        return pd.DataFrame(rows, columns=columns)
-    from modern.runner import read_progress
-
-    rows = []
-    for p in read_progress(out_dir, job):
-        started = pd.Timestamp(p["timestamp"]).value // 1_000_000
-        duration = int(p.get("batchDuration", 0))
-        rows.append((started, started, started + duration, int(p.get("numInputRows", 0)), duration, 0))
-    return pd.DataFrame(rows, columns=columns)
-
-
 def throughput(spans: pd.DataFrame) -> tuple[float, int]:
     """Records/s over the span from the start of the first batch with records to the end of the last one,
     and the number of such batches."""
@@ -206,12 +179,6 @@ def throughput(spans: pd.DataFrame) -> tuple[float, int]:
 
 def _median(values: pd.Series) -> float | None:
     return None if values.empty else float(values.median())
-
-
-def percentiles(values: np.ndarray) -> dict[str, float | None]:
-    if len(values) == 0:
-        return {"p50": None, "p95": None, "p99": None}
-    return {f"p{q}": round(float(np.percentile(values, q)), 1) for q in (50, 95, 99)}
 
 
 # -- Kafka without an engine ---------------------------------------------------------------------------------
@@ -437,12 +404,11 @@ class _Bench:
         rows = run.rows()
         produced = replayed.log["produced_ms"]
         cutoff = produced.min() + WARMUP_FRACTION * (produced.max() - produced.min())
-        kept = rows[rows[workloads.LAST_INPUT_TS] >= cutoff] if not rows.empty else rows
-        latency = (kept["emitted_at"] - kept[workloads.LAST_INPUT_TS]).to_numpy() if not kept.empty else np.array([])
+        latency = _latency(rows[rows[workloads.LAST_INPUT_TS] >= cutoff] if not rows.empty else rows)
         spans = run.spans()
         busy, idle = spans[spans["records"] > 0], spans[spans["records"] == 0]
         return {
-            "rate_rps": round(rate, 1), "records": n, "rows_measured": int(len(latency)), **percentiles(latency),
+            "rate_rps": round(rate, 1), "records": n, "rows_measured": int(len(latency)), **_percentiles(latency),
             # What limits the latency: how long a batch takes, with and without records.
             "batch_ms_median": _median(busy["processing_ms"]), "idle_batch_ms_median": _median(idle["processing_ms"]),
             "scheduling_delay_ms_max": int(spans["scheduling_ms"].max()) if engine == "legacy" and not spans.empty else None,
@@ -653,7 +619,7 @@ def render_markdown(results: dict) -> str:
         "",
         f"Command: `{results['command']}`  ",
         f"Machine: {m['cores']} cores ({m['cpu']}), {m['memory_gb']} GB, {m['os']}, Python {m['python']}, {m['java']}, "
-        + ", ".join(f"{k} {v}" for k, v in m["versions"].items()) + f"  ",
+        + ", ".join(f"{k} {v}" for k, v in m["versions"].items()) + "  ",
         f"Broker: {results['broker']}; Spark master {results['master']}; {results['records']:,} records "
         f"in {results['partitions']} partitions (clean profile).",
         "",

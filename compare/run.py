@@ -563,27 +563,45 @@ def _percentiles(latency: pd.Series) -> dict[str, float | None]:
     }
 
 
-def timeline(outcome: EngineOutcome) -> pd.DataFrame:
-    """One row per batch of an engine's main job: ``completed_ms, records, duration_ms`` (for the plots)."""
-    if outcome.engine == "legacy":
-        path = outcome.out_dir / "metrics" / "batches.jsonl"
-        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
-        frame = pd.DataFrame(rows, columns=["batch_time_ms", "records", "scheduling_delay_ms", "processing_delay_ms", "total_delay_ms", "completed_ms"])
-        return pd.DataFrame({
-            "completed_ms": frame["completed_ms"].astype("int64"),
-            "records": frame["records"].astype("int64"),
-            "duration_ms": frame["processing_delay_ms"].fillna(0).astype("int64"),
-            "scheduling_delay_ms": frame["scheduling_delay_ms"].fillna(0).astype("int64"),
-        })
+def batch_spans(engine: str, out_dir: Path, job: str) -> pd.DataFrame:
+    """One row per completed batch of ``job``: ``batch_ms, started_ms, ended_ms, records, processing_ms,
+    scheduling_ms`` (``batch_ms``: the batch time, legacy; the trigger's start, modern).
+
+    Legacy: the StreamingListener's log (``metrics/batches.jsonl``; processing starts when the batch's
+    scheduling delay, its wait behind earlier batches, ends). Modern: the query's progress (``timestamp`` is
+    the trigger's start; a micro-batch never waits behind another, so ``scheduling_ms`` is 0).
+    """
+    columns = ["batch_ms", "started_ms", "ended_ms", "records", "processing_ms", "scheduling_ms"]
+    if engine == "legacy":
+        rows = []
+        for b in _written_lines(out_dir / "metrics" / "batches.jsonl"):
+            processing = int(b["processing_delay_ms"] or 0)
+            rows.append((b["batch_time_ms"], b["completed_ms"] - processing, b["completed_ms"], b["records"], processing,
+                         int(b["scheduling_delay_ms"] or 0)))
+        return pd.DataFrame(rows, columns=columns)
     from modern.runner import read_progress
 
-    names = sorted(p.stem for p in (outcome.out_dir / "progress").glob("*.jsonl") if not p.name.startswith("dead_letters."))
     rows = []
-    for name in names[:1]:
-        for p in read_progress(outcome.out_dir, name):
-            ended = pd.Timestamp(p["timestamp"]).value // 1_000_000 + int(p.get("batchDuration", 0))
-            rows.append((ended, int(p.get("numInputRows", 0)), int(p.get("batchDuration", 0)), 0))
-    return pd.DataFrame(rows, columns=["completed_ms", "records", "duration_ms", "scheduling_delay_ms"])
+    for p in read_progress(out_dir, job):
+        started = pd.Timestamp(p["timestamp"]).value // 1_000_000
+        duration = int(p.get("batchDuration", 0))
+        rows.append((started, started, started + duration, int(p.get("numInputRows", 0)), duration, 0))
+    return pd.DataFrame(rows, columns=columns)
+
+
+def timeline(outcome: EngineOutcome) -> pd.DataFrame:
+    """One row per batch of an engine's main job: ``completed_ms, records, duration_ms`` (for the plots)."""
+    job = ""  # legacy: one log for the whole context; modern: the first job's query
+    if outcome.engine == "modern":
+        names = sorted(p.stem for p in (outcome.out_dir / "progress").glob("*.jsonl") if not p.name.startswith("dead_letters."))
+        job = names[0] if names else ""
+    spans = batch_spans(outcome.engine, outcome.out_dir, job)
+    return pd.DataFrame({
+        "completed_ms": spans["ended_ms"].astype("int64"),
+        "records": spans["records"].astype("int64"),
+        "duration_ms": spans["processing_ms"].astype("int64"),
+        "scheduling_delay_ms": spans["scheduling_ms"].astype("int64"),
+    })
 
 
 def _processed_ranges(outcome: EngineOutcome, job: str) -> list[tuple[str, int, int, int]]:
