@@ -1,10 +1,15 @@
 """Kafka I/O both engines share: topic admin, exact offsets and exact offset-range reads.
 
-Everything goes through :class:`Kafka`, a handle on one cluster that opens its kafka-python clients lazily
-and closes them on ``close()`` / ``__exit__``. It works the same on Apache Kafka and on the embedded Tansu
-broker, whose ListOffsets(latest) answer is wrong after multi-record batches (it returns the last batch's
-base offset + 1); :meth:`Kafka.end_offsets` reads the high watermark of a Fetch response instead, which
-both brokers get right.
+Everything goes through :class:`Kafka`, a handle on one cluster that opens its clients lazily and closes
+them on ``close()`` / ``__exit__``. It works the same on Apache Kafka and on the embedded Tansu broker, whose
+ListOffsets(latest) answer is wrong after multi-record batches (it returns the last batch's base offset + 1);
+:meth:`Kafka.end_offsets` reads the high watermark of a Fetch response instead, which both brokers get right.
+
+Two clients: kafka-python, the reference, does admin, groups and offset look-ups; the hot paths (ranged
+reads, high watermarks, :meth:`Kafka.sender`) use librdkafka through ``confluent-kafka`` when it is
+installed, several times faster (docs/kit.md, "Kafka clients"). ``client="kafka-python"`` (or the
+environment variable ``DMK_KAFKA_CLIENT=kafka-python``) forces the reference client everywhere; settings
+with no librdkafka equivalent keep a handle on kafka-python too.
 
 Example:
     >>> with Kafka("127.0.0.1:9092") as kafka:                          # doctest: +SKIP
@@ -44,13 +49,23 @@ from kit.errors import (
 )
 
 __all__ = [
+    "CLIENTS",
+    "CLIENT_ENV",
     "ConsumerRecord",
     "Kafka",
+    "Sender",
     "TopicPartition",
     "client_settings",
     "key_partition",
+    "resolve_client",
     "wait_for_broker",
 ]
+
+CLIENTS = ("confluent", "kafka-python")
+"""The Kafka clients the kit's hot paths can use."""
+
+CLIENT_ENV = "DMK_KAFKA_CLIENT"
+"""Environment variable forcing one of :data:`CLIENTS` (``auto``, the default, prefers confluent)."""
 
 _KNOWN_CLIENT_KEYS = (
     set(KafkaConsumer.DEFAULT_CONFIG) | set(KafkaProducer.DEFAULT_CONFIG) | set(KafkaAdminClient.DEFAULT_CONFIG)
@@ -96,6 +111,44 @@ def client_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
     return settings
 
 
+def _confluent_installed() -> bool:
+    try:
+        import confluent_kafka  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def resolve_client(client: str | None = None) -> str:
+    """The client the hot paths use: ``client``, else ``$DMK_KAFKA_CLIENT``, else ``"auto"``.
+
+    ``"auto"`` is ``"confluent"`` when ``confluent-kafka`` is importable and ``"kafka-python"`` otherwise.
+    The environment is read here, at the edge, so that Spark's Python workers (which inherit it) choose the
+    same client as their driver.
+
+    Raises:
+        ConfigError: an unknown client name, or ``"confluent"`` without ``confluent-kafka`` installed.
+    """
+    import os
+
+    chosen = (client or os.environ.get(CLIENT_ENV) or "auto").strip().lower()
+    if chosen == "auto":
+        return "confluent" if _confluent_installed() else "kafka-python"
+    if chosen not in CLIENTS:
+        raise ConfigError(
+            f"unknown Kafka client {chosen!r} (from {'the client argument' if client else CLIENT_ENV}); "
+            f"use one of {', '.join(CLIENTS)} or auto",
+            field="client", expected=("auto", *CLIENTS), actual=chosen,
+        )
+    if chosen == "confluent" and not _confluent_installed():
+        raise ConfigError(
+            "the confluent Kafka client was asked for but confluent-kafka is not installed; "
+            "pip install confluent-kafka, or use DMK_KAFKA_CLIENT=kafka-python",
+            field="client", expected="confluent-kafka installed", actual="missing",
+        )
+    return chosen
+
+
 def _only_known(settings: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in settings.items() if k in defaults}
 
@@ -125,22 +178,44 @@ class Kafka:
 
     Args:
         bootstrap_servers: ``host:port[,host:port...]``.
-        settings: extra kafka-python client settings (security and the like), validated by
+        settings: extra client settings in kafka-python's names (security and the like), validated by
             :func:`client_settings`.
         timeout_s: bound on each admin or offset request (default 30 s).
+        client: the client of the hot paths (:func:`resolve_client`; default ``$DMK_KAFKA_CLIENT`` or auto).
+            A setting librdkafka has no equivalent for keeps ``"auto"`` on kafka-python and is an error
+            with ``"confluent"``.
 
     Not thread-safe: give each thread (and each Spark task) its own handle.
     """
 
     def __init__(
-        self, bootstrap_servers: str, *, settings: Mapping[str, Any] | None = None, timeout_s: float = 30.0
+        self,
+        bootstrap_servers: str,
+        *,
+        settings: Mapping[str, Any] | None = None,
+        timeout_s: float = 30.0,
+        client: str | None = None,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.settings = client_settings(settings)
         self.timeout_s = timeout_s
+        self.client = resolve_client(client)
+        self._rd_properties: dict[str, Any] = {}
+        if self.client == "confluent":
+            from kit._rdkafka import translate
+
+            self._rd_properties, untranslated = translate(self.settings)
+            if untranslated and (client or "").lower() == "confluent":
+                raise ConfigError(
+                    f"the settings {untranslated} have no librdkafka equivalent; use the kafka-python client",
+                    field="settings", expected="settings librdkafka knows", actual=untranslated,
+                )
+            if untranslated:
+                self.client = "kafka-python"
         self._admin: KafkaAdminClient | None = None
         self._offsets_consumer: KafkaConsumer | None = None
         self._reader: KafkaConsumer | None = None
+        self._rd_readers: dict[str, Any] = {}
 
     # -- clients ---------------------------------------------------------------------------------------
 
@@ -184,12 +259,26 @@ class Kafka:
         except KafkaTimeoutError as exc:
             raise BrokerUnavailable(self.bootstrap_servers, str(exc)) from exc
 
+    def sender(self, *, max_block_s: float = 60.0, **config: Any) -> Sender:
+        """A new :class:`Sender` on this cluster with the handle's client and settings (the caller closes it).
+
+        ``config`` takes kafka-python producer settings (``acks``, ``linger_ms``, ``batch_size``...).
+        """
+        if self.client == "confluent":
+            from kit._rdkafka import _PRODUCER_NAMES, RdSender, translate
+
+            properties, untranslated = translate(config, _PRODUCER_NAMES)
+            if not untranslated:
+                return RdSender(self.bootstrap_servers, {**self._rd_properties, **properties}, max_block_s)
+        return _KafkaPythonSender(self.producer(max_block_ms=int(max_block_s * 1000), **config))
+
     def close(self) -> None:
         """Close every client this handle opened."""
-        for client in (self._admin, self._offsets_consumer, self._reader):
+        for client in (self._admin, self._offsets_consumer, self._reader, *self._rd_readers.values()):
             if client is not None:
                 client.close()
         self._admin = self._offsets_consumer = self._reader = None
+        self._rd_readers = {}
 
     def __enter__(self) -> Kafka:
         return self
@@ -293,7 +382,13 @@ class Kafka:
             raise KafkaTimeout("listing offsets", self.timeout_s, [str(tp) for tp in tps]) from exc
         ends = {tp: listed[tp] for tp in tps if listed[tp] <= beginnings[tp]}  # empty: nothing to fetch
         to_fetch = [tp for tp in tps if tp not in ends]
-        if to_fetch:
+        if to_fetch and self.client == "confluent":
+            try:
+                found = self._rd("offsets").high_watermarks({(tp.topic, tp.partition): listed[tp] - 1 for tp in to_fetch})
+            except TimeoutError as exc:
+                raise KafkaTimeout("reading high watermarks", self.timeout_s, {"no answer for": exc.args[0]}) from exc
+            ends.update({TopicPartition(t, p): high for (t, p), high in found.items()})
+        elif to_fetch:
             # A fresh assignment forgets high watermarks from earlier calls, so each one is read anew.
             consumer.unsubscribe()
             consumer.assign(to_fetch)
@@ -414,6 +509,19 @@ class Kafka:
     ) -> Iterator[ConsumerRecord]:
         if from_offset == until_offset:
             return
+        if self.client == "confluent":
+            yield from self._rd("reads").read(
+                tp.topic, tp.partition, from_offset, until_offset,
+                idle_timeout_s=idle_timeout_s,
+                end_offset=lambda: self.end_offsets([tp])[tp],
+                out_of_range=lambda: self._out_of_range(tp, from_offset, until_offset),
+                timed_out=lambda position, end: KafkaTimeout(
+                    f"reading [{from_offset}, {until_offset}) of {tp.topic}-{tp.partition}",
+                    idle_timeout_s,
+                    {"position": position, "end_offset": end},
+                ),
+            )
+            return
         consumer = self._reader_consumer()
         consumer.unsubscribe()
         consumer.assign([tp])
@@ -449,6 +557,15 @@ class Kafka:
         available = (self.beginning_offsets([tp])[tp], self.end_offsets([tp])[tp])
         return OffsetOutOfRange(tp.topic, tp.partition, requested=(from_offset, until_offset), available=available)
 
+    def _rd(self, role: str) -> Any:
+        # One consumer per role: a read in progress looks up high watermarks (to tell a slow range from one
+        # past the end), and a look-up reassigns its consumer.
+        if role not in self._rd_readers:
+            from kit._rdkafka import RdReader
+
+            self._rd_readers[role] = RdReader(self.bootstrap_servers, self._rd_properties, self.timeout_s)
+        return self._rd_readers[role]
+
     def _reader_consumer(self) -> KafkaConsumer:
         if self._reader is None:
             self._reader = self._consumer(
@@ -458,3 +575,67 @@ class Kafka:
                 receive_buffer_bytes=4 * 1024 * 1024,
             )
         return self._reader
+
+
+class Sender:
+    """Sends records and reports each one's outcome; from :meth:`Kafka.sender`, whichever client is behind it.
+
+    ``send`` queues one record; ``on_done(partition, offset, error)`` is called once for it, from ``send``,
+    ``flush`` or ``close`` (``error`` None when the broker acknowledged it). ``flush(timeout_s)`` waits for
+    every outcome and returns how many are still outstanding.
+    """
+
+    def send(
+        self,
+        topic: str,
+        *,
+        key: bytes | None,
+        value: bytes | None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: list[tuple[str, bytes | None]] | None = None,
+        on_done: Any = None,
+    ) -> None:
+        raise NotImplementedError
+
+    def flush(self, timeout_s: float) -> int:
+        raise NotImplementedError
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        raise NotImplementedError
+
+
+class _KafkaPythonSender(Sender):
+    def __init__(self, producer: KafkaProducer) -> None:
+        self._producer = producer
+        self._futures: list[Any] = []
+
+    def send(
+        self,
+        topic: str,
+        *,
+        key: bytes | None,
+        value: bytes | None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: list[tuple[str, bytes | None]] | None = None,
+        on_done: Any = None,
+    ) -> None:
+        future = self._producer.send(
+            topic, key=key, value=value, partition=partition, timestamp_ms=timestamp_ms, headers=headers or []
+        )
+        if on_done is not None:
+            future.add_callback(lambda meta: on_done(meta.partition, meta.offset, None))
+            future.add_errback(lambda exc: on_done(partition if partition is not None else -1, -1, exc))
+        self._futures.append(future)
+
+    def flush(self, timeout_s: float) -> int:
+        try:
+            self._producer.flush(timeout=timeout_s)
+        except KafkaTimeoutError:
+            pass
+        self._futures = [f for f in self._futures if not f.is_done]
+        return len(self._futures)
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        self._producer.close(timeout=timeout_s)

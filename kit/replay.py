@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -150,7 +151,7 @@ class TokenBucket:
 
 
 class _Acks:
-    """Collects the broker's acknowledgements (called on the producer's I/O thread)."""
+    """Collects the broker's acknowledgements (called from the sender, on its I/O thread or in send/flush)."""
 
     def __init__(self, n: int) -> None:
         self.partition = np.full(n, -1, dtype=np.int32)
@@ -159,9 +160,12 @@ class _Acks:
         self.failed = 0
         self.first_error: BaseException | None = None
 
-    def ok(self, seq: int, metadata) -> None:  # noqa: ANN001 - kafka-python's RecordMetadata
-        self.partition[seq] = metadata.partition
-        self.offset[seq] = metadata.offset
+    def done(self, seq: int, partition: int, offset: int, error: BaseException | None) -> None:
+        if error is not None:
+            self.error(error)
+            return
+        self.partition[seq] = partition
+        self.offset[seq] = offset
         self.acknowledged += 1
 
     def error(self, exc: BaseException) -> None:
@@ -241,11 +245,8 @@ def replay(
         values = frame["value"].tolist()
         event_ts = frame["timestamp_ms"].to_numpy(dtype=np.int64) if settings.timestamps == "event" else None
         bucket = TokenBucket(settings.rate_rps) if settings.rate_rps else None
-        producer = kafka.producer(
-            acks=settings.acks,
-            linger_ms=5,
-            batch_size=512 * 1024,
-            max_block_ms=int(settings.flush_timeout_s * 1000),
+        sender = kafka.sender(
+            acks=settings.acks, linger_ms=5, batch_size=512 * 1024, max_block_s=settings.flush_timeout_s
         )
         started = time.monotonic()
         next_report = started
@@ -256,27 +257,26 @@ def replay(
                 now_ms = time.time_ns() // 1_000_000
                 produced_ms[seq] = now_ms
                 try:
-                    future = producer.send(
+                    sender.send(
                         row_topics[seq] if row_topics is not None else settings.topic,
                         key=keys[seq],
                         value=values[seq],
                         partition=int(targets[seq]),
                         timestamp_ms=int(event_ts[seq]) if event_ts is not None else now_ms,
                         headers=[(PRODUCED_AT_HEADER, str(now_ms).encode())],
+                        on_done=functools.partial(acks.done, seq),
                     )
                 except Exception as exc:  # noqa: BLE001 - any send failure is counted and reported below
                     acks.error(exc)
                     continue
-                future.add_callback(acks.ok, seq)
-                future.add_errback(acks.error)
                 if on_progress is not None and time.monotonic() >= next_report:
                     on_progress(seq + 1, acks.acknowledged)
                     next_report = time.monotonic() + 0.2
-            producer.flush(timeout=settings.flush_timeout_s)
+            sender.flush(settings.flush_timeout_s)
         except Exception as exc:  # noqa: BLE001 - a flush timeout leaves records unacknowledged: reported below
             acks.error(exc)
         finally:
-            producer.close(timeout=5)
+            sender.close(timeout_s=5)
         seconds = time.monotonic() - started
         if on_progress is not None:
             on_progress(n, acks.acknowledged)

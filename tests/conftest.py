@@ -14,13 +14,24 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from _servers import postgres_dsn_factory, postgres_server, zookeeper_hosts  # noqa: F401 - session fixtures
-from kit.kafka import Kafka
+from kit.kafka import CLIENT_ENV, CLIENTS, Kafka
 
 
 @pytest.fixture(scope="session")
 def bootstrap_servers(kafka_broker: str) -> str:
     """Bootstrap servers of the session's broker (the plugin's ``kafka_broker``)."""
     return kafka_broker
+
+
+@pytest.fixture(params=CLIENTS)
+def kafka_client(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each Kafka client of the kit's hot paths in turn, chosen through ``DMK_KAFKA_CLIENT``.
+
+    Use it (``pytestmark = pytest.mark.usefixtures("kafka_client")``) in the tests of reads and sends, so
+    they run on confluent-kafka and on kafka-python alike.
+    """
+    monkeypatch.setenv(CLIENT_ENV, request.param)
+    return request.param
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""kit.kafka on a real broker: topic admin, exact end offsets, exact range reads."""
+"""kit.kafka on a real broker: topic admin, exact end offsets, exact range reads, on both Kafka clients."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from kit.errors import ConfigError, OffsetOutOfRange, TopicConfigurationMismatch, UnknownTopic
-from kit.kafka import Kafka, client_settings, key_partition
+from kit.kafka import Kafka, client_settings, key_partition, resolve_client
+
+pytestmark = pytest.mark.usefixtures("kafka_client")
 
 
 def _produce(bootstrap_servers: str, topic: str, per_partition: dict[int, int], *, linger_ms: int = 50) -> None:
@@ -29,17 +31,52 @@ def test_plain_end_offsets_are_wrong_on_tansu_but_kit_end_offsets_are_exact(
     _produce(bootstrap_servers, topic, {0: 500, 1: 120, 2: 1})
     tps = [TopicPartition(topic, p) for p in range(3)]
 
-    plain = KafkaConsumer(bootstrap_servers=bootstrap_servers)
-    listed = plain.end_offsets(tps)
+    if kafka.client == "confluent":
+        from confluent_kafka import Consumer
+        from confluent_kafka import TopicPartition as RdTopicPartition
+
+        plain = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "plain"})
+        listed = {tp: plain.get_watermark_offsets(RdTopicPartition(topic, tp.partition), timeout=10)[1] for tp in tps}
+    else:
+        plain = KafkaConsumer(bootstrap_servers=bootstrap_servers)
+        listed = plain.end_offsets(tps)
     plain.close()
     exact = kafka.end_offsets(topic)
 
     assert exact == {tps[0]: 500, tps[1]: 120, tps[2]: 1}
-    # Tansu answers ListOffsets(latest) with the last batch's base offset + 1: low for multi-record batches.
-    # On Apache Kafka (--kafka-bootstrap) both agree.
+    # Tansu answers ListOffsets(latest) with the last batch's base offset + 1: low for multi-record batches,
+    # through either client. On Apache Kafka (--kafka-bootstrap) both agree.
     assert listed[tps[0]] < 500 or listed == exact
     assert listed[tps[1]] < 120 or listed == exact
     assert listed[tps[2]] == 1
+
+
+def test_read_range_gives_every_field_the_same_on_both_clients(bootstrap_servers: str, kafka: Kafka, topic_factory) -> None:
+    topic = topic_factory(partitions=1)
+    producer = KafkaProducer(bootstrap_servers=bootstrap_servers, linger_ms=20)
+    producer.send(topic, key=b"k", value=b"v", partition=0, timestamp_ms=1_700_000_000_123, headers=[("h", b"1")])
+    producer.send(topic, key=None, value=b"", partition=0, timestamp_ms=1_700_000_000_124)
+    producer.flush()
+    producer.close()
+    records = list(kafka.read_range(topic, 0, 0, 2))
+    got = [(r.topic, r.partition, r.offset, r.timestamp, r.timestamp_type, r.key, r.value, list(r.headers)) for r in records]
+    assert got == [
+        (topic, 0, 0, 1_700_000_000_123, 0, b"k", b"v", [("h", b"1")]),
+        (topic, 0, 1, 1_700_000_000_124, 0, None, b"", []),
+    ]
+
+
+def test_the_client_is_chosen_by_argument_or_environment(kafka_client: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert resolve_client() == kafka_client
+    assert Kafka("127.0.0.1:1").client == kafka_client
+    assert Kafka("127.0.0.1:1", client="kafka-python").client == "kafka-python"
+    # A setting librdkafka has no name for keeps auto on the reference client, and fails a forced confluent.
+    monkeypatch.setenv("DMK_KAFKA_CLIENT", "auto")
+    assert Kafka("127.0.0.1:1", settings={"sasl_kerberos_service_name": "kafka"}).client == "kafka-python"
+    with pytest.raises(ConfigError, match="no librdkafka equivalent"):
+        Kafka("127.0.0.1:1", settings={"sasl_kerberos_service_name": "kafka"}, client="confluent")
+    with pytest.raises(ConfigError, match="unknown Kafka client 'rdkafka'"):
+        resolve_client("rdkafka")
 
 
 def test_end_offsets_follow_further_produces(bootstrap_servers: str, kafka: Kafka, topic_factory) -> None:
@@ -101,6 +138,16 @@ def test_read_range_rejects_bad_ranges(kafka: Kafka) -> None:
         kafka.read_range("t", 0, 5, 4)
     with pytest.raises(ConfigError):
         kafka.read_range("t", 0, -1, 4)
+
+
+def test_offset_look_ups_during_a_read_leave_the_read_exact(bootstrap_servers: str, kafka: Kafka, topic_factory) -> None:
+    # A read looks up the end when a fetch comes back empty; a look-up must not move the read's position.
+    topic = topic_factory(partitions=2)
+    _produce(bootstrap_servers, topic, {0: 30_000, 1: 10})
+    records = kafka.read_range(topic, 0, 100, 30_000)
+    first = next(records)
+    assert kafka.end_offsets(topic) == {TopicPartition(topic, 0): 30_000, TopicPartition(topic, 1): 10}
+    assert [first.offset, *(r.offset for r in records)] == list(range(100, 30_000))
 
 
 def test_topic_admin(kafka: Kafka, topic_factory) -> None:
