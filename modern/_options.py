@@ -25,7 +25,7 @@ _SOURCE_KEYS = {
     "startingoffsets", "endingoffsets",
     "startingtimestamp", "endingtimestamp",
     "startingoffsetsbytimestamp", "endingoffsetsbytimestamp", "startingoffsetsbytimestampstrategy",
-    "failondataloss", "minpartitions", "maxrecordsperpartition",
+    "failondataloss", "minpartitions", "maxpartitions", "maxrecordsperpartition",
     "maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay",
     "fetchoffset.numretries", "fetchoffset.retryintervalms", "kafkaconsumer.polltimeoutms",
     "groupidprefix", "includeheaders", "path",
@@ -231,6 +231,7 @@ class SourceSettings:
     min_offsets_per_trigger: int | None = None
     max_trigger_delay_ms: int = 15 * 60_000
     min_partitions: int | None = None
+    max_partitions: int | None = None
     max_records_per_partition: int | None = None
     poll_timeout_ms: int = 120_000
     client: dict[str, Any] = field(default_factory=dict)
@@ -294,6 +295,15 @@ class SourceSettings:
         min_partitions = _int(opts, "minpartitions", "minPartitions")
         if min_partitions is not None and min_partitions <= 0:
             raise KafkaOptionError("minPartitions must be positive", option="minPartitions")
+        max_partitions = _int(opts, "maxpartitions", "maxPartitions")
+        if max_partitions is not None and max_partitions <= 0:
+            raise KafkaOptionError("maxPartitions must be positive", option="maxPartitions")
+        if max_partitions is not None and min_partitions is not None and min_partitions > max_partitions:
+            raise KafkaOptionError(
+                f"minPartitions ({min_partitions}) is greater than maxPartitions ({max_partitions}); set at most one "
+                "of them, or minPartitions <= maxPartitions",
+                option="maxPartitions",
+            )
         max_records = _int(opts, "maxrecordsperpartition", "maxRecordsPerPartition")
         if max_records is not None and max_records <= 0:
             raise KafkaOptionError("maxrecordsperpartition must be positive", option="maxRecordsPerPartition")
@@ -387,6 +397,7 @@ class SourceSettings:
             min_offsets_per_trigger=min_per_trigger,
             max_trigger_delay_ms=_duration_ms(opts.get("maxtriggerdelay", "15m"), "maxTriggerDelay"),
             min_partitions=min_partitions,
+            max_partitions=max_partitions,
             max_records_per_partition=max_records,
             poll_timeout_ms=_int(opts, "kafkaconsumer.polltimeoutms", "kafkaConsumer.pollTimeoutMs", positive=True) or 120_000,
             client=client,

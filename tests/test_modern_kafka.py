@@ -22,7 +22,9 @@ from modern.kafka import (
     rate_limit,
     source_format,
     split_ranges,
+    KafkaInputGroup,
     KafkaInputPartition,
+    group_ranges,
 )
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
@@ -91,6 +93,37 @@ def test_split_ranges_like_spark() -> None:
     ]
     by_max = split_ranges(ranges, None, 40)
     assert [(r.partition, r.from_offset, r.until_offset) for r in by_max] == [(0, 0, 33), (0, 33, 66), (0, 66, 100), (1, 0, 10)]
+
+
+def test_group_ranges_makes_at_most_max_partitions_tasks_of_whole_ranges() -> None:
+    ranges = [KafkaInputPartition("t", p, 0, size) for p, size in enumerate([50, 10, 40, 5, 30, 20, 1, 8])]
+    groups = group_ranges(ranges, 2)
+    assert len(groups) == 2 and all(isinstance(g, KafkaInputGroup) for g in groups)
+    # Every range exactly once, whole; each group in partition order; sizes balanced largest-first.
+    assert sorted(r.value for g in groups for r in g.ranges) == sorted(r.value for r in ranges)
+    assert all([r.partition for r in g.ranges] == sorted(r.partition for r in g.ranges) for g in groups)
+    assert sorted(sum(r.until_offset - r.from_offset for r in g.ranges) for g in groups) == [81, 83]
+    assert group_ranges(ranges, 8) == ranges and group_ranges(ranges, None) == ranges
+    assert group_ranges(ranges, 2) == groups  # deterministic
+
+
+def test_max_partitions_reads_every_record_in_fewer_tasks(spark, bootstrap_servers, topic_factory) -> None:
+    topic = topic_factory(partitions=4)
+    _produce(bootstrap_servers, topic, {0: 30, 1: 20, 2: 7, 3: 1})
+    fmt = source_format(spark)
+    frame = (
+        spark.read.format(fmt)
+        .option("kafka.bootstrap.servers", bootstrap_servers)
+        .option("subscribe", topic)
+        .option("maxPartitions", "2")
+        .load()
+    )
+    assert frame.rdd.getNumPartitions() == 2
+    got = sorted((r.partition, r.offset) for r in frame.select("partition", "offset").collect())
+    assert got == [(p, o) for p, n in enumerate([30, 20, 7, 1]) for o in range(n)]
+    with pytest.raises(Exception, match=r"minPartitions \(3\) is greater than maxPartitions \(2\)"):
+        spark.read.format(fmt).option("kafka.bootstrap.servers", bootstrap_servers).option("subscribe", topic).option(
+            "maxPartitions", "2").option("minPartitions", "3").load()
 
 
 def test_offsets_json_round_trip() -> None:
