@@ -1,0 +1,87 @@
+"""The modern side's parse (``modern.workloads.parse_value``) decides exactly as ``kit.events.parse_event``.
+
+Canonical records are parsed in the JVM, the others in Python; these tests hold both paths to the one
+definition of a valid event, on the corner cases where Spark's JSON parser and Python's differ.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from kit.dataset import DatasetSpec, generate
+from kit.events import REQUIRED_FIELDS, parse_event
+from modern.workloads import CANONICAL_EVENT, parse_value
+
+pytestmark = pytest.mark.spark
+
+_CANON = (
+    b'{"event_id":"e1","user":"u1","key":"k1","ad_id":"a","ad_type":"banner","event_type":"view",'
+    b'"event_time":1767225600123}'
+)
+
+
+def _with_time(text: bytes) -> bytes:
+    return _CANON.replace(b"1767225600123", text)
+
+
+def _with_user(text: bytes) -> bytes:
+    return _CANON.replace(b'"u1"', text)
+
+
+CORNER_CASES = [
+    _CANON,
+    *(_with_time(t) for t in (b"-1", b"0", b"-0", b"946684800000", b"946684799999", b"4102444799999", b"4102444800000")),
+    *(_with_time(t) for t in (b"10000000000000000", b"99999999999999999999", b"1.5e12", b"1767225600123.0", b"NaN",
+                              b"true", b'"1767225600123"', b"01767225600123")),
+    _with_user(b'"u\\u0031"'),            # an escape: same value, not canonical
+    _with_user(b'"u\xed\xa0\x80"'),       # a UTF-8-encoded surrogate: invalid UTF-8
+    _with_user(b'"u\xff\xfe"'),
+    _with_user(b'"\xc3\xa9"'),            # non-ASCII, valid
+    _with_user(b'"\xf0\x9f\x98\x80"'),    # outside the BMP
+    _with_user(b'"u\x01"'),               # a raw control character: invalid JSON
+    _with_user(b"1"),                     # a number where a string belongs
+    _CANON + b"\xc2\x85",                 # U+0085 after the object (Java's $ would match before it)
+    _CANON + b"\n",
+    _CANON + b" x",
+    b" " + _CANON,
+    _CANON.replace(b'{"event_id":"e1",', b'{"event_id":"e1","event_id":"e2",'),  # duplicate key: last wins
+    _CANON.replace(b',"event_type":"view"', b""),
+    b"[" + _CANON + b"]",
+    _CANON[:40],
+    None,
+    b"",
+    b"null",
+]
+
+
+def _expected(value: bytes | None) -> tuple:
+    event, reason = parse_event(value)
+    fields = tuple(event[name] for name in REQUIRED_FIELDS) if event else (None,) * len(REQUIRED_FIELDS)
+    return (*fields, reason)
+
+
+def _parsed(spark, values: list[bytes | None]) -> list[tuple]:  # noqa: ANN001
+    from pyspark.sql import functions as F  # noqa: N812
+
+    frame = spark.createDataFrame(list(enumerate(values)), "i int, value binary")
+    return [tuple(row.p) for row in frame.select("i", parse_value(F.col("value")).alias("p")).orderBy("i").collect()]
+
+
+def test_corner_cases_are_decided_as_parse_event_decides(spark) -> None:  # noqa: ANN001
+    assert _parsed(spark, CORNER_CASES) == [_expected(v) for v in CORNER_CASES]
+
+
+def test_every_record_of_a_messy_dataset_is_decided_as_parse_event_decides(spark) -> None:  # noqa: ANN001
+    values = generate(DatasetSpec.from_profile("messy", records=3_000, seed=11, events_per_second=50))["value"].tolist()
+    assert _parsed(spark, values) == [_expected(v) for v in values]
+
+
+def test_the_datasets_valid_records_take_the_jvm_path() -> None:
+    frame = generate(DatasetSpec.from_profile("messy", records=3_000, seed=11, events_per_second=50))
+    # Python's re reads this pattern as Java does, but for \z, which Python spells \Z.
+    canonical = re.compile(CANONICAL_EVENT.replace(r"\z", r"\Z").encode())
+    valid = [v for v in frame["value"] if parse_event(v)[1] is None]
+    assert len(valid) > 2_000
+    assert all(canonical.match(v) for v in valid)
