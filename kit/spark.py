@@ -36,6 +36,8 @@ __all__ = [
     "MASTER_ENV",
     "check_location",
     "has_scheme",
+    "HDFS_STATE_STORE",
+    "ROCKSDB_STATE_STORE",
     "kit_settings",
     "on_this_host",
     "resolve_master",
@@ -53,8 +55,20 @@ _DSTREAM_WARNING = "DStream is deprecated as of Spark 3.4.0. Migrate to Structur
 _LOG4J = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
 _JAVA_OPTIONS = f"-Duser.timezone=UTC -Dlog4j2.configurationFile=file:{_LOG4J}"
 
+ROCKSDB_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+"""Spark's RocksDB state store provider: the kit's default (``transformWithStateInPandas`` requires it)."""
+
+HDFS_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+"""Spark's own default state store provider; ``conf={"spark.sql.streaming.stateStore.providerClass":
+HDFS_STATE_STORE}`` goes back to it."""
+
 _BASE_CONF: dict[str, str] = {
     "spark.sql.shuffle.partitions": "4",
+    # The HDFS-backed store copies its whole map into each new version, so a batch's cost grows with the
+    # state; RocksDB with changelog checkpointing writes only each batch's changes. A query keeps the
+    # provider its checkpoint was started with (Spark pins it in the offset log).
+    "spark.sql.streaming.stateStore.providerClass": ROCKSDB_STATE_STORE,
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
