@@ -107,6 +107,43 @@ def test_read_range_is_exact(bootstrap_servers: str, kafka: Kafka, topic_factory
     assert [r.value for r in kafka.read_range(topic, 0, 990, 1000)] == [f"p0-{i}".encode() for i in range(990, 1000)]
 
 
+_RECREATE = """
+import sys, time
+from kafka import KafkaProducer
+from kit.kafka import Kafka, TopicPartition
+
+bootstrap, topic = sys.argv[1:3]
+def produce(n, tag):
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=20)
+    for i in range(n):
+        producer.send(topic, value=f"{tag}-{i}".encode(), partition=0)
+    producer.flush()
+    producer.close()
+with Kafka(bootstrap, client="kafka-python") as admin, Kafka(bootstrap) as kafka:
+    produce(30, "old")
+    assert len(list(kafka.read_range(topic, 0, 0, 30))) == 30
+    admin.delete_topic(topic)
+    admin.create_topic(topic, 1)
+    time.sleep(1.5)  # librdkafka's threads meet the topic's new id here, if a consumer of the handle lives on
+    produce(2, "new")
+    tp = TopicPartition(topic, 0)
+    print(kafka.end_offsets(topic)[tp], [r.value.decode() for r in kafka.read_range(topic, 0, 0, 2)])
+"""
+
+
+def test_a_handle_reads_a_topic_deleted_and_created_again(bootstrap_servers: str, kafka_client: str, topic_factory) -> None:
+    # librdkafka 2.16 fetches by topic id and crashed the process (SIGSEGV in its own threads) once a topic
+    # one of its consumers had read was deleted on Tansu; so a subprocess, and a clear failure if it dies.
+    import subprocess
+    import sys
+
+    topic = topic_factory(partitions=1)
+    done = subprocess.run([sys.executable, "-c", _RECREATE, bootstrap_servers, topic], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
+    assert done.stdout.split("\n")[-2] == "2 ['new-0', 'new-1']"
+
+
 def test_read_range_past_the_end_is_out_of_range(bootstrap_servers: str, kafka: Kafka, topic_factory) -> None:
     topic = topic_factory(partitions=1)
     _produce(bootstrap_servers, topic, {0: 20})
