@@ -8,6 +8,10 @@ replay harmless: the end result is exactly-once (seed 002: replayable source + i
 Every row gets ``emitted_at`` (milliseconds since the epoch, taken as the file is written): the moment the
 row became visible, which is what latency is measured against.
 
+Rows that are not tied to a batch (the modern side's dead letters, written by the tasks that parse them)
+are *keyed* files instead (:func:`write_keyed`): named after their content, so a task that runs again writes
+the same file, and read back without duplicates, so rows written by overlapping runs count once.
+
 Example:
     >>> import tempfile, pandas as pd
     >>> with tempfile.TemporaryDirectory() as out:
@@ -19,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import time
@@ -27,7 +32,10 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["encode_batch", "read_batches", "write_batch", "write_encoded"]
+__all__ = ["KEYED_BATCH", "encode_batch", "read_batches", "write_batch", "write_encoded", "write_keyed"]
+
+KEYED_BATCH = -1
+"""The ``batch`` of rows written by :func:`write_keyed`."""
 
 
 def encode_batch(batch: int, rows: pd.DataFrame, emitted_at: int | None = None) -> bytes:
@@ -68,10 +76,40 @@ def write_batch(directory: str | os.PathLike[str], batch: int, rows: pd.DataFram
     return write_encoded(directory, batch, encode_batch(batch, rows))
 
 
+def write_keyed(directory: str | os.PathLike[str], rows: pd.DataFrame) -> Path | None:
+    """Write ``rows`` (not tied to a batch) to ``directory`` as a file named after their content.
+
+    The same rows always make the same file, so a retried task writes nothing new; :func:`read_batches`
+    drops rows that several keyed files hold. The file gets ``batch`` (:data:`KEYED_BATCH`) and
+    ``emitted_at`` in front, as batch files do. Nothing is written for no rows.
+
+    Returns:
+        The path of the file, or None for no rows.
+    """
+    if rows.empty:
+        return None
+    digest = hashlib.sha256(pd.util.hash_pandas_object(rows, index=False).to_numpy().tobytes()).hexdigest()[:32]
+    target = Path(directory)
+    target.mkdir(parents=True, exist_ok=True)
+    final = target / f"keyed-{digest}.parquet"
+    if final.exists():
+        return final
+    temp = target / f".{final.name}.{uuid.uuid4().hex}.tmp"
+    temp.write_bytes(encode_batch(KEYED_BATCH, rows))
+    os.replace(temp, final)
+    return final
+
+
 def read_batches(directory: str | os.PathLike[str]) -> pd.DataFrame:
-    """Every row :func:`write_batch` wrote to ``directory``, in batch order (an empty frame if none)."""
-    files = sorted(Path(directory).glob("batch=*.parquet"))
+    """Every row :func:`write_batch` and :func:`write_keyed` wrote to ``directory``, batch files in batch order,
+    then keyed rows, each once (an empty frame if none)."""
+    directory = Path(directory)
+    files = sorted(directory.glob("batch=*.parquet"))
     frames = [pd.read_parquet(f) for f in files]
+    keyed = [pd.read_parquet(f) for f in sorted(directory.glob("keyed-*.parquet"))]
+    if keyed:
+        rows = pd.concat(keyed, ignore_index=True).sort_values("emitted_at", kind="stable")
+        frames.append(rows.drop_duplicates([c for c in rows.columns if c not in ("batch", "emitted_at")]))
     frames = [f for f in frames if len(f)] or frames[:1]
     if not frames:
         return pd.DataFrame()

@@ -3,14 +3,19 @@
 Output layout under ``out_dir`` (the same as :mod:`legacy.runner`'s, batch = batch id)::
 
     <job>/                    the job's rows (kit.sink batch files)
-    dead_letters.<input>/     malformed records of an input: topic, partition, offset, reason
+    dead_letters.<input>/     malformed records of an input: topic, partition, offset, reason (kit.sink keyed
+                              files, written by the job queries' parse: no query reads a topic twice)
     progress/<query>.jsonl    every StreamingQueryProgress of every query, as JSON lines
 
 A job given an initial state (``ModernRunConfig.initial_state``, written by ``dmk cutover --seed-state``)
 continues the legacy job's totals: :func:`continue_totals`.
 
-Each job's query is named ``<job>``, the dead-letter queries ``dead_letters.<input>``; each has its
-checkpoint in ``<checkpoint_dir>/<query name>``, so a restarted driver resumes every query where it was.
+Each job's query is named ``<job>`` and has its checkpoint in ``<checkpoint_dir>/<job>``, so a restarted
+driver resumes every query where it was. A job query's parse writes the malformed records it meets to the
+dead-letter output as it parses them (``modern.workloads.Source``), exactly once by content-named files,
+so the topics are read once per job, not a second time for the dead letters. With executors on other hosts
+(a master not on this machine, :func:`kit.spark.on_this_host`) they cannot write the driver's directory:
+a query per input, ``dead_letters.<input>``, then writes them from the driver, at the cost of that read.
 
 Example::
 
@@ -189,13 +194,19 @@ class ModernRun:
         return writer.trigger(processingTime=self.config.trigger)
 
     def start(self) -> ModernRun:
-        """Build and start every query (dead-letter queries included).
+        """Build and start every job's query.
 
         Raises:
             ConfigError: unknown workload or variant, or a job needing an input the config lacks.
         """
         config = self.config
-        source = Source(self.spark, config.bootstrap_servers, config.topics, config.dataset, config.source_options)
+        from kit.spark import on_this_host
+
+        # Executors write the dead letters of their parse; with executors on other hosts the output directory
+        # is not theirs to write, so a dead-letter query per input (a second read) brings them to the driver.
+        in_parse = on_this_host(self.spark.sparkContext.master)
+        source = Source(self.spark, config.bootstrap_servers, config.topics, config.dataset, config.source_options,
+                        dead_letter_root=config.out_dir if in_parse else None)
         writers: dict[str, Any] = {}
         for workload, variant in config.jobs:
             job = workloads.resolve("modern", workload, variant)
@@ -205,14 +216,15 @@ class ModernRun:
                 seed = self.spark.read.parquet(str(config.initial_state[job.name]))
                 frame = continue_totals(frame, seed, job.spec)
             writers[job.name] = self._writer(frame, job.name, job.spec.output_mode)
+        if not in_parse:
+            for name in list(source.used):
+                writers[f"dead_letters.{name}"] = self._writer(source.dead_letters(name), f"dead_letters.{name}", "append")
         unknown = sorted(set(config.initial_state) - set(writers))
         if unknown:
             raise ConfigError(
                 f"initial_state names {unknown}, which are not jobs of this run; the jobs are {sorted(writers)}",
                 field="initial_state", expected=sorted(writers), actual=unknown,
             )
-        for name in list(source.used):
-            writers[f"dead_letters.{name}"] = self._writer(source.dead_letters(name), f"dead_letters.{name}", "append")
         self._log = _ProgressLog(Path(config.out_dir) / "progress", set(writers))
         self.spark.streams.addListener(self._log.listener)
         for name, writer in writers.items():

@@ -152,3 +152,21 @@ def test_resolve_finds_every_variant_and_your_own_jobs() -> None:
 def test_resolve_names_what_is_wrong(workload: str, variant: str, message: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
         workloads.resolve("legacy", workload, variant)
+
+
+def test_keyed_rows_are_written_once_per_content_and_read_without_duplicates(tmp_path) -> None:
+    from kit.sink import KEYED_BATCH, write_keyed
+
+    first = pd.DataFrame({"topic": ["t", "t"], "partition": [0, 1], "offset": [5, 9], "reason": ["bad_json", "bad_utf8"]})
+    path = write_keyed(tmp_path, first)
+    assert write_keyed(tmp_path, first.copy()) == path  # a retried task writes the same file
+    # A re-run whose tasks saw the rows in other groups: files overlap, rows count once.
+    write_keyed(tmp_path, first.iloc[[1]].reset_index(drop=True))
+    write_keyed(tmp_path, pd.DataFrame({"topic": ["t"], "partition": [1], "offset": [10], "reason": ["bad_json"]}))
+    assert write_keyed(tmp_path, first.iloc[:0]) is None
+    write_batch(tmp_path, 4, pd.DataFrame({"topic": ["u"], "partition": [0], "offset": [1], "reason": ["bad_json"]}))
+    rows = read_batches(tmp_path)
+    assert sorted(zip(rows["batch"], rows["topic"], rows["partition"], rows["offset"])) == [
+        (KEYED_BATCH, "t", 0, 5), (KEYED_BATCH, "t", 1, 9), (KEYED_BATCH, "t", 1, 10), (4, "u", 0, 1),
+    ]
+    assert len(list(tmp_path.glob("keyed-*.parquet"))) == 3

@@ -12,8 +12,9 @@ rejected for the same reason everywhere): a record in the canonical form events 
 JSON, the fields in order, strings without escapes) is parsed in the JVM with ``from_json``, as a team with
 Spark's connector would; any other record goes to ``parse_event`` itself in a pandas UDF, because Spark's
 JSON parser and Python's disagree on corner cases (duplicate keys, ``NaN``, numbers as strings, huge
-integers...). Builders see only valid events; the malformed ones are a separate DataFrame the runner writes
-to the dead-letter output.
+integers...). A valid event is in the canonical form unless it was written otherwise, so every malformed
+record goes through the UDF, which writes it to the dead-letter output as it finds it (``dead_letter_root``):
+a run reads each topic once, not a second time for the dead letters. Builders see only valid events.
 
 Example::
 
@@ -24,6 +25,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -78,25 +80,71 @@ def _parse_values(values: pd.Series) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=[*REQUIRED_FIELDS, "reason"])
 
 
-def parse_value(value: Any) -> Any:
+def _parse_and_dead_letter(directories: Mapping[str, str] | None) -> Any:
+    """The pandas UDF function of :func:`parse_value`: ``parse_event`` over the values it is sent and, given
+    directories (topic → directory), the malformed records written to their topic's directory as it finds them.
+
+    The rows it is not sent (parsed in the JVM) come with a null topic. The dead letters are keyed files
+    (:func:`kit.sink.write_keyed`): a task that runs again (a retried task, a batch re-run after a restart)
+    writes the same files, so each malformed record is in the output once, exactly as a batch sink's
+    idempotence makes it, and the records are read only by the query that also computes the job.
+    """
+    directories = dict(directories or {})
+
+    # Spark infers the kind of pandas UDF from these type hints (Series... -> DataFrame: a scalar UDF).
+    def parse(topic: pd.Series, partition: pd.Series, offset: pd.Series, value: pd.Series) -> pd.DataFrame:
+        parsed = _parse_values(value)
+        malformed = parsed["reason"].notna() & topic.notna()
+        if directories and malformed.any():
+            from kit.sink import write_keyed
+
+            rows = pd.DataFrame(
+                {
+                    "topic": topic[malformed].to_numpy(),
+                    "partition": partition[malformed].astype("int32").to_numpy(),
+                    "offset": offset[malformed].astype("int64").to_numpy(),
+                    "reason": parsed["reason"][malformed].to_numpy(),
+                }
+            )
+            for name, group in rows.groupby("topic", sort=True):
+                if name in directories:
+                    write_keyed(directories[name], group.reset_index(drop=True))
+        return parsed
+
+    return parse
+
+
+def parse_value(value: Any, coordinates: tuple[Any, Any, Any] | None = None,
+                dead_letters: Mapping[str, str] | None = None) -> Any:
     """The Column of :func:`kit.events.parse_event` over a binary ``value`` Column: a struct of the event
     fields and ``reason`` (null for a valid event), exactly as ``parse_event`` decides.
 
-    Records of the form :data:`CANONICAL_EVENT` are parsed in the JVM; the pandas UDF sees only the others'
-    values (nulls cost next to nothing to ship to Python).
+    Valid records of the form :data:`CANONICAL_EVENT` are parsed in the JVM; the pandas UDF sees only the
+    others' values (nulls cost next to nothing to ship to Python).
+
+    Args:
+        value: the record value Column.
+        coordinates: the ``topic``, ``partition`` and ``offset`` Columns; needed with ``dead_letters``.
+        dead_letters: topic → directory: where the UDF writes each malformed record (see
+            :func:`_parse_and_dead_letter`). The UDF is then declared non-deterministic, so that Spark neither
+            evaluates it twice for a row nor pushes a filter below it (every record is seen).
     """
     from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
     text = value.cast("string")
     canonical = F.coalesce(F.is_valid_utf8(text) & text.rlike(CANONICAL_EVENT), F.lit(False))
     fields = F.from_json(text, _EVENT_SCHEMA)
-    in_range = fields["event_time"].between(EVENT_TIME_MIN_MS, EVENT_TIME_MAX_MS - 1)
-    in_jvm = F.struct(
-        *(F.when(in_range, fields[name]).alias(name) for name in REQUIRED_FIELDS),
-        F.when(in_range, F.lit(None).cast("string")).otherwise(F.lit("bad_timestamp")).alias("reason"),
+    in_jvm = canonical & F.coalesce(fields["event_time"].between(EVENT_TIME_MIN_MS, EVENT_TIME_MAX_MS - 1), F.lit(False))
+    parsed_in_jvm = F.struct(
+        *(fields[name].alias(name) for name in REQUIRED_FIELDS), F.lit(None).cast("string").alias("reason")
     )
-    in_python = F.pandas_udf(_parse_values, _PARSED)(F.when(~canonical, value))
-    return F.when(canonical, in_jvm).otherwise(in_python)
+    udf = F.pandas_udf(_parse_and_dead_letter(dead_letters), _PARSED)
+    if dead_letters:
+        udf = udf.asNondeterministic()
+    topic, partition, offset = coordinates or (F.lit(None).cast("string"), F.lit(None).cast("int"), F.lit(None).cast("long"))
+    sent = ~in_jvm
+    in_python = udf(F.when(sent, topic), F.when(sent, partition), F.when(sent, offset), F.when(sent, value))
+    return F.when(in_jvm, parsed_in_jvm).otherwise(in_python)
 
 
 class Source:
@@ -108,6 +156,10 @@ class Source:
         topics: input name → topic.
         dataset: the spec of the dataset being replayed (YSB reads its campaign table from it).
         options: extra Kafka source options for every input (e.g. ``maxOffsetsPerTrigger``).
+        dead_letter_root: where the parse writes each input's malformed records, ``<root>/dead_letters.<input>``
+            (as keyed files, see :func:`_parse_and_dead_letter`), so no second query reads the topics for them.
+            A local path the executors can reach (on a cluster, a shared file system). Default: none written;
+            :meth:`dead_letters` gives them as a DataFrame instead.
     """
 
     def __init__(
@@ -117,16 +169,18 @@ class Source:
         topics: Mapping[str, str],
         dataset: DatasetSpec,
         options: Mapping[str, Any] | None = None,
+        dead_letter_root: str | None = None,
     ) -> None:
         self.spark = spark
         self.dataset = dataset
         self.bootstrap_servers = bootstrap_servers
         self.topics = dict(topics)
         self.options = dict(options or {})
+        self.dead_letter_root = dead_letter_root
         self.used: list[str] = []
         """Input names builders asked for, in order."""
 
-    def _parsed(self, *names: str) -> Any:
+    def _parsed(self, *names: str, with_dead_letters: bool = True) -> Any:
         from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
         from modern.kafka import source_format
@@ -153,9 +207,11 @@ class Source:
             reader = reader.option("maxPartitions", self.spark.sparkContext.defaultParallelism)
         for option, value in self.options.items():
             reader = reader.option(option, value)
-        return reader.load().select(
-            "topic", "partition", "offset", F.col("timestamp").alias("kafka_ts"), parse_value(F.col("value")).alias("p")
-        )
+        directories = None
+        if self.dead_letter_root is not None and with_dead_letters:
+            directories = {self.topics[name]: str(Path(self.dead_letter_root) / f"dead_letters.{name}") for name in names}
+        parsed = parse_value(F.col("value"), (F.col("topic"), F.col("partition"), F.col("offset")), directories)
+        return reader.load().select("topic", "partition", "offset", F.col("timestamp").alias("kafka_ts"), parsed.alias("p"))
 
     def events(self, name: str = "events") -> Any:
         """The valid events of input ``name``: a streaming DataFrame with :data:`EVENT_COLUMNS`.
@@ -196,7 +252,7 @@ class Source:
         """The malformed records of input ``name``: ``topic, partition, offset, reason``."""
         from pyspark.sql import functions as F  # noqa: N812
 
-        parsed = self._parsed(name)
+        parsed = self._parsed(name, with_dead_letters=False)
         return parsed.where(F.col("p.reason").isNotNull()).select(
             "topic", "partition", "offset", F.col("p.reason").alias("reason")
         )
