@@ -67,6 +67,10 @@ def _at_most_one_task_per_core(rdd: Any) -> Any:
     # few records it holds: with 8 partitions on 2 cores, most of an idle batch's time. Coalescing (no
     # shuffle) reads several ranges in one task, in partition order; the records and their order per
     # partition are unchanged.
+    # A batch whose ranges are all empty runs no read task at all: its records (none) are the same.
+    ranges = rdd.offsetRanges() if hasattr(rdd, "offsetRanges") else None
+    if ranges is not None and not any(r.count() for r in ranges):
+        return rdd.context.emptyRDD()
     cores = rdd.context.defaultParallelism
     return rdd.coalesce(cores) if rdd.getNumPartitions() > cores else rdd
 
