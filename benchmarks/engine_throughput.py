@@ -1,0 +1,75 @@
+"""One engine's maximum throughput on one workload, with the kit's performance settings switched one at a time.
+
+The measurement of ``dmk bench``'s throughput phase (a pre-loaded topic, batches capped to a tenth of it, the
+output checked against the oracle), for before/after tables of single changes:
+
+    python benchmarks/engine_throughput.py --engine modern --records 200000
+    python benchmarks/engine_throughput.py --engine modern --kafka-client kafka-python   # the reference client
+    python benchmarks/engine_throughput.py --engine modern --max-partitions 0          # a task per Kafka partition
+    python benchmarks/engine_throughput.py --engine modern --state-store hdfs          # Spark's default store
+
+Run from an older checkout (``PYTHONPATH=/path/to/checkout``) it measures that code; switches that code does
+not know are ignored there, and the output says which took effect. Prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from pathlib import Path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engine", choices=("legacy", "modern"), default="modern")
+    parser.add_argument("--workload", default="running_counts")
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument("--kafka-client", choices=("auto", "confluent", "kafka-python"), default="auto")
+    parser.add_argument("--max-partitions", type=int, help="modern: the Source's maxPartitions (0: none, a task per range)")
+    parser.add_argument("--state-store", choices=("rocksdb", "hdfs"), help="modern: the state store provider")
+    args = parser.parse_args()
+    os.environ["DMK_KAFKA_CLIENT"] = args.kafka_client  # before anything opens a Kafka handle or a Python worker
+
+    import compare.bench as bench
+    from kit.broker import EmbeddedBroker
+    from kit.spark import spark_session
+
+    applied = {"kafka_client": args.kafka_client}
+    conf = {}
+    if args.state_store:
+        conf["spark.sql.streaming.stateStore.providerClass"] = (
+            "org.apache.spark.sql.execution.streaming.state."
+            + ("RocksDBStateStoreProvider" if args.state_store == "rocksdb" else "HDFSBackedStateStoreProvider")
+        )
+        applied["state_store"] = args.state_store
+    if args.max_partitions is not None:
+        import modern.workloads as modern_workloads
+
+        original = modern_workloads.Source.__init__
+
+        def with_max_partitions(self, *a, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202 - a measurement switch
+            original(self, *a, **kw)
+            # Options given to the Source come after its own maxPartitions; a very large one groups nothing.
+            self.options["maxPartitions"] = args.max_partitions or 1_000_000
+
+        modern_workloads.Source.__init__ = with_max_partitions
+        applied["max_partitions"] = args.max_partitions
+    settings = bench.BenchSettings(records=args.records, partitions=args.partitions, quick=True)
+    with EmbeddedBroker() as broker, tempfile.TemporaryDirectory(prefix="dmk-throughput-") as workdir:
+        spark = spark_session("dmk-engine-throughput", conf=conf)
+        try:
+            run = bench._Bench(settings, spark, broker.bootstrap_servers, Path(workdir), lambda *_: None)
+            raw = run.raw()
+            result = run.max_throughput(args.engine, args.workload)
+        finally:
+            spark.stop()
+    print(json.dumps({"engine": args.engine, "workload": args.workload, "records": args.records,
+                      "partitions": args.partitions, "code": bench.__file__, "switches": applied,
+                      "raw_consumer_rps": raw["raw_consumer_rps"], **result}))
+
+
+if __name__ == "__main__":
+    main()
