@@ -55,9 +55,13 @@ def test_throughput_spans_the_batches_with_records() -> None:
         "started_ms": [0, 1_000, 3_000, 9_000], "ended_ms": [500, 3_000, 5_000, 9_100],
         "records": [0, 4_000, 4_000, 0], "processing_ms": [500, 2_000, 2_000, 100],
     })
-    rps, batches = bench.throughput(spans)
+    rps, batches = bench.throughput(spans, warmup_batches=0)
     assert (rps, batches) == (2_000.0, 2)  # 8,000 records from 1,000 to 5,000 ms; the empty batches do not count
     assert bench.throughput(spans.assign(records=0)) == (0.0, 0)
+    # The first busy batch is the warm-up by default: 4,000 records from 3,000 to 5,000 ms.
+    assert bench.throughput(spans) == (2_000.0, 1)
+    assert bench.throughput(spans.assign(records=[0, 4_000, 6_000, 0])) == (3_000.0, 1)
+    assert bench.throughput(spans.iloc[:2]) == (2_000.0, 1)  # one busy batch: measured, warm-up or not
 
 
 def test_legacy_batch_spans_start_when_processing_starts(tmp_path: Path) -> None:
