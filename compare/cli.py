@@ -544,6 +544,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     settings = BenchSettings(
         out_dir=Path(args.out), records=args.records, partitions=args.partitions, quick=args.quick,
         bootstrap_servers=args.bootstrap_servers, master=args.master, latency_seconds=args.latency_seconds,
+        latency_rate=args.latency_rate,
         state_keys=args.state_keys, workloads=tuple(w for w in args.workloads.split(",") if w),
         command=shlex.join(["dmk", *args.argv]), timeout_s=args.timeout,
     )
@@ -728,6 +729,8 @@ def build_parser() -> argparse.ArgumentParser:
     ben.add_argument("--partitions", type=int, default=8, help="partitions of every benchmark topic (default 8)")
     ben.add_argument("--quick", action="store_true", help="the short run: 200k records, 10 s latency runs at each engine's default batch interval or trigger")
     ben.add_argument("--latency-seconds", type=float, help="length of each latency run's replay (default 30; --quick 10)")
+    ben.add_argument("--latency-rate", type=float, default=5_000.0,
+                     help="records/s of every latency run's replay, the same for both engines (default 5,000)")
     ben.add_argument("--state-keys", type=int, help="keys the running_counts state grows to (default --records)")
     ben.add_argument("--workloads", default=",".join(("running_counts", "ysb")), help="comma-separated (default running_counts,ysb)")
     ben.add_argument("--out", default=str(Path("benchmarks") / "results"), help="results directory (default benchmarks/results)")

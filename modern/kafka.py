@@ -350,8 +350,9 @@ def _plan(settings: SourceSettings, start: Offsets, end: Offsets, earliest_of) -
 
 
 # One Kafka handle per Python worker process and client configuration, as Spark caches its Kafka consumers
-# per executor: a worker runs one task at a time, and a fresh consumer per task costs the bootstrap and
-# metadata round trips on every partition of every micro-batch.
+# per executor: a worker runs one task at a time, and a fresh kafka-python consumer per task costs the
+# bootstrap and metadata round trips on every partition of every micro-batch. (With librdkafka the handle
+# keeps no consumer: each read opens its own, which is quicker there; see kit._rdkafka.)
 _WORKER_HANDLES: dict[tuple[Any, ...], Kafka] = {}
 
 

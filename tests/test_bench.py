@@ -94,6 +94,17 @@ def test_targets_say_whether_met_and_by_how_much() -> None:
     assert "modern p99 with the 1 s trigger: a micro-batch took 800 ms (median) at 1,500 records/s" in limits[1]
 
 
+def test_latency_targets_name_the_fixed_rate_of_newer_results() -> None:
+    results = _results(latency_rate_rps=5000.0)
+    names = [t["target"] for t in results["targets"]]
+    assert "modern running_counts p99 at 5,000 records/s (default trigger)" in names
+    assert "legacy running_counts p99 at 5,000 records/s (1 s batches)" in names
+    assert "## Latency at 5,000 records/s (ms," in bench.render_markdown(results)
+    assert "p50 / p99 ms at 5,000 records/s" in bench.readme_table(results)
+    # Results files from before the fixed rate keep their own words.
+    assert "## Latency at 30% of each engine's maximum (ms," in bench.render_markdown(_results(load_fraction=0.3))
+
+
 def test_state_values_differ_only_in_their_key() -> None:
     template = b'{"event_id":"e1","user":"u1","key":"k0001","ad_id":"ad-1","ad_type":"banner","event_type":"view","event_time":1767225600000}'
     values = bench.state_values(3, template)
@@ -164,18 +175,22 @@ def test_cli_regenerates_the_table_and_rejects_bad_settings(tmp_path: Path, caps
 @pytest.mark.slow
 def test_bench_runs_every_phase_on_both_engines(spark, bootstrap_servers: str, tmp_path: Path) -> None:
     settings = bench.BenchSettings(
-        out_dir=tmp_path, records=3_000, partitions=4, latency_seconds=3, state_keys=20_000,
+        out_dir=tmp_path, records=3_000, partitions=4, latency_seconds=3, latency_rate=500, state_keys=20_000,
         bootstrap_servers=bootstrap_servers, command="pytest",
     )
     results, path = bench.run_bench(settings, spark=spark)
     assert json.loads(path.read_text()) == json.loads((tmp_path / "latest.json").read_text()) == results
     assert (tmp_path / "latest.md").read_text() == bench.render_markdown(results)
     assert results["raw_consumer_rps"] > 0 and results["raw_producer_rps"] > 0
+    assert results["kafka_client"] == "confluent" and set(results["raw_clients"]) == {"confluent", "kafka-python"}
+    assert results["raw_clients"]["confluent"]["consumer_rps"] == results["raw_consumer_rps"]
+    assert results["latency_rate_rps"] == 500
     for engine in ("legacy", "modern"):
         for workload in ("running_counts", "ysb"):
             r = results["engines"][engine][workload]
             assert r["matches_oracle"] is True, (engine, workload)
-            assert r["batches"] >= bench.THROUGHPUT_BATCHES - 1  # capped to tenths of the topic
+            # capped to tenths of the topic; the first batch with records is the warm-up, not measured
+            assert r["batches"] >= bench.THROUGHPUT_BATCHES - 1 - bench.WARMUP_BATCHES
             assert r["throughput_rps"] > 0
             assert set(r["latency_by_trigger"]) == ({"1 s", "0.5 s"} if engine == "legacy" else {"0 seconds", "500 milliseconds"})
             assert all(lat["rows_measured"] > 0 and lat["p50"] <= lat["p99"] for lat in r["latency_by_trigger"].values())
