@@ -20,7 +20,8 @@ def test_python_workers_run_this_interpreter(spark) -> None:
     )
     assert executables == [sys.executable]
     assert spark.sparkContext.master == resolve_master()
-    assert spark.conf.get("spark.sql.shuffle.partitions") == "4"
+    # One state/shuffle partition per core on a local master, as many as tasks of a DStream batch.
+    assert spark.conf.get("spark.sql.shuffle.partitions") == str(spark.sparkContext.defaultParallelism) == "2"
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
 
 
