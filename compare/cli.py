@@ -644,7 +644,7 @@ def build_parser() -> argparse.ArgumentParser:
         cmp.add_argument("--" + name.replace("_", "-"), dest=name, type=_GEN_KNOBS[name][0], default=default,
                          help=_GEN_KNOBS[name][1] + f" (default {default})")
     cmp.add_argument("--out", metavar="RUN_DIR", help="run directory (default runs/<workload>-<time>)")
-    cmp.add_argument("--rate", type=float, help="replay rate, dataset records/s (default: what the batch caps let through, 1000 for the default dataset)")
+    cmp.add_argument("--rate", type=float, help="replay rate, dataset records/s (default: 3/4 of what the batch caps let through, 750 for the default dataset)")
     cmp.add_argument("--burst", action="store_true", help="produce the whole dataset before the driver starts")
     cmp.add_argument(
         "--legacy-mode", default="direct", metavar="MODE",
