@@ -23,6 +23,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as RdTopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
 
+from kit.kafka import Sender
+
 __all__ = ["RdReader", "RdSender", "translate"]
 
 # librdkafka logs through Python logging (not straight to stderr), so a broker going away at the end of a
@@ -198,7 +200,7 @@ class RdReader:
         return found
 
 
-class RdSender:
+class RdSender(Sender):
     """Sends records with a librdkafka producer; ``on_done(partition, offset, error)`` per record."""
 
     def __init__(self, bootstrap_servers: str, properties: Mapping[str, Any], max_block_s: float) -> None:
