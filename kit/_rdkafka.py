@@ -121,9 +121,6 @@ class RdReader:
         finally:
             consumer.close()
 
-    def close(self) -> None:
-        """Nothing to release: each operation closes its own consumer."""
-
     def read(
         self,
         topic: str,

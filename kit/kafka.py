@@ -215,7 +215,7 @@ class Kafka:
         self._admin: KafkaAdminClient | None = None
         self._offsets_consumer: KafkaConsumer | None = None
         self._reader: KafkaConsumer | None = None
-        self._rd_readers: dict[str, Any] = {}
+        self._rd_reader: Any = None
 
     # -- clients ---------------------------------------------------------------------------------------
 
@@ -274,11 +274,10 @@ class Kafka:
 
     def close(self) -> None:
         """Close every client this handle opened."""
-        for client in (self._admin, self._offsets_consumer, self._reader, *self._rd_readers.values()):
+        for client in (self._admin, self._offsets_consumer, self._reader):
             if client is not None:
                 client.close()
         self._admin = self._offsets_consumer = self._reader = None
-        self._rd_readers = {}
 
     def __enter__(self) -> Kafka:
         return self
@@ -384,7 +383,7 @@ class Kafka:
         to_fetch = [tp for tp in tps if tp not in ends]
         if to_fetch and self.client == "confluent":
             try:
-                found = self._rd("offsets").high_watermarks({(tp.topic, tp.partition): listed[tp] - 1 for tp in to_fetch})
+                found = self._rd().high_watermarks({(tp.topic, tp.partition): listed[tp] - 1 for tp in to_fetch})
             except TimeoutError as exc:
                 raise KafkaTimeout("reading high watermarks", self.timeout_s, {"no answer for": exc.args[0]}) from exc
             ends.update({TopicPartition(t, p): high for (t, p), high in found.items()})
@@ -510,7 +509,7 @@ class Kafka:
         if from_offset == until_offset:
             return
         if self.client == "confluent":
-            yield from self._rd("reads").read(
+            yield from self._rd().read(
                 tp.topic, tp.partition, from_offset, until_offset,
                 idle_timeout_s=idle_timeout_s,
                 end_offset=lambda: self.end_offsets([tp])[tp],
@@ -557,14 +556,13 @@ class Kafka:
         available = (self.beginning_offsets([tp])[tp], self.end_offsets([tp])[tp])
         return OffsetOutOfRange(tp.topic, tp.partition, requested=(from_offset, until_offset), available=available)
 
-    def _rd(self, role: str) -> Any:
-        # One consumer per role: a read in progress looks up high watermarks (to tell a slow range from one
-        # past the end), and a look-up reassigns its consumer.
-        if role not in self._rd_readers:
+    def _rd(self) -> Any:
+        # Holds settings only: each read and look-up opens its own librdkafka consumer (kit._rdkafka).
+        if self._rd_reader is None:
             from kit._rdkafka import RdReader
 
-            self._rd_readers[role] = RdReader(self.bootstrap_servers, self._rd_properties, self.timeout_s)
-        return self._rd_readers[role]
+            self._rd_reader = RdReader(self.bootstrap_servers, self._rd_properties, self.timeout_s)
+        return self._rd_reader
 
     def _reader_consumer(self) -> KafkaConsumer:
         if self._reader is None:
