@@ -170,7 +170,9 @@ def run_engine(
         ssc.start()
         try:
             result = replay(routed, bootstrap_servers, settings)
-            await_progress(out_dir, result.topic_end_offsets, timeout_s=timeout_s)
+            # A failed output operation fails the run, as it fails the compare driver.
+            await_progress(out_dir, result.topic_end_offsets, timeout_s=timeout_s,
+                           check=lambda: ssc.awaitTerminationOrTimeout(0.001))
         finally:
             ssc.stop(stopSparkContext=False, stopGraceFully=False)
     else:

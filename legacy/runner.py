@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -357,22 +357,43 @@ def _note_ranges(run: str, name: str, batch_ms: int, ranges: list) -> None:
     _pending(run, batch_ms)["ranges"][name] = [(r.topic, r.partition, r.fromOffset, r.untilOffset) for r in ranges]
 
 
+def _slide_ms(stream: Any) -> int:
+    return int(stream._jdstream.dstream().slideDuration().milliseconds())
+
+
+def _zero_time_ms() -> int:
+    """The running streaming context's zero time: Spark generates a DStream's RDD at batch time ``t`` only if
+    ``t - zero`` is a multiple of its slide (``DStream.isTimeValid``)."""
+    from pyspark import SparkContext
+
+    active = SparkContext._jvm.org.apache.spark.streaming.StreamingContext.getActive()  # type: ignore[union-attr]
+    return int(active.get().graph().zeroTime().milliseconds())
+
+
 def _committer(
-    run: str, offsets: str, streams: Mapping[str, Any], progress: Mapping[str, Path], outputs: tuple[str, ...]
+    run: str, offsets: str, streams: Mapping[str, Any], progress: Mapping[str, Path], outputs: Mapping[str, int]
 ) -> Any:
     """The batch's last output operation: check every output of the batch completed, commit its offsets where
-    the run keeps them (receivers: their group commits by itself), then write progress."""
+    the run keeps them (receivers: their group commits by itself), then write progress.
+
+    ``outputs`` maps each output to its DStream's slide: a windowed output sliding slower than the batches
+    has no output operation in the batches between its slides (Spark generates no job), so it is awaited
+    only at its own batch times.
+    """
     handles = dict(streams) if offsets == "kafka" else {}  # direct streams pickle as commitAsync handles
     targets = {name: str(path) for name, path in progress.items()}
+    slides = dict(outputs)
 
     def commit(time_: Any, rdd: Any) -> None:
-        _commit_batch(run, offsets, handles, targets, outputs, _ms(time_))
+        batch_ms, zero = _ms(time_), _zero_time_ms()
+        due = [name for name, slide in slides.items() if (batch_ms - zero) % slide == 0]
+        _commit_batch(run, offsets, handles, targets, due, batch_ms)
 
     return commit
 
 
 def _commit_batch(
-    run: str, offsets: str, handles: Mapping[str, Any], progress: Mapping[str, str], outputs: tuple[str, ...], batch_ms: int
+    run: str, offsets: str, handles: Mapping[str, Any], progress: Mapping[str, str], outputs: Iterable[str], batch_ms: int
 ) -> None:
     batch = _take_pending(run, batch_ms)
     ranges: dict[str, list] = batch["ranges"]
@@ -495,7 +516,7 @@ def create_context(sc: Any, config: LegacyRunConfig, store: Any = None) -> Any:
     receiver = config.stream == "receiver"
     raw = _receiver_inputs(ssc, config) if receiver else _direct_inputs(ssc, config, store)
     source = Source(raw, config.dataset)
-    written: list[str] = []  # every output directory a batch writes, checked before its commit
+    written: dict[str, int] = {}  # every output directory a batch writes → its slide (ms), checked at the commit
     for workload, variant in config.jobs:
         job = workloads.resolve("legacy", workload, variant)
         job.spec.check_inputs(config.topics)
@@ -503,25 +524,25 @@ def create_context(sc: Any, config: LegacyRunConfig, store: Any = None) -> Any:
         rows = job.build(ssc, source)
         name = job.name
         rows.foreachRDD(_batch_writer(run, out / name, job.spec.columns, transactional))
-        written.append(name)
+        written[name] = _slide_ms(rows)
         reported = source.late[late_before:]
         if reported:
             # One writer per job: its batch files are per batch time, so two writers would overwrite.
             late = ssc.union(*reported)
             late_columns = ("event_id", "topic", "partition", "offset", "detail")
             late.map(_late_row).foreachRDD(_batch_writer(run, out / f"{name}.late", late_columns, transactional))
-            written.append(f"{name}.late")
+            written[f"{name}.late"] = _slide_ms(late)
     dead_columns = ("topic", "partition", "offset", "reason")
     for name, dead in source.dead_letters.items():
         dead.foreachRDD(_batch_writer(run, out / f"dead_letters.{name}", dead_columns, transactional))
-        written.append(f"dead_letters.{name}")
+        written[f"dead_letters.{name}"] = _slide_ms(dead)
     # Registered last: the output operations of a batch run in order, so the commit follows every output, and
     # a progress file means the batch's outputs are all written (or committed).
     for name, stream in raw.items():
         stream.foreachRDD(_range_collector(run, name, receiver))
     committing = {} if receiver else raw  # a receiver's group commits by itself
     progress = {name: out / f"progress.{name}" for name in raw}
-    raw[sorted(raw)[0]].foreachRDD(_committer(run, config.offsets, committing, progress, tuple(written)))
+    raw[sorted(raw)[0]].foreachRDD(_committer(run, config.offsets, committing, progress, written))
     return ssc
 
 
