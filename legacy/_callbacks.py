@@ -1,0 +1,42 @@
+"""PySpark's DStream callbacks without a Java exception in each.
+
+The JVM calls back into the driver's Python for every Python DStream operation of every batch
+(``TransformFunction.call``: ``map``, ``transform``, ``updateStateByKey``, ``foreachRDD``...), handing it the
+batch's RDDs as a ``java.util.List``. PySpark walks that list with py4j's iterator, and py4j ends an iteration
+the way Java does: its last ``next()`` throws ``NoSuchElementException``. Once a SparkSession exists, PySpark's
+SQL error handler converts every Java exception crossing py4j (about fifteen round trips to classify it and
+format its stack trace), so each callback paid about 28 ms for that one exception: a third of a second per
+batch for the kit's ``running_counts`` job, ten callbacks a batch (``benchmarks/legacy_idle_batch.py``).
+
+:func:`install` hands ``TransformFunction.call`` the list already read by index (``size()`` and ``get(i)``),
+which is what the original does with it, minus the exception. Nothing else changes: the same function runs
+on the same RDDs. :func:`java_values` does the same for the kit's own reads of Java collections.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["install", "java_values"]
+
+
+def java_values(items: Any) -> list:
+    """The elements of a Java list or array (py4j's ``JavaList``, ``JavaArray``), read by index: no iterator,
+    so no exception at the end. For another collection, pass ``collection.toArray()``."""
+    return [items[i] for i in range(len(items))]
+
+
+def install() -> None:
+    """Make PySpark's ``TransformFunction.call`` take the JVM's RDD list by index (idempotent)."""
+    from pyspark.streaming.util import TransformFunction
+
+    original = TransformFunction.call
+    if getattr(original, "reads_by_index", False):
+        return
+
+    def call(self: Any, milliseconds: int, jrdds: Any) -> Any:
+        return original(self, milliseconds, java_values(jrdds))
+
+    call.reads_by_index = True  # type: ignore[attr-defined]
+    call.__doc__ = original.__doc__
+    TransformFunction.call = call
