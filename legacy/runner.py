@@ -553,6 +553,28 @@ def read_progress(out_dir: str | Path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+class _ProgressPoll:
+    """:func:`read_progress` for a poll loop: each call reads only the progress files that are new or were
+    replaced since the last (a regenerated batch replaces its file), not every file of the run again."""
+
+    def __init__(self, out_dir: str | Path) -> None:
+        self._out = Path(out_dir)
+        self._read: dict[Path, tuple[tuple[int, int, int], pd.DataFrame]] = {}
+
+    def rows(self) -> pd.DataFrame:
+        for directory in sorted(self._out.glob("progress.*")):
+            for path in directory.glob("batch=*.parquet"):
+                try:
+                    stat = path.stat()
+                    version = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+                    if path not in self._read or self._read[path][0] != version:
+                        self._read[path] = (version, pd.read_parquet(path))
+                except FileNotFoundError:  # replaced between the listing and the read: the next poll has it
+                    continue
+        frames = [frame for _, frame in self._read.values() if len(frame)]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
 def _progress_batches(out_dir: str | Path) -> list[int]:
     """Batch times with a progress file in every input (a batch without records has an empty file)."""
     dirs = sorted(Path(out_dir).glob("progress.*"))
@@ -591,10 +613,11 @@ def await_progress(
     """
     deadline = time.monotonic() + timeout_s
     reached: dict = {}
+    poll = _ProgressPoll(out_dir)
     while True:
         if check is not None:
             check()
-        progress = read_progress(out_dir)
+        progress = poll.rows()
         if not progress.empty:
             reached = {
                 (t, int(p)): int(u) for (t, p), u in progress.groupby(["topic", "partition"])["until_offset"].max().items()

@@ -11,11 +11,12 @@ import pytest
 
 from kit.dataset import DatasetSpec
 from kit.errors import ConfigError
-from kit.sink import read_batches
+from kit.sink import read_batches, write_batch
 from legacy.errors import LegacyError, NonContiguousOffsets
 from legacy.runner import (
     LegacyRunConfig,
     _commit_batch,
+    _ProgressPoll,
     _commit_transaction,
     _pending,
     attach_offset_store,
@@ -123,3 +124,16 @@ def test_a_batch_with_a_failed_output_commits_nothing(tmp_path: Path) -> None:
     finally:
         attach_offset_store(config, None)
         store.close()
+
+
+def test_progress_polls_read_new_and_replaced_files(tmp_path: Path) -> None:
+    columns = ["topic", "partition", "from_offset", "until_offset"]
+    progress = tmp_path / "progress.events"
+    poll = _ProgressPoll(tmp_path)
+    assert poll.rows().empty
+    write_batch(progress, 1000, pd.DataFrame([("t", 0, 0, 5)], columns=columns))
+    assert poll.rows()[["batch", "until_offset"]].values.tolist() == [[1000, 5]]
+    write_batch(progress, 2000, pd.DataFrame([("t", 0, 5, 9)], columns=columns))
+    write_batch(progress, 1000, pd.DataFrame([("t", 0, 0, 7)], columns=columns))  # a regenerated batch
+    rows = poll.rows().sort_values("batch")
+    assert rows[["batch", "until_offset"]].values.tolist() == [[1000, 7], [2000, 9]]
