@@ -7,6 +7,7 @@ output checked against the oracle), for before/after tables of single changes:
     python benchmarks/engine_throughput.py --engine modern --kafka-client kafka-python   # the reference client
     python benchmarks/engine_throughput.py --engine modern --max-partitions 0          # a task per Kafka partition
     python benchmarks/engine_throughput.py --engine modern --state-store hdfs          # Spark's default store
+    python benchmarks/engine_throughput.py --engine legacy --conf spark.python.unix.domain.socket.enabled=false
 
 Run from an older checkout (``PYTHONPATH=/path/to/checkout``) it measures that code; switches that code does
 not know are ignored there, and the output says which took effect. Prints one JSON line.
@@ -30,6 +31,7 @@ def main() -> None:
     parser.add_argument("--kafka-client", choices=("auto", "confluent", "kafka-python"), default="auto")
     parser.add_argument("--max-partitions", type=int, help="modern: the Source's maxPartitions (0: none, a task per range)")
     parser.add_argument("--state-store", choices=("rocksdb", "hdfs"), help="modern: the state store provider")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     args = parser.parse_args()
     os.environ["DMK_KAFKA_CLIENT"] = args.kafka_client  # before anything opens a Kafka handle or a Python worker
 
@@ -45,6 +47,10 @@ def main() -> None:
             + ("RocksDBStateStoreProvider" if args.state_store == "rocksdb" else "HDFSBackedStateStoreProvider")
         )
         applied["state_store"] = args.state_store
+    for setting in args.conf:
+        key, _, value = setting.partition("=")
+        conf[key] = value
+        applied[key] = value
     if args.max_partitions is not None:
         import modern.workloads as modern_workloads
 

@@ -69,6 +69,7 @@ _BASE_CONF: dict[str, str] = {
     # provider its checkpoint was started with (Spark pins it in the offset log).
     "spark.sql.streaming.stateStore.providerClass": ROCKSDB_STATE_STORE,
     "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+    "spark.python.unix.domain.socket.enabled": "true",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
@@ -247,6 +248,8 @@ def kit_settings(master: str | None = None, conf: Mapping[str, Any] | None = Non
         # A local run stays on loopback, whatever the host name resolves to.
         settings["spark.driver.host"] = "127.0.0.1"
         settings["spark.driver.bindAddress"] = "127.0.0.1"
+        # Python workers forked with the kit's modules already imported (see kit/_worker_daemon.py).
+        settings["spark.python.daemon.module"] = "kit._worker_daemon"
     if ui:
         settings["spark.ui.enabled"] = "true"
     settings.update({k: str(v) for k, v in (conf or {}).items()})
