@@ -222,7 +222,8 @@ def _drop_worker_handle(params: KafkaParams) -> None:
 
 
 def _read_ranges(spec: _ReadSpec, _split: int, ranges: Iterable[tuple[str, int, int, int]]) -> Iterator[Any]:
-    """The partition function of a KafkaRDD: read and decode the partition's one offset range."""
+    """The partition function of a KafkaRDD: read and decode the partition's offset ranges (one in a KafkaRDD,
+    several consecutive ones after :meth:`_ReadingKafkaRDD.read_in_tasks`), in order."""
     for topic, partition, start, until in ranges:
         if start == until:
             continue
@@ -272,14 +273,27 @@ class KafkaRDD(RDD):
 class _ReadingKafkaRDD(KafkaRDD, PipelinedRDD):
     """A KafkaRDD that reads its ranges itself: maps applied to it run in the same Python pass as the read."""
 
+    _spec: _ReadSpec
+
+    def read_in_tasks(self, tasks: int) -> RDD:
+        """The same reads in at most ``tasks`` partitions: consecutive ranges share one, read one after the
+        other (what ``coalesce(tasks)`` gives, without a pass through the JVM between the read and what is
+        applied to it). A plain RDD: its partitions are no longer one range each."""
+        return PipelinedRDD(*_reading(self.ctx, self._spec, self._offset_ranges, min(tasks, len(self._offset_ranges))))
+
+
+def _reading(sc: SparkContext, spec: _ReadSpec, ranges: tuple[OffsetRange, ...], tasks: int) -> tuple[RDD, Callable]:
+    """The RDD of ``ranges`` sliced into ``tasks`` partitions, and the partition function reading them."""
+    rows = [(r.topic, r.partition, r.fromOffset, r.untilOffset) for r in ranges]
+    base = sc.parallelize(rows, tasks) if rows else sc.emptyRDD()
+    return base, functools.partial(_read_ranges, spec)
+
 
 def new_kafka_rdd(sc: SparkContext, spec: _ReadSpec, ranges: Iterable[OffsetRange]) -> KafkaRDD:
     """A KafkaRDD reading ``ranges`` (one partition each, empty ranges give empty partitions)."""
     ranges = tuple(ranges)
-    rows = [(r.topic, r.partition, r.fromOffset, r.untilOffset) for r in ranges]
-    base = sc.parallelize(rows, len(rows)) if rows else sc.emptyRDD()
-    rdd = _ReadingKafkaRDD(base, functools.partial(_read_ranges, spec))
-    rdd._offset_ranges = ranges
+    rdd = _ReadingKafkaRDD(*_reading(sc, spec, ranges, len(ranges)))
+    rdd._offset_ranges, rdd._spec = ranges, spec
     return rdd
 
 

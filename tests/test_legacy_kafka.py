@@ -299,6 +299,19 @@ def test_kafka_rdd_has_one_partition_per_range_and_empty_ranges_are_empty(
     assert rdd.map(lambda kv: kv[1].upper()).glom().collect() == [["X1", "X2"], [], ["Z0", "Z1"]]
 
 
+def test_a_kafka_rdd_read_in_fewer_tasks_is_coalesce_in_one_python_pass(
+    sc, kafka: Kafka, topic_factory, bootstrap_servers: str
+) -> None:
+    topic = topic_factory(partitions=4)
+    send_values(kafka, topic, {0: ["a0", "a1"], 1: ["b0"], 2: ["c0", "c1", "c2"], 3: ["d0"]})
+    ranges = [OffsetRange(topic, p, 0, n) for p, n in enumerate([2, 1, 3, 1])]
+    rdd = KafkaUtils.createRDD(sc, params(bootstrap_servers), ranges, valueDecoder=bytes.decode)
+    grouped = rdd.read_in_tasks(2).map(lambda kv: kv[1])
+    assert grouped.glom().collect() == rdd.coalesce(2).map(lambda kv: kv[1]).glom().collect()
+    assert grouped.glom().collect() == [["a0", "a1", "b0"], ["c0", "c1", "c2", "d0"]]
+    assert rdd.read_in_tasks(8).getNumPartitions() == 4
+
+
 def test_kafka_rdd_checks_ranges_on_the_driver(sc, kafka: Kafka, topic_factory, bootstrap_servers: str) -> None:
     topic = topic_factory()
     send_messages(kafka, topic, {"a": 2})

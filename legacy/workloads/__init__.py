@@ -68,11 +68,14 @@ def _at_most_one_task_per_core(rdd: Any) -> Any:
     # shuffle) reads several ranges in one task, in partition order; the records and their order per
     # partition are unchanged.
     # A batch whose ranges are all empty runs no read task at all: its records (none) are the same.
+    # A direct stream's own read is regrouped rather than coalesced, so the parse runs in the read's Python pass.
     ranges = rdd.offsetRanges() if hasattr(rdd, "offsetRanges") else None
     if ranges is not None and not any(r.count() for r in ranges):
         return rdd.context.emptyRDD()
     cores = rdd.context.defaultParallelism
-    return rdd.coalesce(cores) if rdd.getNumPartitions() > cores else rdd
+    if rdd.getNumPartitions() <= cores:
+        return rdd
+    return rdd.read_in_tasks(cores) if hasattr(rdd, "read_in_tasks") else rdd.coalesce(cores)
 
 
 class Source:
