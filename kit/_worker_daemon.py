@@ -7,8 +7,9 @@ unpickled its first function: 0.5 to 1 s of CPU per worker, on the same cores as
 ``running_counts`` run: two thirds of the Python workers' CPU went to these imports). Imported here, once,
 they are in every forked worker already.
 
-:func:`kit.spark.kit_settings` sets ``spark.python.daemon.module`` to this module for masters on this host
-only: executors elsewhere may not have the kit installed, and Spark's own daemon needs nothing.
+:func:`kit.spark.kit_settings` sets ``spark.python.daemon.module`` to this module for ``local`` masters
+only: a cluster's executors run the copy of the kit the driver ships them (:func:`kit.spark.ship_kit`), which
+a daemon importing the installed kit first would shadow.
 """
 
 from __future__ import annotations

@@ -248,7 +248,9 @@ def kit_settings(master: str | None = None, conf: Mapping[str, Any] | None = Non
         # A local run stays on loopback, whatever the host name resolves to.
         settings["spark.driver.host"] = "127.0.0.1"
         settings["spark.driver.bindAddress"] = "127.0.0.1"
-        # Python workers forked with the kit's modules already imported (see kit/_worker_daemon.py).
+    if settings["spark.master"].startswith("local"):
+        # Python workers forked with the kit's modules already imported (see kit/_worker_daemon.py). Not on
+        # a cluster: its executors run the copy of the kit the driver ships them (ship_kit).
         settings["spark.python.daemon.module"] = "kit._worker_daemon"
     if ui:
         settings["spark.ui.enabled"] = "true"

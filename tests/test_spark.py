@@ -19,6 +19,9 @@ def test_python_workers_run_this_interpreter(spark) -> None:
         spark.sparkContext.parallelize(range(4), 2).map(lambda _: __import__("sys").executable).distinct().collect()
     )
     assert executables == [sys.executable]
+    # Forked from kit._worker_daemon, which imported pandas before forking.
+    preloaded = spark.sparkContext.parallelize(range(2), 2).map(lambda _: "pandas" in __import__("sys").modules).collect()
+    assert preloaded == [True, True]
     assert spark.sparkContext.master == resolve_master()
     # One state/shuffle partition per core on a local master, as many as tasks of a DStream batch.
     assert spark.conf.get("spark.sql.shuffle.partitions") == str(spark.sparkContext.defaultParallelism) == "2"
@@ -68,6 +71,9 @@ def test_master_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
     assert kit_settings("local[2]")["spark.default.parallelism"] == "2"
     assert kit_settings("local[3,2]")["spark.default.parallelism"] == "3"
     assert "spark.default.parallelism" not in settings
+    # Workers fork from the daemon with the kit imported on local masters; a cluster runs the kit it is shipped.
+    assert kit_settings("local[2]")["spark.python.daemon.module"] == "kit._worker_daemon"
+    assert "spark.python.daemon.module" not in settings
     assert kit_settings()["spark.master"] == "spark://127.0.0.1:7077"  # from the environment
 
 
