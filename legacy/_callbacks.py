@@ -17,13 +17,20 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["install", "java_values"]
+__all__ = ["install", "java_map_values", "java_values"]
 
 
 def java_values(items: Any) -> list:
     """The elements of a Java list or array (py4j's ``JavaList``, ``JavaArray``), read by index: no iterator,
-    so no exception at the end. For another collection, pass ``collection.toArray()``."""
+    so no exception at the end."""
     return [items[i] for i in range(len(items))]
+
+
+def java_map_values(mapping: Any) -> list:
+    """The values of a ``java.util.Map`` (py4j's ``JavaMap``, whose Python ``values()`` iterates), by index."""
+    from py4j.java_gateway import get_method
+
+    return java_values(get_method(mapping, "values")().toArray())
 
 
 def install() -> None:

@@ -49,7 +49,7 @@ from pyspark.streaming.listener import StreamingListener
 
 from kit.errors import ConfigError, OffsetOutOfRange
 from kit.kafka import Kafka, TopicPartition
-from legacy._callbacks import install as _install_callbacks, java_values
+from legacy._callbacks import install as _install_callbacks, java_map_values
 from legacy._types import Broker, KafkaMessageAndMetadata, OffsetRange, TopicAndPartition, utf8_decoder
 from legacy.errors import BatchNotGenerated, StateFormatMismatch, UnsupportedKafkaParams
 from legacy.rate import JvmPIDRateEstimator, RateSettings, _java_double_to_long, until_offsets
@@ -693,7 +693,7 @@ class _BatchListener(StreamingListener):
             processing_delay_ms=info.processingDelay(),
             scheduling_delay_ms=info.schedulingDelay(),
             records=None if reported is None else reported.numRecords(),
-            succeeded=all(op.failureReason() is None for op in java_values(info.outputOperationInfos().values().toArray())),
+            succeeded=all(op.failureReason() is None for op in java_map_values(info.outputOperationInfos())),
         )
 
 
