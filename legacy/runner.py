@@ -62,7 +62,7 @@ import pandas as pd
 from kit import workloads
 from kit.dataset import DatasetSpec
 from kit.errors import ConfigError, RunTimeout
-from kit.sink import encode_batch, read_batches, write_batch, write_encoded
+from kit.sink import encode_batch, write_batch, write_encoded
 from kit.workloads import job_id
 from legacy.errors import LegacyError
 from legacy.kafka import KafkaUtils, TopicAndPartition
@@ -358,7 +358,7 @@ def _note_ranges(run: str, name: str, batch_ms: int, ranges: list) -> None:
 
 
 def _slide_ms(stream: Any) -> int:
-    return int(stream._jdstream.dstream().slideDuration().milliseconds())
+    return round(stream._slideDuration * 1000)  # PySpark's own (seconds, from the JVM DStream)
 
 
 def _zero_time_ms() -> int:
@@ -548,30 +548,29 @@ def create_context(sc: Any, config: LegacyRunConfig, store: Any = None) -> Any:
 
 def read_progress(out_dir: str | Path) -> pd.DataFrame:
     """The progress rows of a run: ``batch, emitted_at, topic, partition, from_offset, until_offset``."""
-    frames = [read_batches(d) for d in sorted(Path(out_dir).glob("progress.*"))]
-    frames = [f for f in frames if not f.empty]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return _ProgressPoll(out_dir).rows()
 
 
 class _ProgressPoll:
     """:func:`read_progress` for a poll loop: each call reads only the progress files that are new or were
-    replaced since the last (a regenerated batch replaces its file), not every file of the run again."""
+    replaced since the last (a regenerated batch replaces its file), not every file of the run again. Rows
+    come input by input, batch file by batch file, in name order."""
 
     def __init__(self, out_dir: str | Path) -> None:
         self._out = Path(out_dir)
         self._read: dict[Path, tuple[tuple[int, int, int], pd.DataFrame]] = {}
 
     def rows(self) -> pd.DataFrame:
-        for directory in sorted(self._out.glob("progress.*")):
-            for path in directory.glob("batch=*.parquet"):
-                try:
-                    stat = path.stat()
-                    version = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-                    if path not in self._read or self._read[path][0] != version:
-                        self._read[path] = (version, pd.read_parquet(path))
-                except FileNotFoundError:  # replaced between the listing and the read: the next poll has it
-                    continue
-        frames = [frame for _, frame in self._read.values() if len(frame)]
+        for path in self._out.glob("progress.*/batch=*.parquet"):
+            try:
+                stat = path.stat()
+                version = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+                if path not in self._read or self._read[path][0] != version:
+                    self._read[path] = (version, pd.read_parquet(path))
+            except FileNotFoundError:  # removed between the listing and the read
+                continue
+        frames = [self._read[path][1] for path in sorted(self._read)]
+        frames = [frame for frame in frames if len(frame)]
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
