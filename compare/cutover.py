@@ -21,14 +21,14 @@ Example::
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
+from compare.errors import CutoverAmbiguous
 from kit import workloads
-from kit.errors import ConfigError, KitError
+from kit.errors import ConfigError
 from kit.sink import read_batches
 
 __all__ = [
@@ -51,20 +51,6 @@ SOURCES = ("checkpoint", "kafka", "zookeeper", "sqlite", "postgresql")
 
 EARLIEST = -2
 """``startingOffsets``' value for "the beginning of the partition" (Spark's)."""
-
-
-class CutoverAmbiguous(KitError):
-    """The legacy job's position does not say exactly which records its outputs hold.
-
-    Attributes:
-        reason: what is ambiguous.
-        batches: the batch times (ms) in question.
-    """
-
-    def __init__(self, message: str, *, reason: str, batches: tuple[int, ...] = ()) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.batches = batches
 
 
 @dataclass(frozen=True)

@@ -31,17 +31,13 @@ import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from kit.errors import ConfigError, KitError
+from kit.errors import ClusterError, ConfigError
 
 __all__ = ["CLUSTER_DIR_ENV", "ClusterError", "ClusterState", "LocalCluster", "default_dir"]
 
 CLUSTER_DIR_ENV = "DMK_CLUSTER_DIR"
 _MEMORY = re.compile(r"^\d+[mMgG]$")
 _DAEMON_MEMORY = "256m"  # the master and workers only schedule; executors get the workers' --memory
-
-
-class ClusterError(KitError):
-    """The local cluster could not be started, reached or stopped."""
 
 
 def default_dir() -> Path:

@@ -15,6 +15,8 @@ Example:
 from __future__ import annotations
 
 __all__ = [
+    "CheckpointNotFound",
+    "ClusterError",
     "BrokerError",
     "BrokerUnavailable",
     "ConfigError",
@@ -198,7 +200,32 @@ class RunTimeout(KitError):
         expected: what it was waiting for.
     """
 
-    def __init__(self, message: str, *, reached: dict, expected: dict) -> None:
+    def __init__(self, message: str, *, reached: object, expected: object) -> None:
         super().__init__(message)
         self.reached = reached
         self.expected = expected
+
+
+class CheckpointNotFound(KitError, FileNotFoundError):
+    """A checkpoint directory (a DStream checkpoint, or a query's ``checkpointLocation``) that does not exist,
+    is a file, or whose file system cannot be reached. The one class for both engines' checkpoints.
+
+    Attributes:
+        path: the directory as given (a path or a URI).
+        detail: what the file system said when it could not be reached (None: it answered).
+        is_file: True when the path exists but is a file.
+    """
+
+    def __init__(self, path: object, *, fix: str, detail: str | None = None, is_file: bool = False) -> None:
+        self.path = str(path)
+        self.detail = detail
+        self.is_file = is_file
+        if detail is not None:
+            what = f"cannot be opened: {detail}"
+        else:
+            what = "is a file, not a directory" if is_file else "does not exist"
+        super().__init__(f"checkpoint directory {self.path} {what}. Fix: {fix}")
+
+
+class ClusterError(KitError):
+    """The local Spark cluster (:mod:`kit.cluster`) could not be started, reached or stopped."""

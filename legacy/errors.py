@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from kit.errors import ConfigError, KitError
+from kit.errors import CheckpointNotFound, ConfigError, KitError
 
 __all__ = [
     "BatchNotGenerated",
@@ -36,6 +36,7 @@ __all__ = [
     "StateFormatMismatch",
     "UnsupportedApi",
     "UnsupportedKafkaParams",
+    "checkpoint_not_found",
 ]
 
 
@@ -174,29 +175,19 @@ _CHECKPOINT_HOLDS = (
 )
 
 
-class CheckpointNotFound(LegacyError, FileNotFoundError):
-    """The checkpoint directory does not exist, or its file system cannot be reached.
+def checkpoint_not_found(directory: str, detail: str | None = None) -> CheckpointNotFound:
+    """The :class:`~kit.errors.CheckpointNotFound` for a DStream checkpoint directory, with the fix.
 
-    Attributes:
+    Args:
         directory: the directory as given (a path or a URI).
         detail: what the file system said when it could not be reached (None: it answered, the path is absent).
     """
-
-    def __init__(self, directory: str, detail: str | None = None) -> None:
-        self.directory = directory
-        self.detail = detail
-        if detail is None:
-            message = (
-                f"checkpoint directory {directory} does not exist. Fix: pass the directory the job gave to "
-                "ssc.checkpoint(...) or getOrCreate(...) (a local path, file:/..., hdfs://...)"
-            )
-        else:
-            message = (
-                f"cannot open checkpoint directory {directory}: {detail}. Fix: check the URI's scheme and "
-                "authority, and that this Spark has the file system's client and configuration (for hdfs://, "
-                "HADOOP_CONF_DIR)"
-            )
-        super().__init__(message)
+    if detail is None:
+        fix = "pass the directory the job gave to ssc.checkpoint(...) or getOrCreate(...) (a local path, file:/..., hdfs://...)"
+    else:
+        fix = ("check the URI's scheme and authority, and that this Spark has the file system's client and "
+               "configuration (for hdfs://, HADOOP_CONF_DIR)")
+    return CheckpointNotFound(directory, fix=fix, detail=detail)
 
 
 class NotALegacyCheckpoint(LegacyError):

@@ -34,7 +34,7 @@ from typing import Any
 
 from kit.spark import has_scheme
 from legacy._direct import DirectStreamState, take_restored
-from legacy.errors import CheckpointCodeNotImportable, CheckpointNotFound, CheckpointUnreadable, NotALegacyCheckpoint
+from legacy.errors import CheckpointCodeNotImportable, CheckpointUnreadable, NotALegacyCheckpoint, checkpoint_not_found
 
 __all__ = [
     "CheckpointFile",
@@ -337,9 +337,9 @@ def inspect_legacy_checkpoint(directory: str | os.PathLike[str], sc: Any = None)
         fs = jpath.getFileSystem(sc._jsc.hadoopConfiguration())
         exists = fs.exists(jpath)
     except Py4JJavaError as exc:
-        raise CheckpointNotFound(given, _java_summary(exc)) from None
+        raise checkpoint_not_found(given, _java_summary(exc)) from None
     if not exists:
-        raise CheckpointNotFound(given)
+        raise checkpoint_not_found(given)
     qualified = str(fs.makeQualified(jpath).toString())
     status = fs.getFileStatus(jpath)
     if not status.isDirectory():

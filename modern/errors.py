@@ -8,7 +8,7 @@ Example:
 
 from __future__ import annotations
 
-from kit.errors import ConfigError, KitError
+from kit.errors import CheckpointNotFound, ConfigError, KitError
 
 __all__ = [
     "CheckpointDamaged",
@@ -16,11 +16,17 @@ __all__ = [
     "KafkaDataLoss",
     "KafkaOptionError",
     "KafkaSinkError",
+    "ModernError",
     "NotAModernCheckpoint",
+    "checkpoint_not_found",
 ]
 
 
-class KafkaOptionError(ConfigError):
+class ModernError(KitError):
+    """Base class of the errors only the Structured Streaming side raises."""
+
+
+class KafkaOptionError(ConfigError, ModernError):
     """A Kafka source or sink option is missing, unknown, forbidden or invalid.
 
     Attributes:
@@ -32,7 +38,7 @@ class KafkaOptionError(ConfigError):
         super().__init__(message, field=option)
 
 
-class KafkaDataLoss(KitError):
+class KafkaDataLoss(ModernError):
     """Offsets the query needs are gone (retention, or a deleted and re-created topic), failOnDataLoss=true.
 
     Attributes:
@@ -54,7 +60,7 @@ class KafkaDataLoss(KitError):
         )
 
 
-class KafkaSinkError(KitError):
+class KafkaSinkError(ModernError):
     """The Kafka sink's input is not writable, or the broker did not acknowledge every record."""
 
 
@@ -69,7 +75,7 @@ def _names(names: tuple[str, ...], limit: int = 10) -> str:
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-class NotAModernCheckpoint(KitError):
+class NotAModernCheckpoint(ModernError):
     """A directory given as a Structured Streaming checkpoint location is not one (no offsets/, no metadata).
 
     Attributes:
@@ -107,29 +113,14 @@ class NotAModernCheckpoint(KitError):
         )
 
 
-class CheckpointNotFound(NotAModernCheckpoint):
-    """A checkpoint location that does not exist, or is a file.
-
-    Attributes:
-        path: the location given.
-        is_file: True when the path exists but is a file.
-    """
-
-    def __init__(self, path: object, *, is_file: bool = False) -> None:
-        self.path = str(path)
-        self.entries = ()
-        self.queries = ()
-        self.inside = None
-        self.is_file = is_file
-        what = "is a file, not a directory" if is_file else "does not exist"
-        KitError.__init__(
-            self,
-            f"checkpoint location {self.path} {what}; {_CHECKPOINT_HOLDS}. Pass the directory given as the "
-            "query's checkpointLocation option (the kit's runners use <checkpoint_dir>/<query name>).",
-        )
+def checkpoint_not_found(path: object, *, is_file: bool = False) -> CheckpointNotFound:
+    """The :class:`~kit.errors.CheckpointNotFound` for a query checkpoint location, with the fix."""
+    fix = (f"{_CHECKPOINT_HOLDS}. Pass the directory given as the query's checkpointLocation option (the kit's "
+           "runners use <checkpoint_dir>/<query name>).")
+    return CheckpointNotFound(path, fix=fix, is_file=is_file)
 
 
-class CheckpointDamaged(KitError):
+class CheckpointDamaged(ModernError):
     """A file of a Structured Streaming checkpoint is missing or cannot be read as Spark writes it.
 
     Attributes:

@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from modern.errors import CheckpointDamaged, CheckpointNotFound, NotAModernCheckpoint
+from modern.errors import CheckpointDamaged, CheckpointNotFound, NotAModernCheckpoint, checkpoint_not_found
 
 __all__ = [
     "CheckpointBatch",
@@ -295,9 +295,9 @@ def inspect_modern_checkpoint(directory: str | Path, spark: Any = None, *, row_c
 
 def _require_directory(path: Path) -> None:
     if not path.exists():
-        raise CheckpointNotFound(path)
+        raise checkpoint_not_found(path)
     if not path.is_dir():
-        raise CheckpointNotFound(path, is_file=True)
+        raise checkpoint_not_found(path, is_file=True)
 
 
 def _is_query_checkpoint(path: Path) -> bool:

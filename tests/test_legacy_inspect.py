@@ -291,7 +291,7 @@ def test_files_that_are_all_garbage_are_each_named(spark, tmp_path: Path) -> Non
 def test_paths_that_are_no_checkpoint(spark, tmp_path: Path) -> None:
     with pytest.raises(CheckpointNotFound) as missing:
         inspect_legacy_checkpoint(tmp_path / "nope")
-    assert missing.value.directory == str(tmp_path / "nope") and missing.value.detail is None
+    assert missing.value.path == str(tmp_path / "nope") and missing.value.detail is None
     assert isinstance(missing.value, FileNotFoundError)
     assert "does not exist" in str(missing.value)
 

@@ -324,7 +324,7 @@ def test_an_empty_directory_and_a_missing_one(tmp_path: Path) -> None:
 
     with pytest.raises(CheckpointNotFound, match="does not exist") as missing:
         inspect_modern_checkpoint(tmp_path / "nope", row_counts=False)
-    assert isinstance(missing.value, NotAModernCheckpoint) and missing.value.path == str(tmp_path / "nope")
+    assert isinstance(missing.value, FileNotFoundError) and missing.value.path == str(tmp_path / "nope")
     with pytest.raises(CheckpointNotFound):
         list_query_checkpoints(tmp_path / "nope")
     write_tree(tmp_path, {"file": "x"})
