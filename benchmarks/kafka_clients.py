@@ -70,7 +70,8 @@ def main() -> None:
 
     values = generate(DatasetSpec.from_profile("clean", records=args.records, seed=7))["value"].tolist()
     rows = []
-    with kafka_or_embedded(args.bootstrap_servers) as bootstrap:
+    with kafka_or_embedded(args.bootstrap_servers) as kafka:
+        bootstrap = kafka.bootstrap_servers
         topics = {}
         for client in ("kafka-python", "confluent"):
             topics[client] = f"dmk-clients-{client}-{uuid.uuid4().hex[:6]}"

@@ -24,14 +24,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from compare.driver import batch_listener  # noqa: E402
-from compare.harness import capped_context  # noqa: E402
-from compare.run import batch_spans  # noqa: E402
+from compare.engines import get_engine  # noqa: E402
 from kit.broker import EmbeddedBroker  # noqa: E402
 from kit.dataset import DatasetSpec  # noqa: E402
+from kit.engine import DriverConfig  # noqa: E402
 from kit.kafka import Kafka  # noqa: E402
 from kit.spark import spark_session  # noqa: E402
-from legacy.runner import LegacyRunConfig  # noqa: E402
 
 
 def _get(url: str) -> list[dict]:
@@ -49,14 +47,14 @@ def idle_batches(spark: object, bootstrap: str, workload: str, partitions: int, 
     before = {s["stageId"] for s in _get(f"{api}/stages")}
     with tempfile.TemporaryDirectory() as work:
         out = Path(work) / "out"
-        config = LegacyRunConfig(bootstrap, {"events": topic}, str(out), f"{work}/checkpoint",
-                                 DatasetSpec.from_profile("clean", records=1000), ((workload, "default"),), batch_seconds=2.0)
-        ssc = capped_context(sc, config, None)
-        ssc.addStreamingListener(batch_listener(out))
-        ssc.start()
+        legacy = get_engine("legacy")
+        config = DriverConfig(engine="legacy", bootstrap_servers=bootstrap, topics={"events": topic}, out_dir=str(out),
+                              checkpoint_dir=f"{work}/checkpoint", dataset=DatasetSpec.from_profile("clean", records=1000),
+                              jobs=((workload, "default"),), batch_seconds=2.0)
+        run = legacy.start(spark, config)
         time.sleep(seconds)
-        ssc.stop(stopSparkContext=False, stopGraceFully=False)
-        batches = batch_spans("legacy", out, workload)
+        run.stop()
+        batches = legacy.batch_spans(out, workload)
     stages = [s for s in _get(f"{api}/stages") if s["stageId"] not in before and s["status"] == "COMPLETE"]
     steady = batches["processing_ms"].iloc[3:].tolist()
     return {

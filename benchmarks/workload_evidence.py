@@ -30,7 +30,7 @@ from kit import workloads  # noqa: E402
 from kit.broker import EmbeddedBroker  # noqa: E402
 from kit.dataset import generate  # noqa: E402
 from kit.spark import spark_session  # noqa: E402
-from modern.runner import late_dropped  # noqa: E402
+from compare.engines import ENGINES, get_engine  # noqa: E402
 
 
 def _jobs(engine: str, name: str) -> tuple[tuple[str, str], ...]:
@@ -66,7 +66,7 @@ def main() -> None:
         "|---|---|---|---|---|---|---|",
     ]
     with EmbeddedBroker() as broker, tempfile.TemporaryDirectory() as tmp:
-        for engine, workload in ((e, w) for w in workloads.NAMES for e in ("legacy", "modern")):
+        for engine, workload in ((e, w) for w in workloads.NAMES for e in ENGINES):
             started = time.monotonic()
             run = run_engine(
                 engine, _jobs(engine, workload), spec, frame,
@@ -78,10 +78,7 @@ def main() -> None:
                 rows = run.rows(name, variant)
                 final = workloads.final_result(wspec, rows)
                 equal = _equal(final, oracle.rows)
-                if engine == "legacy":
-                    dropped = len(run.late(name, variant))
-                else:
-                    dropped = late_dropped(run.out_dir, name if variant == "default" else f"{name}.{variant}")
+                dropped = get_engine(engine).late_dropped(run.out_dir, workloads.job_id(name, variant))
                 latency = (rows["emitted_at"] - rows["last_input_ts"]).to_numpy() if len(rows) else np.array([0])
                 p50, p95 = np.percentile(latency, [50, 95])
                 job = name if variant == "default" else f"{name}.{variant}"

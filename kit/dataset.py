@@ -29,6 +29,7 @@ import hashlib
 import json
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
@@ -329,6 +330,17 @@ class DatasetSpec:
                 actual=tuple(unknown),
             )
         return cls(**{**PROFILES[name], **overrides})
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> DatasetSpec:
+        """The spec of its ``dataclasses.asdict`` form (as in dataset manifests and driver configs).
+
+        Keys that are not fields are left out: a manifest may come from a kit that knew more fields.
+
+        Raises:
+            ConfigError: a field missing, or an invalid spec.
+        """
+        return cls(**{f.name: raw[f.name] for f in fields(cls) if f.name in raw})
 
     @property
     def late_max_ms(self) -> int:

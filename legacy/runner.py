@@ -67,7 +67,7 @@ from kit.workloads import job_id
 from legacy.errors import LegacyError
 from legacy.kafka import KafkaUtils, TopicAndPartition
 from legacy.offsets import OFFSETS_TABLE
-from legacy.workloads import Source
+from legacy.workloads import Source, resolve
 
 __all__ = [
     "OFFSET_STORES",
@@ -518,7 +518,7 @@ def create_context(sc: Any, config: LegacyRunConfig, store: Any = None) -> Any:
     source = Source(raw, config.dataset)
     written: dict[str, int] = {}  # every output directory a batch writes → its slide (ms), checked at the commit
     for workload, variant in config.jobs:
-        job = workloads.resolve("legacy", workload, variant)
+        job = resolve(workload, variant)
         job.spec.check_inputs(config.topics)
         late_before = len(source.late)
         rows = job.build(ssc, source)

@@ -43,7 +43,7 @@ from kit.errors import ConfigError, RunTimeout
 from kit.workloads import job_id
 from modern.kafka import offsets_from_json
 from modern.sinks import ParquetBatchSink
-from modern.workloads import Source
+from modern.workloads import Source, resolve
 
 __all__ = ["ModernRun", "ModernRunConfig", "RunTimeout", "continue_totals", "job_id", "late_dropped"]
 
@@ -173,6 +173,28 @@ def continue_totals(frame: Any, seed: Any, spec: workloads.WorkloadSpec) -> Any:
     return joined.select(*(continued.get(c, F.col(c)) for c in frame.columns))
 
 
+def _process_all_available(name: str, query: Any, timeout_s: float) -> None:
+    """``query.processAllAvailable()`` within ``timeout_s``: Spark's own call has no timeout, so it runs in a
+    thread that stopping the query ends (it then raises there, which is ignored)."""
+    errors: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            query.processAllAvailable()
+        except BaseException as err:  # surfaced below unless the wait timed out
+            errors.append(err)
+
+    waiter = threading.Thread(target=wait, name=f"dmk-process-all-{name}", daemon=True)
+    waiter.start()
+    waiter.join(max(timeout_s, 0.0))
+    if waiter.is_alive():
+        msg = (f"modern query {name} reached the end offsets but did not finish its last batches (the no-data "
+               f"batch applying the last watermark) within the run's timeout; check the driver log")
+        raise RunTimeout(msg, reached=None, expected="processAllAvailable")
+    if errors:
+        raise errors[0]
+
+
 class ModernRun:
     """The queries of one :class:`ModernRunConfig`; :meth:`start`, :meth:`await_offsets`, :meth:`stop`."""
 
@@ -209,7 +231,7 @@ class ModernRun:
                         dead_letter_root=config.out_dir if in_parse else None)
         writers: dict[str, Any] = {}
         for workload, variant in config.jobs:
-            job = workloads.resolve("modern", workload, variant)
+            job = resolve(workload, variant)
             job.spec.check_inputs(config.topics)
             frame = job.build(self.spark, source).select(*job.spec.columns)
             if job.name in config.initial_state:
@@ -240,9 +262,12 @@ class ModernRun:
                     reached.setdefault(tp.topic, {})[tp.partition] = offset
         return reached
 
-    def await_offsets(self, end_offsets: Mapping[str, Mapping[int, int]], *, timeout_s: float) -> None:
+    def await_offsets(
+        self, end_offsets: Mapping[str, Mapping[int, int]], *, timeout_s: float, extra_batches: int = 2
+    ) -> None:
         """Wait until every query has processed its topics up to ``end_offsets``, then until it is idle
-        (``processAllAvailable``: the no-data batch that applies the last watermark has run too).
+        (``processAllAvailable``: the no-data batch that applies the last watermark has run too; that batch is
+        what the legacy runner's ``extra_batches`` stand for, so the argument is accepted and not needed).
 
         Raises:
             StreamingQueryException: a query failed (Spark's exception, with its message).
@@ -259,7 +284,7 @@ class ModernRun:
                 topics = {t for t in reached} or set()
                 wanted = {t: e for t, e in end_offsets.items() if t in topics}
                 if wanted and all(reached[t].get(p, -1) >= end for t, e in wanted.items() for p, end in e.items()):
-                    query.processAllAvailable()
+                    _process_all_available(name, query, deadline - time.monotonic())
                     del pending[name]
             if pending and time.monotonic() > deadline:
                 raise RunTimeout(

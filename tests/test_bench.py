@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from compare import bench
+from compare.engines import get_engine
 from compare.cli import main
 from kit.errors import ConfigError
 from kit.events import parse_event
@@ -71,7 +72,7 @@ def test_legacy_batch_spans_start_when_processing_starts(tmp_path: Path) -> None
         {"batch_time_ms": 1000, "records": 10, "scheduling_delay_ms": 5, "processing_delay_ms": 300, "total_delay_ms": 305, "completed_ms": 1305},
         {"batch_time_ms": 2000, "records": 0, "scheduling_delay_ms": None, "processing_delay_ms": None, "total_delay_ms": None, "completed_ms": 2010},
     )) + "\n")
-    spans = bench.batch_spans("legacy", tmp_path, "running_counts")
+    spans = get_engine("legacy").batch_spans(tmp_path, "running_counts")
     assert spans.to_dict("list") == {
         "batch_ms": [1000, 2000], "started_ms": [1005, 2010], "ended_ms": [1305, 2010], "records": [10, 0], "processing_ms": [300, 0],
         "scheduling_ms": [5, 0],

@@ -163,5 +163,15 @@ def test_unreachable_bootstrap_servers() -> None:
 
 
 def test_kafka_or_embedded_uses_a_given_broker(bootstrap_servers: str) -> None:
-    with kafka_or_embedded(bootstrap_servers) as servers:
-        assert servers == bootstrap_servers
+    with kafka_or_embedded(bootstrap_servers) as kafka:
+        assert (kafka.bootstrap_servers, kafka.broker) == (bootstrap_servers, None)
+        assert kafka.description == f"given: {bootstrap_servers}"
+
+
+def test_kafka_or_embedded_starts_a_broker_when_none_is_given(tmp_path: Path) -> None:
+    started: list[bool] = []
+    with kafka_or_embedded(log_path=tmp_path / "tansu.log", on_start=lambda: started.append(True)) as kafka:
+        assert started == [True] and kafka.broker is not None and kafka.broker.running
+        assert kafka.bootstrap_servers == kafka.broker.bootstrap_servers
+        assert kafka.description.startswith("embedded Tansu")
+    assert not kafka.broker.running

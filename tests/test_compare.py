@@ -106,7 +106,7 @@ def test_report_shows_a_difference(tmp_path: Path) -> None:
 
 
 def test_input_coverage_counts_records_never_processed_and_processed_twice() -> None:
-    from compare.run import input_coverage
+    from compare.measure import input_coverage
 
     ends = {"a": {0: 10, 1: 4}, "b": {0: 3}}
     # Exact cover, in pieces and with empty ranges: nothing lost, nothing repeated.

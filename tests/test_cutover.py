@@ -30,9 +30,10 @@ from compare.cutover import (
     union_of_outputs,
 )
 from compare.driver import CONTROL, DONE, DRAIN, OFFSET_STORE_ENV, READY, write_json
-from compare.run import _Driver
+from compare.supervise import DriverProcess
 from kit import workloads
 from kit.dataset import DatasetSpec, generate
+from kit.engine import DriverConfig
 from kit.replay import ReplaySettings, replay
 from kit.sink import read_batches, write_batch
 
@@ -49,22 +50,21 @@ def _spec() -> DatasetSpec:
 
 def _config(engine: str, tmp: Path, bootstrap: str, topic: str, spec: DatasetSpec, **extra: object) -> Path:
     out = tmp / engine
-    config = {
-        "engine": engine, "workload_name": "cutover", "bootstrap_servers": bootstrap, "topics": {"events": topic},
-        "out_dir": str(out), "checkpoint_dir": str(tmp / f"{engine}-checkpoint"), "dataset": dataclasses.asdict(spec),
-        "jobs": JOBS, "batch_seconds": 1.0, "partitions": PARTITIONS, "fingerprint": "cutover-test", "timeout_s": 300,
-        "sys_path": [REPO], **extra,
-    }
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "driver-config.json", config)
+    config = DriverConfig(
+        engine=engine, app_name="dmk-cutover", bootstrap_servers=bootstrap, topics={"events": topic},
+        out_dir=str(out), checkpoint_dir=str(tmp / f"{engine}-checkpoint"), dataset=spec,
+        jobs=tuple(tuple(job) for job in JOBS), partitions=PARTITIONS, fingerprint="cutover-test", timeout_s=300,
+        sys_path=(REPO,), **extra,
+    )
+    config.write(out / "driver-config.json")
     return out / "driver-config.json"
 
 
-def _driver(engine: str, config: Path, store: str | None = None) -> _Driver:
+def _driver(engine: str, config: Path, store: str | None = None) -> DriverProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))}
     if store:
         env[OFFSET_STORE_ENV] = store
-    return _Driver(engine, config, config.parent, 300, env)
+    return DriverProcess(engine, config, config.parent, 300, env)
 
 
 def _completed_batches_with_records(out: Path) -> int:
@@ -89,7 +89,7 @@ def _run_legacy(tmp: Path, bootstrap: str, topic: str, spec: DatasetSpec, mode: 
             # Mid-run: some batches with records done, more to come (1,500 records at 400 records/s).
             deadline = time.monotonic() + 300
             while _completed_batches_with_records(out) < 2:
-                driver._check()
+                driver.check()
                 assert time.monotonic() < deadline, "the legacy job completed no batch in 300 s"
                 time.sleep(0.1)
             driver.kill()

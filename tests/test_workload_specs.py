@@ -7,6 +7,7 @@ import re
 import pandas as pd
 import pytest
 
+from compare.engines import get_engine
 from kit import workloads
 from kit.dataset import DatasetSpec, generate
 from kit.errors import ConfigError
@@ -125,17 +126,17 @@ def test_unknown_variant_and_missing_input_are_clear_errors() -> None:
 def test_resolve_finds_every_variant_and_your_own_jobs() -> None:
     from examples import event_types
 
-    job = workloads.resolve("modern", "sessions", "state")
+    job = get_engine("modern").resolve("sessions", "state")
     assert (job.name, job.build.__name__, job.equivalent) == ("sessions.state", "build_with_state", True)
-    naive = workloads.resolve("legacy", "windowed_counts", "naive")
+    naive = get_engine("legacy").resolve("windowed_counts", "naive")
     assert (naive.name, naive.equivalent) == ("windowed_counts.naive", False)
     # A spec of your own, by reference; its variants name their builders by reference too.
-    own = workloads.resolve("legacy", "examples.event_types:SPEC")
+    own = get_engine("legacy").resolve("examples.event_types:SPEC")
     assert own.spec is event_types.SPEC and own.build is event_types.legacy_counts and own.name == "event_types"
     # Your own builder against a built-in contract: named like the default variant, so outputs line up.
-    mine = workloads.resolve("modern", "running_counts", "examples.event_types:modern_counts")
+    mine = get_engine("modern").resolve("running_counts", "examples.event_types:modern_counts")
     assert (mine.name, mine.build) == ("running_counts", event_types.modern_counts)
-    assert workloads.resolve("legacy", "running_counts", event_types.legacy_counts).build is event_types.legacy_counts
+    assert get_engine("legacy").resolve("running_counts", event_types.legacy_counts).build is event_types.legacy_counts
 
 
 @pytest.mark.parametrize(
@@ -151,7 +152,7 @@ def test_resolve_finds_every_variant_and_your_own_jobs() -> None:
 )
 def test_resolve_names_what_is_wrong(workload: str, variant: str, message: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
-        workloads.resolve("legacy", workload, variant)
+        get_engine("legacy").resolve(workload, variant)
 
 
 def test_keyed_rows_are_written_once_per_content_and_read_without_duplicates(tmp_path) -> None:

@@ -281,17 +281,25 @@ class Job:
 
 
 def resolve(
-    engine: Literal["legacy", "modern"], workload: str | WorkloadSpec, variant: str | Callable = "default"
+    engine: Literal["legacy", "modern"],
+    workload: str | WorkloadSpec,
+    variant: str | Callable = "default",
+    *,
+    builders: Callable[[str], object],
 ) -> Job:
     """The job that runs ``variant`` of ``workload`` on ``engine``.
+
+    Each engine calls this with its own ``builders`` (``legacy.workloads.resolve``,
+    ``modern.workloads.resolve``): the kit never imports an engine's modules.
 
     ``variant`` is a variant name of the spec, or your own builder: a ``"package.module:function"``
     reference or the function itself, with the signature of the engine's builders (``fn(ssc, source)``
     returning a DStream of output tuples; ``fn(spark, source)`` returning a DataFrame). Your own builder's
     output is named like the workload's default variant, so both engines' outputs line up.
 
-    A spec variant's ``function`` is a name in ``<engine>.workloads.<spec name>``, or a
-    ``package.module:function`` reference (how a spec of your own names its builders).
+    A spec variant's ``function`` is a name in ``builders(spec.name)`` (the engine's module of that workload,
+    ``<engine>.workloads.<spec name>``), or a ``package.module:function`` reference (how a spec of your own
+    names its builders).
 
     Raises:
         ConfigError: unknown workload or variant, or a reference that cannot be imported or is not callable.
@@ -306,7 +314,7 @@ def resolve(
     if ":" in chosen.function:
         build = load_ref(chosen.function, f"{engine} job")
     else:
-        build = getattr(importlib.import_module(f"{engine}.workloads.{spec.name}"), chosen.function)
+        build = getattr(builders(spec.name), chosen.function)
     return Job(spec, job_id(spec.name, variant), build, chosen.equivalent)
 
 

@@ -19,15 +19,17 @@ Example (``raw`` a direct stream of ``(topic, partition, offset, timestamp, valu
 
 from __future__ import annotations
 
+import importlib
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kit.dataset import DatasetSpec
+from kit import workloads
 from kit.errors import ConfigError
 from kit.events import parse_event
 
-__all__ = ["NO_WATERMARK", "Source", "event_time_operator", "parse_record"]
+__all__ = ["NO_WATERMARK", "Source", "event_time_operator", "parse_record", "resolve"]
 
 NO_WATERMARK = -(2**62)
 """The watermark before any event was seen: earlier than every event time."""
@@ -182,3 +184,18 @@ def event_time_operator(
 
     state = keyed.union(ticks).updateStateByKey(update, numPartitions=shards)
     return state.flatMap(lambda kv: kv[1][1]), state.flatMap(lambda kv: kv[1][2])
+
+
+def resolve(workload: str | workloads.WorkloadSpec, variant: str | Callable = "default") -> workloads.Job:
+    """The job running ``variant`` of ``workload`` here: a variant of the spec (a builder in
+    ``legacy.workloads.<workload>``), or your own builder (``fn(ssc, source) -> DStream``, or its ``package.module:name``).
+
+    Raises:
+        ConfigError: unknown workload or variant, or a reference that cannot be imported.
+    """
+    return workloads.resolve("legacy", workload, variant, builders=_builders)
+
+
+def _builders(workload: str) -> object:
+    """The module of this engine's builders of ``workload``."""
+    return importlib.import_module(f"legacy.workloads.{workload}")

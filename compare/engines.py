@@ -1,0 +1,51 @@
+"""The engines ``compare`` can run, by name: every run, measurement and report goes through
+:class:`kit.engine.Engine`, so nothing in ``compare`` asks which engine it holds.
+
+Example:
+    >>> get_engine("legacy").batches_by_clock
+    True
+    >>> ENGINES
+    ('legacy', 'modern')
+"""
+
+from __future__ import annotations
+
+from kit.engine import Engine
+from kit.errors import ConfigError
+from legacy.engine import LEGACY
+from modern.engine import MODERN
+
+__all__ = ["ENGINES", "get_engine", "register_engine"]
+
+_REGISTRY: dict[str, Engine] = {LEGACY.name: LEGACY, MODERN.name: MODERN}
+ENGINES: tuple[str, ...] = ("legacy", "modern")
+"""The engines a compare run pairs, in the order it runs them (the migration's before and after)."""
+
+
+def get_engine(name: str) -> Engine:
+    """The engine registered as ``name``.
+
+    Raises:
+        ConfigError: no engine has that name (the message lists them).
+    """
+    engine = _REGISTRY.get(name)
+    if engine is None:
+        msg = f"unknown engine {name!r}; the engines are: {', '.join(sorted(_REGISTRY))}"
+        raise ConfigError(msg, field="engine", expected=tuple(sorted(_REGISTRY)), actual=name)
+    return engine
+
+
+def register_engine(engine: Engine) -> None:
+    """Make ``engine`` available by its name (a driver process finds it there too if registered on import).
+
+    Raises:
+        ConfigError: not an :class:`~kit.engine.Engine`, or its name is taken by another engine.
+    """
+    if not isinstance(engine, Engine):
+        msg = f"{engine!r} does not implement kit.engine.Engine (name, batches_by_clock, start, batch_spans...)"
+        raise ConfigError(msg, field="engine", expected="kit.engine.Engine", actual=type(engine).__name__)
+    taken = _REGISTRY.get(engine.name)
+    if taken is not None and taken is not engine:
+        msg = f"an engine named {engine.name!r} is registered already ({taken!r})"
+        raise ConfigError(msg, field="engine", expected="a new name", actual=engine.name)
+    _REGISTRY[engine.name] = engine

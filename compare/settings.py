@@ -1,0 +1,170 @@
+"""What a ``dmk compare`` run does: :class:`CompareSettings`, validated before anything starts, and the
+default replay rate.
+
+Example:
+    >>> settings = CompareSettings("running_counts", out_dir=Path("runs/rc"), legacy_mode="direct-sqlite")
+    >>> settings.checkpoint_root, LEGACY_MODES[settings.legacy_mode]
+    ('runs/rc', ('direct', 'sqlite', False))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from kit.dataset import DatasetSpec
+from kit.errors import ConfigError
+from kit.spark import check_location, on_this_host
+
+__all__ = ["DEFAULT_RATE_SHARE", "LEGACY_MODES", "NEEDS_STORE", "CompareSettings", "default_rate"]
+
+LEGACY_MODES: dict[str, tuple[str, str, bool]] = {
+    "direct": ("direct", "checkpoint", False),
+    "direct-kafka-commit": ("direct", "kafka", False),
+    "direct-zookeeper": ("direct", "zookeeper", False),
+    "direct-sqlite": ("direct", "sqlite", False),
+    "direct-postgres": ("direct", "postgresql", False),
+    "receiver": ("receiver", "kafka", False),
+    "receiver-wal": ("receiver", "kafka", True),
+}
+"""``--legacy-mode`` → (stream, where offsets live, receiver write-ahead log): see :mod:`legacy.runner`.
+``direct`` keeps offsets only in the checkpoint; the other direct modes also commit them to a Kafka group,
+ZooKeeper, or (one transaction with the outputs) SQLite / PostgreSQL; the receiver modes read through a
+consumer group that auto-commits, with or without the receiver write-ahead log."""
+NEEDS_STORE = {"direct-zookeeper": "the ZooKeeper hosts (host:port)", "direct-postgres": "a PostgreSQL DSN"}
+
+
+@dataclass(frozen=True)
+class CompareSettings:
+    """What one compare run does.
+
+    Attributes:
+        workload: a built-in workload or ``package.module:SPEC`` (your own :class:`~kit.workloads.WorkloadSpec`).
+        out_dir: the run directory (created; must be empty or absent).
+        dataset: the dataset to generate (ignored when ``dataset_file`` is given). Default: the messy profile,
+            20k records, as :data:`compare.harness.TEST_DATASET`.
+        dataset_file: a dataset file written by ``dmk gen`` (its manifest gives the spec).
+        bootstrap_servers: Kafka to use; None starts the embedded broker for the run.
+        rate_rps: replay rate in dataset records/s while the engine runs. Default: three quarters of what the
+            batch caps let through (:func:`default_rate`, 750 for the default dataset).
+        burst: produce everything before the driver starts instead (latency then measures the backlog).
+        partitions: partitions of each input topic.
+        legacy: your legacy builder (``package.module:function``) instead of the spec's default variant.
+        modern: your modern builder, likewise.
+        oracle: your oracle (``package.module:function``, ``fn(frame, dataset_spec) -> OracleResult``).
+        legacy_mode: how the legacy job reads and keeps its offsets (:data:`LEGACY_MODES`).
+        offset_store: where that mode's store is: ZooKeeper hosts (``direct-zookeeper``, required), a
+            PostgreSQL DSN (``direct-postgres``, required), the SQLite file (``direct-sqlite``; default
+            ``<out>/legacy/offsets.sqlite``), or the consumer group (``direct-kafka-commit`` and receivers;
+            default ``dmk-compare-<run id>``).
+        batch_seconds: the legacy batch interval.
+        trigger: the modern processing-time trigger (``"0 seconds"``: as fast as possible).
+        concurrent: run both engines at once instead of one after the other.
+        kill_driver: SIGKILL each engine's driver this many times at seeded random points of the replay, and
+            restart it from its checkpoint.
+        pause_broker_s: freeze the embedded broker (SIGSTOP) this long in the middle of each replay.
+        seed: seeds the fault points (default: the dataset's seed).
+        timeout_s: bound on each wait (driver start, drain); a clear :class:`RunTimeout` past it.
+        master: Spark master for the drivers (default ``$DMK_SPARK_MASTER`` or local[2]).
+        broker_port: port of the embedded broker (default: a free one).
+        checkpoint_dir: a root for both engines' checkpoints (``<root>/<run id>/legacy-checkpoint`` and
+            ``.../modern-checkpoint``); default the run directory. With a master whose executors run on
+            other hosts it must be a URI every node reaches (``hdfs://``, ``s3a://``; docs/deploy.md).
+    """
+
+    workload: str
+    out_dir: Path
+    dataset: DatasetSpec | None = None
+    dataset_file: str | None = None
+    bootstrap_servers: str | None = None
+    rate_rps: float | None = None
+    burst: bool = False
+    partitions: int = 4
+    legacy: str | None = None
+    modern: str | None = None
+    oracle: str | None = None
+    legacy_mode: str = "direct"
+    offset_store: str | None = None
+    batch_seconds: float = 1.0
+    trigger: str = "0 seconds"
+    concurrent: bool = False
+    kill_driver: int = 0
+    pause_broker_s: float = 0.0
+    seed: int | None = None
+    timeout_s: float = 600.0
+    master: str | None = None
+    broker_port: int | None = None
+    checkpoint_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.legacy_mode not in LEGACY_MODES:
+            raise ConfigError(
+                f"legacy mode {self.legacy_mode!r} is not supported by dmk compare; use one of {', '.join(LEGACY_MODES)}.",
+                field="legacy_mode", expected=tuple(LEGACY_MODES), actual=self.legacy_mode,
+            )
+        if self.legacy_mode in NEEDS_STORE and not self.offset_store:
+            raise ConfigError(
+                f"--legacy-mode {self.legacy_mode} needs --offset-store: {NEEDS_STORE[self.legacy_mode]}",
+                field="offset_store", expected=NEEDS_STORE[self.legacy_mode], actual=None,
+            )
+        if self.legacy_mode == "direct" and self.offset_store:
+            raise ConfigError(
+                "--legacy-mode direct keeps offsets in the checkpoint only; --offset-store goes with a store mode "
+                f"({', '.join(m for m in LEGACY_MODES if m != 'direct')})",
+                field="offset_store", expected=None, actual=self.offset_store,
+            )
+        if self.rate_rps is not None and not self.rate_rps > 0:
+            raise ConfigError(f"--rate must be > 0 records/s, got {self.rate_rps}")
+        if self.partitions < 1:
+            raise ConfigError(f"--partitions must be >= 1, got {self.partitions}")
+        if self.kill_driver < 0:
+            raise ConfigError(f"--kill-driver must be >= 0, got {self.kill_driver}")
+        if (self.kill_driver or self.pause_broker_s) and self.burst:
+            raise ConfigError(
+                "fault injection happens during the replay: give a --rate (records/s) so the replay lasts, "
+                "instead of a burst before start"
+            )
+        if self.pause_broker_s and self.bootstrap_servers:
+            raise ConfigError(
+                "--pause-broker freezes the embedded broker; it cannot pause a Kafka given with --bootstrap-servers"
+            )
+        if self.broker_port and self.bootstrap_servers:
+            raise ConfigError("--broker-port is for the embedded broker; leave it out with --bootstrap-servers")
+        if not self.batch_seconds > 0:
+            raise ConfigError(f"--batch-seconds must be > 0, got {self.batch_seconds}")
+        check_location(self.checkpoint_root, self.master, what="checkpoint root (--checkpoint-dir)")
+        if not on_this_host(self.master) and (
+            not self.bootstrap_servers or any(h.split(":")[0] in ("127.0.0.1", "localhost") for h in self.bootstrap_servers.split(","))
+        ):
+            raise ConfigError(
+                f"the Spark master {self.master or '$DMK_SPARK_MASTER'} runs executors on other hosts, and they read Kafka "
+                "themselves: the embedded broker (or a Kafka on localhost) is out of their reach. Pass "
+                "--bootstrap-servers of a Kafka every node reaches.",
+                field="bootstrap_servers", expected="a Kafka reachable from every node", actual=self.bootstrap_servers,
+            )
+
+    def variant(self, engine: str) -> str:
+        """What ``engine`` runs: your builder (``legacy``/``modern``, a ``package.module:function``) or
+        ``"default"``, the spec's default variant."""
+        return {"legacy": self.legacy, "modern": self.modern}.get(engine) or "default"
+
+    @property
+    def checkpoint_root(self) -> str:
+        """Where the engines' checkpoints go: :attr:`checkpoint_dir`, else the run directory."""
+        return self.checkpoint_dir or str(self.out_dir)
+
+
+DEFAULT_RATE_SHARE = 0.75
+"""The default replay rate's share of what the batch caps let through (:func:`default_rate`)."""
+
+
+def default_rate(dataset: DatasetSpec, batch_seconds: float = 1.0) -> float:
+    """The default replay rate (records/s): :data:`DEFAULT_RATE_SHARE` of what the batch caps
+    (:func:`compare.harness.batch_caps`) let through, half the lateness margin of event time per batch.
+    750 records/s for the default dataset.
+
+    At the caps' own rate an engine has no headroom: a backlog (the first batch's start-up, a pause, a
+    restart) is never worked off, since no batch may take more than the rate brings in, and latency stays at
+    the backlog's length for the rest of the run. A quarter of headroom lets it catch up.
+    """
+    return DEFAULT_RATE_SHARE * dataset.events_per_second * dataset.lateness_margin_ms / 2_000 / batch_seconds

@@ -1,0 +1,344 @@
+"""One engine of a compare run, supervised: fresh topics, a driver process, the replay, faults, the drain.
+
+:func:`run_engine_process` writes the engine's :class:`~kit.engine.DriverConfig`, starts
+``python -m compare.driver`` (:mod:`compare.driver`) and waits for it to be ready, replays the dataset
+(paced, or as a burst before the start), injects the planned faults (SIGKILL and restart of the driver,
+SIGSTOP/SIGCONT of the embedded broker), then tells the driver where the input ends and waits until it is
+done. A driver failing for a known infrastructure reason (:data:`TRANSIENT_ERRORS`) is restarted from its
+checkpoint, as a supervised production driver would be.
+
+Example::
+
+    outcome = run_engine_process(get_engine("legacy"), settings, routed, dataset, jobs, kafka, "a1b2c3d4",
+                                 progress)
+    outcome.restarts, outcome.replay.topic_end_offsets
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pandas as pd
+
+from compare.driver import (
+    CONTROL,
+    DONE,
+    DRAIN,
+    FAILED,
+    OFFSET_STORE_ENV,
+    READY,
+    write_json,
+)
+from compare.errors import EngineFailed
+from compare.harness import batch_caps
+from compare.settings import LEGACY_MODES, CompareSettings
+from kit import workloads
+from kit.broker import KafkaEndpoint
+from kit.dataset import DatasetSpec
+from kit.engine import DriverConfig, Engine, redacted_dsn
+from kit.errors import RunTimeout
+from kit.kafka import Kafka
+from kit.replay import ReplayResult, ReplaySettings, replay
+from kit.spark import has_scheme
+
+__all__ = ["MAX_RECOVERIES", "TRANSIENT_ERRORS", "DriverProcess", "EngineOutcome", "Progress", "run_engine_process"]
+
+TRANSIENT_ERRORS = ("Python worker failed to connect back",)
+"""Driver failures that say nothing about the job: Spark waits a fixed 10 s for a new Python process to
+connect back, which an overloaded machine can miss. A driver failing with one of them is restarted from its
+checkpoint (at most :data:`MAX_RECOVERIES` times; counted in ``restarts``)."""
+MAX_RECOVERIES = 2
+
+Progress = Callable[[str, int, int], None]
+"""Called with (task, done, total): ``"replay legacy"``, ``"legacy"`` (records processed) ..."""
+
+
+@dataclass
+class EngineOutcome:
+    """What one engine did in a compare run."""
+
+    engine: str
+    out_dir: Path
+    replay: ReplayResult
+    restarts: int = 0
+    kills: list[float] = field(default_factory=list)
+    pauses: list[float] = field(default_factory=list)
+    started_ms: int = 0
+    done_ms: int = 0
+    checkpoint_dir: Path | None = None
+    """The engine's checkpoint root when it is a local directory (None for a URI)."""
+
+
+class DriverProcess:
+    """A driver process of one engine: start, wait until ready, kill, restart, wait until done."""
+
+    def __init__(self, engine: str, config_path: Path, out: Path, timeout_s: float, env: dict[str, str]) -> None:
+        self.engine = engine
+        self.config_path = config_path
+        self.out = out
+        self.timeout_s = timeout_s
+        self.env = env
+        self.process: subprocess.Popen | None = None
+        self.starts = 0
+        self.recoveries = 0
+
+    @property
+    def log_path(self) -> Path:
+        """The driver's log (every start appends to it)."""
+        return self.out / "driver.log"
+
+    def start(self) -> None:
+        """Start the driver in a session of its own (a kill takes its JVM and Python workers with it)."""
+        (self.out / CONTROL / READY).unlink(missing_ok=True)
+        log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
+        log.write(f"--- driver start {self.starts + 1} at {time.strftime('%H:%M:%S')} ---\n".encode())
+        log.flush()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "compare.driver", str(self.config_path)],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=self.env,
+        )
+        log.close()
+        self.starts += 1
+
+    def check(self) -> None:
+        """Raise if the driver failed or exited early; restart it after a transient failure.
+
+        Raises:
+            EngineFailed: the driver wrote a failure, or exited before it was done.
+        """
+        failed = self.out / CONTROL / FAILED
+        if failed.exists():
+            error = json.loads(failed.read_text(encoding="utf-8"))
+            if any(text in error["message"] for text in TRANSIENT_ERRORS) and self.recoveries < MAX_RECOVERIES:
+                # Infrastructure, not the job: restart from the checkpoint, as a supervised driver would.
+                self.recoveries += 1
+                self.finish()
+                failed.unlink()
+                self.start()
+                return
+            first = error["message"].splitlines()[0] if error["message"] else ""
+            msg = f"the {self.engine} driver failed: {error['error']}: {first} (full log: {self.log_path})"
+            raise EngineFailed(msg, engine=self.engine, log=str(self.log_path))
+        if self.process is not None and self.process.poll() is not None:
+            msg = (f"the {self.engine} driver exited with code {self.process.returncode} before it was done; "
+                   f"last lines of {self.log_path}:\n{_tail(self.log_path)}")
+            raise EngineFailed(msg, engine=self.engine, log=str(self.log_path))
+
+    def wait_for(self, name: str, timeout_s: float, on_poll: Callable[[], None] | None = None) -> dict:
+        """The JSON of control file ``name`` once the driver writes it.
+
+        Raises:
+            EngineFailed: the driver failed meanwhile.
+            RunTimeout: not written within ``timeout_s``.
+        """
+        deadline = time.monotonic() + timeout_s
+        path = self.out / CONTROL / name
+        while not path.exists():
+            if name != DONE or not (self.out / CONTROL / DONE).exists():
+                self.check()
+            if on_poll is not None:
+                on_poll()
+            if time.monotonic() > deadline:
+                msg = (f"the {self.engine} driver did not write {name} within {timeout_s:.0f} s; see {self.log_path}. "
+                       "Raise --timeout for larger datasets.")
+                raise RunTimeout(msg, reached=None, expected=name)
+            time.sleep(0.1)
+        return json.loads(path.read_text(encoding="utf-8"))
+
+    def kill(self) -> None:
+        """SIGKILL the driver and its JVM (its whole process group), and reap it."""
+        if self.process is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        # Spark's Python workers are in the same group; anything that escaped it is the JVM's to clean up.
+
+    def finish(self) -> None:
+        """Wait for the driver to exit (60 s), then kill it."""
+        if self.process is None:
+            return
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def stop(self) -> None:
+        """SIGTERM the driver if it runs (SIGKILL after 20 s)."""
+        if self.process is not None and self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def _fault_plan(settings: CompareSettings, engine: str, expected_s: float) -> list[float]:
+    seed = settings.seed if settings.seed is not None else (settings.dataset.seed if settings.dataset else 0)
+    rng = random.Random(f"{seed}-{engine}")
+    return sorted(rng.uniform(0.15, 0.85) * expected_s for _ in range(settings.kill_driver))
+
+
+def driver_config(
+    engine: Engine, settings: CompareSettings, topics: dict[str, str], dataset: DatasetSpec, jobs: list[list[str]],
+    bootstrap_servers: str, run_id: str, replay_s: float,
+) -> DriverConfig:
+    """The config of ``engine``'s driver in a compare run; ``replay_s``: how long the replay lasts once the
+    driver is ready (the driver waits that long, plus the timeout, for the drain)."""
+    legacy_cap, modern_cap = batch_caps(dataset, settings.partitions, settings.batch_seconds)
+    stream, offsets, wal = LEGACY_MODES[settings.legacy_mode]
+    # Under a shared root, each run gets its own directory: a later run must not resume this one's state.
+    checkpoint = (f"{settings.checkpoint_dir.rstrip('/')}/{run_id}/{engine.name}-checkpoint" if settings.checkpoint_dir
+                  else str(settings.out_dir / f"{engine.name}-checkpoint"))
+    config = DriverConfig(
+        engine=engine.name, bootstrap_servers=bootstrap_servers, topics=topics,
+        out_dir=str(settings.out_dir / engine.name), checkpoint_dir=checkpoint, dataset=dataset,
+        jobs=tuple((workload, variant) for workload, variant in jobs),
+        app_name=f"dmk-compare-{engine.name}-{workloads.get(settings.workload).name}", master=settings.master,
+        timeout_s=settings.timeout_s, drain_timeout_s=settings.timeout_s + replay_s, partitions=settings.partitions,
+        batch_seconds=settings.batch_seconds, max_rate_per_partition=legacy_cap, stream=stream, offsets=offsets,
+        write_ahead_log=wal, offset_store=redacted_dsn(settings.offset_store) if settings.offset_store else None,
+        job_name=f"dmk-compare-{run_id}", trigger=settings.trigger,
+        source_options={"maxOffsetsPerTrigger": modern_cap}, sys_path=(os.getcwd(),),
+    )
+    # The job code's fingerprint for checkpoint recovery: the whole config, so a changed run never resumes.
+    return replace(config, fingerprint=hashlib.sha256(config.to_json().encode()).hexdigest()[:16])
+
+
+def run_engine_process(
+    engine: Engine,
+    settings: CompareSettings,
+    routed: pd.DataFrame,
+    dataset: DatasetSpec,
+    jobs: list[list[str]],
+    kafka: KafkaEndpoint,
+    run_id: str,
+    progress: Progress,
+) -> EngineOutcome:
+    """Run ``engine`` in its own driver process over a replay of ``routed`` (see the module docstring).
+
+    Raises:
+        EngineFailed: the driver failed.
+        RunTimeout: the driver did not start or drain in time.
+    """
+    out = settings.out_dir / engine.name
+    out.mkdir(parents=True)
+    topics = {name: f"dmk-{run_id}-{engine.name}-{name}" for name in sorted(set(routed["topic"]))}
+    with Kafka(kafka.bootstrap_servers) as client:
+        for topic in topics.values():
+            client.create_topic(topic, settings.partitions)
+    frame = routed.assign(topic=routed["topic"].map(topics))
+    copies = len(routed) / max(routed["seq"].nunique(), 1)
+    total = len(routed)
+    replay_s = total / settings.rate_rps / copies if settings.rate_rps else 0.0
+    config = driver_config(engine, settings, topics, dataset, jobs, kafka.bootstrap_servers, run_id, replay_s)
+    config_path = out / "driver-config.json"
+    config.write(config_path)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    if settings.offset_store:
+        env[OFFSET_STORE_ENV] = settings.offset_store
+    driver = DriverProcess(engine.name, config_path, out, settings.timeout_s, env)
+    outcome = EngineOutcome(engine.name, out, replay=None)  # type: ignore[arg-type]  # set by the replay below
+    if not has_scheme(config.checkpoint_dir):
+        outcome.checkpoint_dir = Path(config.checkpoint_dir)
+    replay_settings = ReplaySettings(
+        topic=topics[sorted(topics)[0]], partitions=settings.partitions,
+        rate_rps=settings.rate_rps * copies if settings.rate_rps else None, partition_by="seq",
+    )
+
+    def replay_with_progress() -> ReplayResult:
+        return replay(frame, kafka.bootstrap_servers, replay_settings,
+                      on_progress=lambda sent, acked: progress(f"replay {engine.name}", acked, total))
+
+    try:
+        if settings.rate_rps is None:
+            outcome.replay = replay_with_progress()
+        driver.start()
+        outcome.started_ms = driver.wait_for(READY, settings.timeout_s)["started_ms"]
+        if settings.rate_rps is not None:
+            outcome.replay = _replay_with_faults(engine.name, settings, driver, kafka, replay_with_progress,
+                                                 replay_s, outcome)
+        write_json(out / CONTROL / DRAIN, {"end_offsets": outcome.replay.topic_end_offsets})
+        done = driver.wait_for(DONE, settings.timeout_s,
+                               on_poll=lambda: progress(engine.name, engine.processed_records(out), total))
+        outcome.done_ms = done["done_ms"]
+        progress(engine.name, total, total)
+        driver.finish()
+    finally:
+        driver.stop()
+    outcome.restarts = driver.starts - 1
+    outcome.replay.log.to_parquet(out / "replay-log.parquet", index=False)
+    return outcome
+
+
+def _replay_with_faults(
+    engine: str,
+    settings: CompareSettings,
+    driver: DriverProcess,
+    kafka: KafkaEndpoint,
+    replay_fn: Callable[[], ReplayResult],
+    expected_s: float,
+    outcome: EngineOutcome,
+) -> ReplayResult:
+    """Run the replay while killing/restarting the driver and pausing the broker as planned."""
+    kills = _fault_plan(settings, engine, expected_s)
+    pause_at = expected_s / 2 if settings.pause_broker_s else None
+    errors: list[BaseException] = []
+    finished = threading.Event()
+    started = time.monotonic()
+
+    def faults() -> None:
+        try:
+            pending = list(kills)
+            paused = pause_at is None
+            while not finished.is_set() and (pending or not paused):
+                now = time.monotonic() - started
+                if pending and now >= pending[0]:
+                    pending.pop(0)
+                    outcome.kills.append(round(now, 2))
+                    driver.kill()
+                    driver.start()
+                    driver.wait_for(READY, settings.timeout_s)
+                elif not paused and pause_at is not None and now >= pause_at and kafka.broker is not None:
+                    paused = True
+                    outcome.pauses.append(round(now, 2))
+                    kafka.broker.pause()
+                    try:
+                        time.sleep(settings.pause_broker_s)
+                    finally:
+                        kafka.broker.resume()
+                time.sleep(0.05)
+        except BaseException as err:  # surfaced after the replay
+            errors.append(err)
+
+    thread = threading.Thread(target=faults, name=f"dmk-faults-{engine}", daemon=True)
+    thread.start()
+    try:
+        result = replay_fn()
+    finally:
+        finished.set()
+        thread.join()
+    if errors:
+        raise errors[0]
+    return result
+

@@ -1,0 +1,296 @@
+"""The engine interface: how ``compare`` starts an engine's jobs, waits for them and reads what they did.
+
+An engine is one way of running streaming jobs: the DStream driver (:mod:`legacy.engine`), the Structured
+Streaming driver (:mod:`modern.engine`), and later a team's own job scripts. Each implements
+:class:`Engine`; ``compare`` takes one from its registry by name (:mod:`compare.engines`) and never asks
+which it holds. A run of an engine is described by a :class:`DriverConfig`: typed and frozen, with its
+defaults here only, the same object in-process (tests, ``dmk bench``) and across the driver process boundary
+(``dmk compare`` writes it as JSON, :mod:`compare.driver` reads it back).
+
+Example::
+
+    engine = compare.engines.get_engine("modern")
+    config = DriverConfig(engine="modern", bootstrap_servers="127.0.0.1:9092", topics={"events": "t"},
+                          out_dir="out/modern", checkpoint_dir="ckpt/modern", dataset=spec,
+                          jobs=(("running_counts", "default"),))
+    run = engine.start(spark, config)
+    try:
+        run.await_offsets({"t": {0: 2500, 1: 2500}}, timeout_s=120)
+    finally:
+        run.stop()
+    engine.batch_spans(config.out_dir, "running_counts")
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import pandas as pd
+
+from kit.dataset import DatasetSpec
+from kit.errors import ConfigError
+
+__all__ = ["BATCH_SPAN_COLUMNS", "DriverConfig", "Engine", "EngineRun", "ProcessedRange", "redacted_dsn", "seconds", "written_lines"]
+
+ProcessedRange = tuple[str, int, int, int]
+"""``(topic, partition, from_offset, until_offset)`` of the records one completed batch processed."""
+BATCH_SPAN_COLUMNS = ("batch_ms", "started_ms", "ended_ms", "records", "processing_ms", "scheduling_ms")
+"""The columns of :meth:`Engine.batch_spans`."""
+
+Jobs = tuple[tuple[Any, Any], ...]
+"""``(workload, variant)`` pairs as :func:`kit.workloads.resolve` takes them: names (or
+``package.module:name`` references) across a process boundary; in-process also a
+:class:`~kit.workloads.WorkloadSpec` and a builder function."""
+
+
+@dataclass(frozen=True)
+class DriverConfig:
+    """One run of one engine: which jobs, over which topics, writing where, paced how.
+
+    Fields marked *legacy* or *modern* are read by that engine only; the other ignores them, so one config
+    type serves every engine and a compare run sets both sides from the same settings.
+
+    Attributes:
+        engine: the engine's registry name (``"legacy"``, ``"modern"``).
+        bootstrap_servers: Kafka to read.
+        topics: input name → topic.
+        out_dir: the run's output root (layout: :mod:`legacy.runner`, :mod:`modern.runner`).
+        checkpoint_dir: the run's checkpoint directory (a local path or a URI every node reaches).
+        dataset: the spec of the replayed dataset (its event-time rules: lateness, watermark delay).
+        jobs: ``(workload, variant)`` pairs; default variant ``"default"``.
+        app_name: the Spark application name of a driver process. Default ``"dmk"``.
+        master: the Spark master of a driver process (default ``$DMK_SPARK_MASTER`` or ``local[2]``).
+        timeout_s: bound on every wait of the run (start, drain, the last batches). Default 600.
+        drain_timeout_s: how long a driver process waits for the harness to say where the input ends (the
+            replay's length plus ``timeout_s``). Default: ``timeout_s``.
+        partitions: partitions of each input topic (legacy: a receiver's rate cap covers all of them).
+        batch_seconds: *legacy* batch interval. Default 1.0.
+        max_rate_per_partition: *legacy* ``spark.streaming.kafka.maxRatePerPartition`` (records/s; None:
+            uncapped).
+        stream: *legacy* ``"direct"`` (default) or ``"receiver"``.
+        offsets: *legacy* where offsets live (:data:`legacy.runner.OFFSET_STORES`). Default ``"checkpoint"``.
+        write_ahead_log: *legacy* the receiver write-ahead log. Default off.
+        offset_store: *legacy* where that store is. In a config file it is redacted (a DSN may hold a
+            password); the driver process gets the real one from its environment.
+        job_name: *legacy* the job's name in its offset store. Default: from the checkpoint directory.
+        kafka_params: *legacy* extra ``kafkaParams`` of ``createDirectStream``.
+        fingerprint: *legacy* the job code's fingerprint: a driver process restores its checkpoint only if
+            it matches (:func:`legacy.kafka.get_or_create`). Default: none (fingerprint the factory).
+        trigger: *modern* processing-time trigger (``"0 seconds"``: as fast as possible) or
+            ``"availableNow"``. Default ``"0 seconds"``.
+        source_options: *modern* extra Kafka source options (``maxOffsetsPerTrigger``...).
+        initial_state: *modern* job name → Parquet file of the legacy job's last rows (``dmk cutover``).
+        sys_path: directories a driver process puts first on ``sys.path`` (where the jobs' modules are).
+    """
+
+    engine: str
+    bootstrap_servers: str
+    topics: Mapping[str, str]
+    out_dir: str
+    checkpoint_dir: str
+    dataset: DatasetSpec
+    jobs: Jobs
+    app_name: str = "dmk"
+    master: str | None = None
+    timeout_s: float = 600.0
+    drain_timeout_s: float | None = None
+    partitions: int = 4
+    batch_seconds: float = 1.0
+    max_rate_per_partition: int | None = None
+    stream: str = "direct"
+    offsets: str = "checkpoint"
+    write_ahead_log: bool = False
+    offset_store: str | None = None
+    job_name: str | None = None
+    kafka_params: Mapping[str, Any] = field(default_factory=dict)
+    fingerprint: str | None = None
+    trigger: str = "0 seconds"
+    source_options: Mapping[str, Any] = field(default_factory=dict)
+    initial_state: Mapping[str, str] = field(default_factory=dict)
+    sys_path: tuple[str, ...] = ()
+
+    def to_json(self) -> str:
+        """The config as a JSON object (``jobs`` must be names or references, not objects).
+
+        Raises:
+            ConfigError: a job given as a spec or function object, which a JSON file cannot carry.
+        """
+        for workload, variant in self.jobs:
+            if not isinstance(workload, str) or not isinstance(variant, str):
+                msg = (
+                    f"job ({workload!r}, {variant!r}) of a {self.engine} run cannot cross a process boundary: give "
+                    "the workload and variant as names or package.module:name references"
+                )
+                raise ConfigError(msg, field="jobs", expected="(str, str) pairs", actual=(workload, variant))
+        raw = dataclasses.asdict(self)
+        raw["jobs"] = [list(job) for job in self.jobs]
+        return json.dumps(raw, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> DriverConfig:
+        """The config :meth:`to_json` wrote.
+
+        Raises:
+            ConfigError: not a JSON object, an unknown key (kafka-python's words: "Unrecognized configs"), or
+                a required key missing.
+        """
+        try:
+            raw = json.loads(text)
+        except ValueError as err:
+            msg = f"a driver config must be a JSON object: {err}"
+            raise ConfigError(msg, field="config", expected="JSON", actual=text[:80]) from None
+        if not isinstance(raw, dict):
+            msg = f"a driver config must be a JSON object, got {type(raw).__name__}"
+            raise ConfigError(msg, field="config", expected="object", actual=type(raw).__name__)
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(raw) - names)
+        if unknown:
+            msg = f"Unrecognized configs: {unknown} (a driver config has {sorted(names)})"
+            raise ConfigError(msg, field="config", expected=sorted(names), actual=unknown)
+        required = {f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING
+                    and f.default_factory is dataclasses.MISSING}
+        missing = sorted(required - set(raw))
+        if missing:
+            msg = f"the driver config lacks {missing}"
+            raise ConfigError(msg, field="config", expected=sorted(required), actual=sorted(raw))
+        raw["dataset"] = DatasetSpec.from_dict(raw["dataset"])
+        raw["jobs"] = tuple(tuple(job) for job in raw["jobs"])
+        raw["sys_path"] = tuple(raw.get("sys_path", ()))
+        return cls(**raw)
+
+    def write(self, path: Path) -> None:
+        """Write the config to ``path`` atomically (a reader never sees half a file)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temp = path.with_name(f".{path.name}.tmp")
+        temp.write_text(self.to_json(), encoding="utf-8")
+        temp.replace(path)
+
+    @classmethod
+    def read(cls, path: Path) -> DriverConfig:
+        """The config written to ``path``.
+
+        Raises:
+            ConfigError: the file cannot be read, or holds no valid config.
+        """
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as err:
+            msg = f"cannot read the driver config {path}: {err}"
+            raise ConfigError(msg, field="config", expected="a readable file", actual=str(path)) from None
+        return cls.from_json(text)
+
+
+class EngineRun(Protocol):
+    """An engine's jobs, started: wait for them, then stop them."""
+
+    def await_offsets(
+        self, end_offsets: Mapping[str, Mapping[int, int]], *, timeout_s: float, extra_batches: int = 2
+    ) -> None:
+        """Wait until every job has processed every topic up to ``end_offsets``, and the batches after that
+        apply the last watermark (legacy: ``extra_batches`` batches; modern: the query's no-data batch).
+
+        Raises:
+            RunTimeout: not reached within ``timeout_s``; says where each job was.
+            Exception: a job failed (the engine's own error).
+        """
+
+    def stop(self) -> None:
+        """Stop the jobs (not the Spark session they run in)."""
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """One way of running streaming jobs, as ``compare`` drives and measures it.
+
+    Attributes:
+        name: the registry name, also the name of the run's outputs in reports.
+        batches_by_clock: batches are cut by the clock whatever the processing (a DStream batch interval), so
+            they can queue behind each other; False when the next batch starts when the last one ends.
+    """
+
+    name: str
+    batches_by_clock: bool
+
+    def resolve(self, workload: Any, variant: Any = "default") -> Any:
+        """The :class:`~kit.workloads.Job` running ``variant`` of ``workload`` on this engine.
+
+        Raises:
+            ConfigError: unknown workload or variant, or a reference that cannot be imported.
+        """
+
+    def session(self, config: DriverConfig) -> Any:
+        """The Spark session (or context) a driver process runs ``config`` in; the caller stops it."""
+
+    def start(self, spark: Any, config: DriverConfig, *, recover: bool = False) -> EngineRun:
+        """Start ``config``'s jobs in ``spark``; ``recover``: continue from the checkpoint (a restarted driver).
+
+        Raises:
+            ConfigError: a job the engine cannot run with ``config``.
+        """
+
+    def paced(self, config: DriverConfig, interval: str) -> DriverConfig:
+        """``config`` with its batch interval (or trigger) set to ``interval`` (``"0.5 s"``, ``"1 second"``)."""
+
+    def batch_spans(self, out_dir: str | Path, job: str | None = None) -> pd.DataFrame:
+        """One row per completed batch of ``job`` (default: the run's first job), columns
+        :data:`BATCH_SPAN_COLUMNS`; ``scheduling_ms`` is the wait behind earlier batches."""
+
+    def processed_records(self, out_dir: str | Path) -> int:
+        """Input records the run's jobs have processed so far (read while the run goes on)."""
+
+    def processed_ranges(self, out_dir: str | Path, job: str, checkpoint_dir: Path | None) -> list[ProcessedRange]:
+        """The ranges of every completed batch of ``job`` (a batch re-run after a restart counts once);
+        ``checkpoint_dir``: the run's local checkpoint, when it has one."""
+
+    def late_dropped(self, out_dir: str | Path, job: str) -> int:
+        """Records ``job`` dropped as later than its watermark allows."""
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|minutes?)\s*$")
+
+
+def seconds(interval: str) -> float:
+    """Seconds of a batch interval or trigger: ``"0.5 s"``, ``"500 milliseconds"``, ``"1 second"``.
+
+    Example:
+        >>> seconds("500 milliseconds"), seconds("0.5 s"), seconds("2 minutes")
+        (0.5, 0.5, 120.0)
+
+    Raises:
+        ConfigError: not ``<number> <unit>`` with a unit of milliseconds, seconds or minutes.
+    """
+    match = _DURATION.match(interval)
+    if match is None:
+        msg = f"interval {interval!r} is not '<number> <unit>' with unit ms, s, seconds or minutes"
+        raise ConfigError(msg, field="interval", expected="e.g. '1 second'", actual=interval)
+    value, unit = match.groups()
+    scale = 0.001 if unit.startswith("m") and not unit.startswith("minute") else 60.0 if unit.startswith("minute") else 1.0
+    return float(value) * scale
+
+
+def written_lines(path: Path) -> list[dict[str, Any]]:
+    """The complete JSON lines of a log another process may be appending to (a last line without its
+    newline is still being written, and is left out); ``[]`` when there is no log yet."""
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8")
+    lines = text.split("\n")[:-1]  # whatever follows the last newline is incomplete
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def redacted_dsn(dsn: str) -> str:
+    """``dsn`` as written, with its password replaced by ``***`` (key=value and URL forms): how a config file
+    or a report shows an offset store's address.
+
+    Example:
+        >>> redacted_dsn("postgresql://dmk:secret@db:5432/offsets"), redacted_dsn("host=db password='s e'")
+        ('postgresql://dmk:***@db:5432/offsets', 'host=db password=***')
+    """
+    dsn = re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]+)", r"\1***", dsn)
+    return re.sub(r"(://[^:/@?]*):[^@/?]*@", r"\1:***@", dsn)

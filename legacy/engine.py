@@ -1,0 +1,227 @@
+"""The DStream engine: :class:`kit.engine.Engine` over :mod:`legacy.runner`.
+
+A run is one StreamingContext hosting every job of a :class:`~kit.engine.DriverConfig`, with a
+StreamingListener writing each completed batch to ``<out>/metrics/batches.jsonl`` (batch time, records,
+scheduling and processing delay), which :meth:`LegacyEngine.batch_spans` reads.
+
+Example::
+
+    run = LEGACY.start(spark, config)          # config: a kit.engine.DriverConfig
+    run.await_offsets(ends, timeout_s=120)
+    run.stop()
+    LEGACY.batch_spans(config.out_dir)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from kit.engine import (
+    BATCH_SPAN_COLUMNS,
+    DriverConfig,
+    ProcessedRange,
+    seconds,
+    written_lines,
+)
+from kit.sink import read_batches
+from kit.workloads import Job
+from legacy import workloads
+from legacy.rate import MAX_RATE_PER_PARTITION
+from legacy.runner import (
+    LegacyRunConfig,
+    attach_offset_store,
+    await_progress,
+    create_context,
+    export_outputs,
+    open_offset_store,
+    read_progress,
+)
+
+__all__ = ["LEGACY", "LegacyEngine", "LegacyRun", "batch_listener"]
+
+BATCHES_LOG = Path("metrics") / "batches.jsonl"
+"""Where a run's StreamingListener logs its completed batches, under the output root."""
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def batch_listener(out: Path) -> Any:
+    """A StreamingListener appending one JSON line per completed batch to ``out/metrics/batches.jsonl``."""
+    from pyspark.streaming.listener import StreamingListener
+
+    target = out / BATCHES_LOG
+    target.parent.mkdir(parents=True, exist_ok=True)
+
+    def option(value: int) -> int | None:  # Spark's Java API gives -1 for "not known"
+        return int(value) if value >= 0 else None
+
+    class Batches(StreamingListener):
+        def onBatchCompleted(self, batchCompleted: Any) -> None:  # noqa: N802, N803 - Spark's names
+            info = batchCompleted.batchInfo()
+            row = {
+                "batch_time_ms": int(info.batchTime().milliseconds()),
+                "records": int(info.numRecords()),
+                "scheduling_delay_ms": option(info.schedulingDelay()),
+                "processing_delay_ms": option(info.processingDelay()),
+                "total_delay_ms": option(info.totalDelay()),
+                "completed_ms": _now_ms(),
+            }
+            with open(target, "a", encoding="utf-8") as log:
+                log.write(json.dumps(row) + "\n")
+
+    return Batches()
+
+
+def _run_config(config: DriverConfig, checkpoint: str) -> LegacyRunConfig:
+    return LegacyRunConfig(
+        config.bootstrap_servers, config.topics, config.out_dir, checkpoint, config.dataset, config.jobs,
+        batch_seconds=config.batch_seconds, kafka_params=config.kafka_params, offsets=config.offsets,
+        offset_store=config.offset_store, stream=config.stream, job_name=config.job_name,
+    )
+
+
+def _capped_context(sc: Any, run_config: LegacyRunConfig, store: Any, max_rate_per_partition: int | None) -> Any:
+    """:func:`legacy.runner.create_context` with its direct streams capped at ``max_rate_per_partition``
+    records/s per partition (None: uncapped).
+
+    The cap is read from the live context's conf when the direct streams are created, so it is set for that
+    moment only and restored after (a shared SparkContext keeps its own setting).
+    """
+    conf = sc._conf
+    previous = conf.get(MAX_RATE_PER_PARTITION, "0")
+    conf.set(MAX_RATE_PER_PARTITION, str(max_rate_per_partition or 0))
+    try:
+        return create_context(sc, run_config, store)
+    finally:
+        conf.set(MAX_RATE_PER_PARTITION, previous)
+
+
+class LegacyRun:
+    """A started StreamingContext of one run, its offset store and its batch log."""
+
+    def __init__(self, ssc: Any, run_config: LegacyRunConfig, store: Any) -> None:
+        self.ssc, self.run_config, self.store = ssc, run_config, store
+
+    def await_offsets(
+        self, end_offsets: Mapping[str, Mapping[int, int]], *, timeout_s: float, extra_batches: int = 2
+    ) -> None:
+        """Wait for the progress files to reach ``end_offsets``, then ``extra_batches`` batches more.
+
+        A failed output operation fails the run at once (Spark itself would go on with the next batch).
+        """
+        await_progress(self.run_config.out_dir, end_offsets, timeout_s=timeout_s, extra_batches=extra_batches,
+                       check=lambda: self.ssc.awaitTerminationOrTimeout(0.001))
+
+    def stop(self) -> None:
+        """Stop the context (not the SparkContext) and write out, then close, the offset store."""
+        try:
+            self.ssc.stop(stopSparkContext=False, stopGraceFully=False)
+        finally:
+            if self.store is not None:
+                try:
+                    export_outputs(self.run_config, self.store)  # what was committed, also when the run failed
+                finally:
+                    self.store.close()
+
+
+class LegacyEngine:
+    """DStreams over the kit's Kafka streams (:mod:`legacy.kafka`), one StreamingContext per run."""
+
+    name = "legacy"
+    batches_by_clock = True
+
+    def resolve(self, workload: Any, variant: Any = "default") -> Job:
+        """The job running ``variant`` of ``workload`` as a DStream job (:func:`legacy.workloads.resolve`)."""
+        return workloads.resolve(workload, variant)
+
+    def session(self, config: DriverConfig) -> Any:
+        """A SparkContext with the run's rate caps and write-ahead log setting (read when receivers start)."""
+        from kit.spark import spark_context
+
+        cap = config.max_rate_per_partition
+        conf: dict[str, object] = {MAX_RATE_PER_PARTITION: cap} if cap else {}
+        if config.stream == "receiver" and cap:
+            # One receiver reads every partition of every topic: the same cap in records/s for the whole stream.
+            conf["spark.streaming.receiver.maxRate"] = cap * config.partitions * len(config.topics)
+        if config.write_ahead_log:
+            conf["spark.streaming.receiver.writeAheadLog.enable"] = "true"
+        return spark_context(config.app_name, config.master, conf)
+
+    def start(self, spark: Any, config: DriverConfig, *, recover: bool = False) -> LegacyRun:
+        """Create (or, with ``recover``, restore from the checkpoint) the run's StreamingContext and start it.
+
+        A receiver stream cannot be restored (the bridge it read from lived in the dead driver): with
+        ``recover`` it starts a new context in a fresh checkpoint directory, where its consumer group's
+        committed offsets say.
+        """
+        from legacy.kafka import get_or_create
+
+        sc = getattr(spark, "sparkContext", spark)
+        checkpoint = config.checkpoint_dir
+        if recover and config.stream == "receiver":
+            checkpoint = str(Path(checkpoint) / f"start-{time.time_ns()}")
+        run_config = _run_config(config, checkpoint)
+        store = open_offset_store(run_config)
+        try:
+            attach_offset_store(run_config, store)
+
+            def create() -> Any:
+                return _capped_context(sc, run_config, store, config.max_rate_per_partition)
+
+            if recover and config.stream != "receiver":
+                ssc = get_or_create(checkpoint, create, fingerprint=config.fingerprint)
+            else:
+                ssc = create()
+            ssc.addStreamingListener(batch_listener(Path(config.out_dir)))
+            ssc.start()
+        except BaseException:
+            if store is not None:
+                store.close()
+            raise
+        return LegacyRun(ssc, run_config, store)
+
+    def paced(self, config: DriverConfig, interval: str) -> DriverConfig:
+        """``config`` with batch interval ``interval`` (``"0.5 s"``)."""
+        return dataclasses.replace(config, batch_seconds=seconds(interval))
+
+    def batch_spans(self, out_dir: str | Path, job: str | None = None) -> pd.DataFrame:
+        """The batches of the run's context (every job shares them), from its StreamingListener's log.
+
+        Processing starts when the batch's scheduling delay, its wait behind earlier batches, ends.
+        """
+        rows = []
+        for b in written_lines(Path(out_dir) / BATCHES_LOG):
+            processing = int(b["processing_delay_ms"] or 0)
+            rows.append((b["batch_time_ms"], b["completed_ms"] - processing, b["completed_ms"], b["records"],
+                         processing, int(b["scheduling_delay_ms"] or 0)))
+        return pd.DataFrame(rows, columns=list(BATCH_SPAN_COLUMNS))
+
+    def processed_records(self, out_dir: str | Path) -> int:
+        """Records of the batches the listener has logged."""
+        return sum(row["records"] for row in written_lines(Path(out_dir) / BATCHES_LOG))
+
+    def processed_ranges(self, out_dir: str | Path, job: str, checkpoint_dir: Path | None) -> list[ProcessedRange]:
+        """The ranges of the progress files: one per batch time (a regenerated batch replaces its file; a dead
+        receiver context's batches count too)."""
+        frame = read_progress(out_dir)
+        if frame.empty:
+            return []
+        return list(zip(frame["topic"], frame["partition"].astype(int), frame["from_offset"].astype(int),
+                        frame["until_offset"].astype(int), strict=True))
+
+    def late_dropped(self, out_dir: str | Path, job: str) -> int:
+        """Rows of the job's ``<job>.late`` output."""
+        return len(read_batches(Path(out_dir) / f"{job}.late"))
+
+
+LEGACY = LegacyEngine()
+"""The DStream engine."""

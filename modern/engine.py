@@ -1,0 +1,138 @@
+"""The Structured Streaming engine: :class:`kit.engine.Engine` over :mod:`modern.runner`.
+
+A run is one named streaming query per job; every progress a query reports is logged to
+``<out>/progress/<query>.jsonl``, which :meth:`ModernEngine.batch_spans` and the measurements read.
+
+Example::
+
+    run = MODERN.start(spark, config)          # config: a kit.engine.DriverConfig
+    run.await_offsets(ends, timeout_s=120)
+    run.stop()
+    MODERN.batch_spans(config.out_dir, "running_counts")
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from kit.engine import BATCH_SPAN_COLUMNS, DriverConfig, ProcessedRange, written_lines
+from kit.workloads import Job
+from modern import workloads
+from modern.runner import ModernRun, ModernRunConfig, late_dropped, read_progress
+
+__all__ = ["MODERN", "ModernEngine"]
+
+_DEAD_LETTERS = "dead_letters."
+
+
+def _job_queries(out_dir: str | Path) -> list[str]:
+    """The run's job queries with a progress log, by name (the dead-letter queries left out)."""
+    logs = (Path(out_dir) / "progress").glob("*.jsonl")
+    return sorted(p.stem for p in logs if not p.name.startswith(_DEAD_LETTERS))
+
+
+def _checkpointed_batches(checkpoint: Path) -> dict[int, list[tuple[dict, dict]]]:
+    """Batch id → ``[(start, end)]`` per source, of the batches a query's checkpoint holds as committed."""
+    from modern.inspect import inspect_modern_checkpoint
+
+    if not (checkpoint / "offsets").is_dir():
+        return {}
+    logged = {
+        b.batch_id: (b.committed, [offset or {} for offset in b.offsets.values()])  # in the log's source order
+        for b in inspect_modern_checkpoint(checkpoint, row_counts=False).batches
+    }
+    batches = {}
+    for batch, (committed, end) in logged.items():
+        start = logged.get(batch - 1)
+        if not committed or (start is None and batch > 0):
+            continue  # purged from the log: the progress events have it
+        batches[batch] = [(start[1][i] if start else {}, e) for i, e in enumerate(end)]
+    return batches
+
+
+class ModernEngine:
+    """Structured Streaming queries over the kit's Kafka source (:mod:`modern.kafka`), one per job."""
+
+    name = "modern"
+    batches_by_clock = False
+
+    def resolve(self, workload: Any, variant: Any = "default") -> Job:
+        """The job running ``variant`` of ``workload`` as a query (:func:`modern.workloads.resolve`)."""
+        return workloads.resolve(workload, variant)
+
+    def session(self, config: DriverConfig) -> Any:
+        """A SparkSession with the kit's defaults."""
+        from kit.spark import spark_session
+
+        return spark_session(config.app_name, config.master)
+
+    def start(self, spark: Any, config: DriverConfig, *, recover: bool = False) -> ModernRun:
+        """Start every job's query; each continues from its ``checkpointLocation`` whatever ``recover`` says
+        (a query always resumes its checkpoint)."""
+        run_config = ModernRunConfig(
+            config.bootstrap_servers, config.topics, config.out_dir, config.checkpoint_dir, config.dataset,
+            config.jobs, trigger=config.trigger, source_options=config.source_options,
+            initial_state=config.initial_state,
+        )
+        return ModernRun(spark, run_config).start()
+
+    def paced(self, config: DriverConfig, interval: str) -> DriverConfig:
+        """``config`` with processing-time trigger ``interval`` (``"500 milliseconds"``)."""
+        return dataclasses.replace(config, trigger=interval)
+
+    def batch_spans(self, out_dir: str | Path, job: str | None = None) -> pd.DataFrame:
+        """The micro-batches of ``job``'s query (default: the first job's), from its progress.
+
+        ``batch_ms`` and ``started_ms`` are the trigger's start (``timestamp``); a micro-batch never waits
+        behind another, so ``scheduling_ms`` is 0.
+        """
+        if job is None:
+            queries = _job_queries(out_dir)
+            job = queries[0] if queries else ""
+        rows = []
+        for p in read_progress(out_dir, job):
+            started = pd.Timestamp(p["timestamp"]).value // 1_000_000
+            duration = int(p.get("batchDuration", 0))
+            rows.append((started, started, started + duration, int(p.get("numInputRows", 0)), duration, 0))
+        return pd.DataFrame(rows, columns=list(BATCH_SPAN_COLUMNS))
+
+    def processed_records(self, out_dir: str | Path) -> int:
+        """Input rows of the job query that is furthest behind."""
+        totals = [
+            sum(p.get("numInputRows", 0) for p in written_lines(Path(out_dir) / "progress" / f"{name}.jsonl"))
+            for name in _job_queries(out_dir)
+        ]
+        return min(totals) if totals else 0
+
+    def processed_ranges(self, out_dir: str | Path, job: str, checkpoint_dir: Path | None) -> list[ProcessedRange]:
+        """The ranges of every batch id of ``job``'s query (the last report of a batch: a re-run counts once).
+
+        Progress events reach the listener after the batch commits, so a killed driver can lose the last one;
+        the checkpoint's offsets and commits logs have it (but keep only the newest batches): both are used.
+        """
+        batches = {
+            p["batchId"]: [(s.get("startOffset") or {}, s.get("endOffset") or {}) for s in p.get("sources", [])]
+            for p in read_progress(out_dir, job)
+        }
+        if checkpoint_dir is not None:  # a local one (a URI's files are for Spark to read)
+            batches.update(_checkpointed_batches(checkpoint_dir / job))
+        ranges = []
+        for sources in batches.values():
+            for start, end in sources:
+                for topic, parts in end.items():
+                    for partition, until in parts.items():
+                        first = int(start.get(topic, {}).get(partition, 0))
+                        ranges.append((topic, int(partition), first, int(until)))
+        return ranges
+
+    def late_dropped(self, out_dir: str | Path, job: str) -> int:
+        """Spark's ``numRowsDroppedByWatermark`` of the job's query (:func:`modern.runner.late_dropped`)."""
+        return late_dropped(out_dir, job)
+
+
+MODERN = ModernEngine()
+"""The Structured Streaming engine."""
