@@ -235,7 +235,8 @@ class RdSender(Sender):
                 # The local queue is full: serve delivery reports until there is room, as max_block_ms does.
                 deadline = deadline or time.monotonic() + self._max_block_s
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"the producer's queue stayed full for {self._max_block_s:g} s") from None
+                    msg = f"the producer's queue stayed full for {self._max_block_s:g} s"
+                    raise TimeoutError(msg) from None
                 self._producer.poll(0.05)
         self._producer.poll(0)
 

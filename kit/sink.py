@@ -102,7 +102,8 @@ def write_keyed(directory: str | os.PathLike[str], rows: pd.DataFrame) -> Path |
 
 def read_batches(directory: str | os.PathLike[str]) -> pd.DataFrame:
     """Every row :func:`write_batch` and :func:`write_keyed` wrote to ``directory``, batch files in batch order,
-    then keyed rows, each once (an empty frame if none)."""
+    then keyed rows, each once (an empty frame if none).
+    """
     directory = Path(directory)
     files = sorted(directory.glob("batch=*.parquet"))
     frames = [pd.read_parquet(f) for f in files]

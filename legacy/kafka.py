@@ -101,14 +101,18 @@ class KafkaUtils:
             raise UnsupportedKafkaParams({k: "unknown" for k in unknown}, supported=known)
         brokers = params.get("metadata.broker.list") or params.get("bootstrap.servers")
         if not brokers:
-            raise ConfigError(
+            msg = (
                 f"createStream needs the Kafka brokers in kafkaParams['metadata.broker.list']: the group's offsets "
-                f"are kept by Kafka's group coordinator, not ZooKeeper, so zkQuorum={zkQuorum!r} cannot supply them",
+                f"are kept by Kafka's group coordinator, not ZooKeeper, so zkQuorum={zkQuorum!r} cannot supply them"
+            )
+            raise ConfigError(
+                msg,
                 field="metadata.broker.list", expected="host:port[,...]", actual=None,
             )
         if "group.id" in params and params["group.id"] != groupId:
+            msg = f"kafkaParams['group.id']={params['group.id']!r} differs from groupId={groupId!r}; drop one"
             raise ConfigError(
-                f"kafkaParams['group.id']={params['group.id']!r} differs from groupId={groupId!r}; drop one",
+                msg,
                 field="group.id", expected=groupId, actual=params["group.id"],
             )
         settings = {python: int(params[java]) if java.endswith(".ms") else params[java]

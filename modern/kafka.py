@@ -84,7 +84,9 @@ _ARROW_FIELDS = [
     pa.field("timestamp", pa.timestamp("us", tz="UTC")),
     pa.field("timestampType", pa.int32()),
 ]
-_ARROW_HEADERS = pa.field("headers", pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])))
+_ARROW_HEADERS = pa.field(
+    "headers", pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
+)
 _ARROW_BATCH_ROWS = 20_000
 
 log = logging.getLogger(__name__)
@@ -156,10 +158,13 @@ class _Offsets:
         if spec.kind == "offsets":
             wanted = {TopicPartition(t, p): o for (t, p), o in spec.offsets.items()}
             if self.settings.strategy != "assign" and set(wanted) != set(tps):
-                raise KafkaOptionError(
+                msg = (
                     f"If {role}Offsets contains specific offsets, you must specify all TopicPartitions.\n"
                     f"Use -1 for latest, -2 for earliest.\nSpecified: {sorted(map(tuple, wanted))} "
-                    f"Assigned: {sorted(map(tuple, tps))}",
+                    f"Assigned: {sorted(map(tuple, tps))}"
+                )
+                raise KafkaOptionError(
+                    msg,
                     option=f"{role}Offsets",
                 )
             earliest = self.earliest(list(wanted))
@@ -189,9 +194,12 @@ class _Offsets:
         else:
             wanted = {TopicPartition(t, p): ts for (t, p), ts in spec.offsets.items()}
             if self.settings.strategy != "assign" and set(wanted) != set(tps):
-                raise KafkaOptionError(
+                msg = (
                     f"If {role}OffsetsByTimestamp contains specific timestamps, you must specify all "
-                    f"TopicPartitions.\nSpecified: {sorted(map(tuple, wanted))} Assigned: {sorted(map(tuple, tps))}",
+                    f"TopicPartitions.\nSpecified: {sorted(map(tuple, wanted))} Assigned: {sorted(map(tuple, tps))}"
+                )
+                raise KafkaOptionError(
+                    msg,
                     option=f"{role}OffsetsByTimestamp",
                 )
         resolved: Offsets = {}
@@ -204,10 +212,13 @@ class _Offsets:
                 elif role == "ending" or spec.by_timestamp_strategy == "latest":
                     resolved[tp] = latest[tp]
                 else:
-                    raise KafkaOptionError(
+                    msg = (
                         f"No offset matched from request of topic-partition {tp.topic}-{tp.partition} and "
                         f"timestamp {timestamp}. Set startingOffsetsByTimestampStrategy to 'latest' to start from the "
-                        "latest offset in that case.",
+                        "latest offset in that case."
+                    )
+                    raise KafkaOptionError(
+                        msg,
                         option=f"{role}Timestamp",
                     )
         return resolved
@@ -216,7 +227,9 @@ class _Offsets:
 def _data_loss(settings: SourceSettings, message: str, tp: TopicPartition, expected: int, available: int) -> None:
     """Spark's ``reportDataLoss``: raise with failOnDataLoss=true, else log and go on."""
     if settings.fail_on_data_loss:
-        raise KafkaDataLoss(message, topic=tp.topic, partition=tp.partition, expected_from=expected, available_from=available)
+        raise KafkaDataLoss(
+            message, topic=tp.topic, partition=tp.partition, expected_from=expected, available_from=available
+        )
     log.warning(
         "%s. Some data may have been lost because they are not available in Kafka any more; either the data was "
         "aged out by Kafka or the topic may have been deleted before all the data in the topic was processed. If "
@@ -275,7 +288,8 @@ def split_ranges(
     ranges: list[KafkaInputPartition], min_partitions: int | None, max_records: int | None
 ) -> list[KafkaInputPartition]:
     """Spark's ``KafkaOffsetRangeCalculator``: split ranges by ``maxRecordsPerPartition``, then until there
-    are at least ``minPartitions`` (each range into parts in proportion to its size, at least one)."""
+    are at least ``minPartitions`` (each range into parts in proportion to its size, at least one).
+    """
     ranges = [r for r in ranges if r.until_offset > r.from_offset]
 
     def divide(r: KafkaInputPartition, parts: int) -> list[KafkaInputPartition]:
@@ -380,7 +394,9 @@ def _read_with(kafka: Kafka, settings: SourceSettings, part: KafkaInputPartition
     schema = pa.schema(fields)
     start, until = part.from_offset, part.until_offset
     try:
-        records = kafka.read_range(part.topic, part.partition, start, until, idle_timeout_s=settings.poll_timeout_ms / 1000)
+        records = kafka.read_range(
+            part.topic, part.partition, start, until, idle_timeout_s=settings.poll_timeout_ms / 1000
+        )
         yield from _batches(records, schema, settings.include_headers)
     except OffsetOutOfRange as exc:
         beginning, end = exc.available
@@ -388,7 +404,8 @@ def _read_with(kafka: Kafka, settings: SourceSettings, part: KafkaInputPartition
         if start < beginning:
             _data_loss(settings, f"Cannot fetch offset {start} of {tp.topic}-{tp.partition}", tp, start, beginning)
         else:
-            _data_loss(settings, f"Offsets up to {until} of {tp.topic}-{tp.partition} are not in Kafka (end {end})", tp, until, end)
+            missing = f"Offsets up to {until} of {tp.topic}-{tp.partition} are not in Kafka (end {end})"
+            _data_loss(settings, missing, tp, until, end)
         # failOnDataLoss=false: read what is still there, as Spark's consumer does.
         lo, hi = max(start, beginning), min(until, end)
         if lo < hi:
@@ -463,7 +480,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if isinstance(limit, ReadAllAvailable):
             return offsets_to_json(latest)
         s = self.settings
-        if s.min_offsets_per_trigger is not None and not self._available_now and self._delay_batch(start_offsets, latest):
+        if (
+            s.min_offsets_per_trigger is not None
+            and not self._available_now
+            and self._delay_batch(start_offsets, latest)
+        ):
             return offsets_to_json(start_offsets)
         if isinstance(limit, ReadMaxRows):
             new = [tp for tp in latest if tp not in start_offsets]
@@ -475,7 +496,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         tps = self._offsets.partitions()
         gone = [tp for tp in start if tp not in set(tps)]
         for tp in gone:
-            _data_loss(self.settings, f"{tp.topic}-{tp.partition} is gone. Some data may have been missed", tp, start[tp], 0)
+            _data_loss(
+                self.settings, f"{tp.topic}-{tp.partition} is gone. Some data may have been missed", tp, start[tp], 0
+            )
         return self._offsets.latest(tps)
 
     def _delay_batch(self, start: Offsets, latest: Offsets) -> bool:
@@ -540,18 +563,21 @@ def _check_write_schema(schema: StructType, settings: SinkSettings) -> None:
     """Spark's ``KafkaWriter.validateQuery``, with its messages."""
     fields = {f.name.lower(): f.dataType for f in schema.fields}
     if "topic" not in fields and settings.topic is None:
-        raise KafkaSinkError(
-            "topic option required when no 'topic' attribute is present. Use the topic option for setting a topic."
-        )
+        msg = "topic option required when no 'topic' attribute is present. Use the topic option for setting a topic."
+        raise KafkaSinkError(msg)
     if "topic" in fields and not isinstance(fields["topic"], StringType):
-        raise KafkaSinkError(f"Topic type must be a string, got {fields['topic'].simpleString()}")
+        msg = f"Topic type must be a string, got {fields['topic'].simpleString()}"
+        raise KafkaSinkError(msg)
     if "value" not in fields:
-        raise KafkaSinkError("Required attribute 'value' not found")
+        msg = "Required attribute 'value' not found"
+        raise KafkaSinkError(msg)
     for name in ("key", "value"):
         if name in fields and not isinstance(fields[name], StringType | BinaryType):
-            raise KafkaSinkError(f"{name} attribute type must be a string or binary, got {fields[name].simpleString()}")
+            msg = f"{name} attribute type must be a string or binary, got {fields[name].simpleString()}"
+            raise KafkaSinkError(msg)
     if "partition" in fields and not isinstance(fields["partition"], IntegerType):
-        raise KafkaSinkError(f"partition attribute type must be an int, got {fields['partition'].simpleString()}")
+        msg = f"partition attribute type must be an int, got {fields['partition'].simpleString()}"
+        raise KafkaSinkError(msg)
 
 
 class _WriteCommit(WriterCommitMessage):
@@ -576,23 +602,27 @@ def _write_rows(settings: SinkSettings, rows: Iterator[Any]) -> _WriteCommit:
             # As in Spark, the topic option overrides the topic column.
             topic = settings.topic or data.get("topic")
             if topic is None:
-                raise KafkaSinkError("null topic present in the data. Use the topic option for setting a topic.")
+                msg = "null topic present in the data. Use the topic option for setting a topic."
+                raise KafkaSinkError(msg)
             key, value = data.get("key"), data.get("value")
             sender.send(
                 topic,
                 key=key.encode() if isinstance(key, str) else (bytes(key) if key is not None else None),
                 value=value.encode() if isinstance(value, str) else (bytes(value) if value is not None else None),
                 partition=data.get("partition"),
-                headers=[(h["key"], bytes(h["value"]) if h["value"] is not None else None) for h in data.get("headers") or []],
+                headers=[
+                    (h["key"], bytes(h["value"]) if h["value"] is not None else None) for h in data.get("headers") or []
+                ],
                 on_done=done,
             )
             sent += 1
         outstanding = sender.flush(120.0)
         if failed or outstanding:
-            raise KafkaSinkError(
+            msg = (
                 f"{len(failed) + outstanding} of {sent} records were not acknowledged by Kafka (first error: "
                 f"{failed[0] if failed else 'no answer'}); the batch fails and is retried from its offsets."
             )
+            raise KafkaSinkError(msg)
     finally:
         sender.close(timeout_s=10)
     return _WriteCommit(sent)
@@ -638,7 +668,8 @@ class KafkaDataSource(DataSource):
         # Options are validated here because errors raised in schema() surface at load(); raised later they
         # surface asynchronously. Whether the query is a stream is not known yet, so validate as one unless
         # batch-only options are present; the reader validates again for its own kind.
-        streaming = not any(k.lower() in ("endingoffsets", "endingoffsetsbytimestamp", "endingtimestamp") for k in self.options)
+        batch_only = ("endingoffsets", "endingoffsetsbytimestamp", "endingtimestamp")
+        streaming = not any(k.lower() in batch_only for k in self.options)
         settings = SourceSettings.from_options(self.options, streaming=streaming)
         return KAFKA_SCHEMA + (_HEADERS_DDL if settings.include_headers else "")
 
@@ -688,7 +719,8 @@ def source_format(spark: Any) -> str:
 
 def offsets_behind_latest(source_progress: Any) -> dict[str, float] | None:
     """``min/max/avgOffsetsBehindLatest`` of one source in a StreamingQueryProgress, as Spark's Kafka
-    source reports them (PySpark 4.3's Python data sources cannot publish source metrics themselves)."""
+    source reports them (PySpark 4.3's Python data sources cannot publish source metrics themselves).
+    """
     if not source_progress.latestOffset or not source_progress.endOffset:
         return None
     latest = offsets_from_json(source_progress.latestOffset)
