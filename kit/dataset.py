@@ -592,6 +592,7 @@ def _base_values(spec: DatasetSpec, times: np.ndarray, users: np.ndarray) -> np.
             ad_types.tolist(),
             event_types.tolist(),
             times.tolist(),
+            strict=True,
         )
     ]
     return values
@@ -712,7 +713,7 @@ def _malformed_values(
     key_s = _idents("k", spec.keys)
     ad_s = _idents("ad-", spec.ads)
     out: list[bytes] = []
-    for i, (code, u, t) in enumerate(zip(codes.tolist(), users.tolist(), times.tolist())):
+    for i, (code, u, t) in enumerate(zip(codes.tolist(), users.tolist(), times.tolist(), strict=True)):
         # A prefix no base event_id can have ("m" rather than "e"), so no malformed record collides with one.
         fields_ = {
             "event_id": f'"m{spec.seed}-{i:010x}"',
@@ -819,7 +820,7 @@ def ad_campaigns(spec: DatasetSpec) -> dict[str, str]:
     campaign_of = np.empty(spec.ads, np.int64)
     campaign_of[order] = np.arange(spec.ads) % spec.campaigns
     campaigns = _idents("c-", spec.campaigns)
-    return {ad: campaigns[c] for ad, c in zip(_idents("ad-", spec.ads), campaign_of.tolist())}
+    return {ad: campaigns[c] for ad, c in zip(_idents("ad-", spec.ads), campaign_of.tolist(), strict=True)}
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -1001,7 +1002,10 @@ def _write_jsonl(df: pd.DataFrame, path: Path) -> None:
     keys = df["key"].tolist()
     values = df["value"].tolist()
     enc = encode_basestring_ascii  # C-accelerated JSON string quoting; ASCII output keeps files portable
-    key_field = [f'"key":{enc(t)}' if t is not None else f'"key_b64":"{_b64(r)}"' for t, r in zip(_texts(keys), keys)]
+    key_field = [
+        f'"key":{enc(t)}' if t is not None else f'"key_b64":"{_b64(r)}"'
+        for t, r in zip(_texts(keys), keys, strict=True)
+    ]
     kind_json = {kind: enc(kind) for kind in KINDS}
     lines = [
         f'{{"seq":{s},"partition":{p},"timestamp_ms":{ts},"kind":{kind_json[k]},{kf},'
@@ -1014,6 +1018,7 @@ def _write_jsonl(df: pd.DataFrame, path: Path) -> None:
             key_field,
             _texts(values),
             values,
+            strict=True,
         )
     ]
     with open(path, "w", encoding="ascii", newline="\n") as f:

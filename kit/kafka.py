@@ -23,6 +23,7 @@ timestamp_type, key, value, headers`` among their fields) with raw ``bytes`` key
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -352,10 +353,8 @@ class Kafka:
 
     def delete_topic(self, topic: str) -> None:
         """Delete ``topic`` if it exists."""
-        try:
+        with contextlib.suppress(UnknownTopicOrPartitionError):
             self.admin.delete_topics([topic])
-        except UnknownTopicOrPartitionError:
-            pass
 
     # -- offsets ---------------------------------------------------------------------------------------
 
@@ -662,10 +661,8 @@ class _KafkaPythonSender(Sender):
         self._futures.append(future)
 
     def flush(self, timeout_s: float) -> int:
-        try:
+        with contextlib.suppress(KafkaTimeoutError):
             self._producer.flush(timeout=timeout_s)
-        except KafkaTimeoutError:
-            pass
         self._futures = [f for f in self._futures if not f.is_done]
         return len(self._futures)
 

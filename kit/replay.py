@@ -204,7 +204,7 @@ def _partitions_for(frame: pd.DataFrame, settings: ReplaySettings, partitions: i
             (cache[k] if k in cache else cache.setdefault(k, key_partition(k, partitions)))
             if k is not None
             else int(s % partitions)
-            for k, s in zip(frame["key"], seqs)
+            for k, s in zip(frame["key"], seqs, strict=True)
         ),
         dtype=np.int64,
         count=len(frame),

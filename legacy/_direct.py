@@ -988,15 +988,15 @@ def create_rdd(
             msg,
             field="offsetRanges", expected="list of OffsetRange", actual=offset_ranges,
         )
-    if leaders is not None:
-        if not isinstance(leaders, Mapping) or not all(
-            isinstance(k, TopicAndPartition) and isinstance(v, Broker) for k, v in leaders.items()
-        ):
-            msg = f"leaders should be a dict of TopicAndPartition -> Broker, got {leaders!r}"
-            raise ConfigError(
-                msg,
-                field="leaders", expected="dict of TopicAndPartition -> Broker", actual=leaders,
-            )
+    if leaders is not None and (
+        not isinstance(leaders, Mapping)
+        or not all(isinstance(k, TopicAndPartition) and isinstance(v, Broker) for k, v in leaders.items())
+    ):
+        msg = f"leaders should be a dict of TopicAndPartition -> Broker, got {leaders!r}"
+        raise ConfigError(
+            msg,
+            field="leaders", expected="dict of TopicAndPartition -> Broker", actual=leaders,
+        )
     params = KafkaParams.parse(kafka_params)
     read = _read_spec(sc, params, key_decoder or utf8_decoder, value_decoder or utf8_decoder, message_handler)
     if offset_ranges:

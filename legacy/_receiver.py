@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import functools
 import logging
 import select
@@ -428,10 +429,9 @@ class ReceiverBridge:
         )
 
     def _wake(self) -> None:
-        try:
+        # OSError: full (a wake-up is pending anyway) or closed (the server ended).
+        with contextlib.suppress(OSError):
             self._wake_w.send(b"\0")
-        except OSError:  # full (a wake-up is pending anyway) or closed (the server ended)
-            pass
 
     def _consume(self) -> None:
         consumer = self._consumer

@@ -80,7 +80,7 @@ class OffsetRange:
 
     def __str__(self) -> str:
         # Spark 2.4's text exactly, unbalanced parenthesis included: jobs log and sometimes parse it.
-        return "OffsetRange(topic: %s, partition: %d, range: [%d -> %d]" % (
+        return "OffsetRange(topic: %s, partition: %d, range: [%d -> %d]" % (  # noqa: UP031 - Spark 2.4's formatting
             self.topic, self.partition, self.fromOffset, self.untilOffset,
         )
 
@@ -202,7 +202,7 @@ class KafkaMessageAndMetadata:
         return (KafkaMessageAndMetadata, (*self._identity(), self.timestamp))
 
     def __str__(self) -> str:
-        return "KafkaMessageAndMetadata(topic: %s, partition: %d, offset: %d, key and message...)" % (
+        return "KafkaMessageAndMetadata(topic: %s, partition: %d, offset: %d, key and message...)" % (  # noqa: UP031
             self.topic, self.partition, self.offset,
         )
 

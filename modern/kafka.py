@@ -30,6 +30,7 @@ import re
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import pyarrow as pa
@@ -295,7 +296,7 @@ def split_ranges(
     def divide(r: KafkaInputPartition, parts: int) -> list[KafkaInputPartition]:
         size = r.until_offset - r.from_offset
         bounds = [r.from_offset + size * i // parts for i in range(parts + 1)]
-        return [KafkaInputPartition(r.topic, r.partition, a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+        return [KafkaInputPartition(r.topic, r.partition, a, b) for a, b in pairwise(bounds) if b > a]
 
     if max_records:
         ranges = [piece for r in ranges for piece in divide(r, -(-(r.until_offset - r.from_offset) // max_records))]
@@ -412,6 +413,11 @@ def _read_with(kafka: Kafka, settings: SourceSettings, part: KafkaInputPartition
             yield from _batches(kafka.read_range(part.topic, part.partition, lo, hi), schema, settings.include_headers)
 
 
+def _record_batch(columns: list[list[Any]], schema: pa.Schema) -> pa.RecordBatch:
+    arrays = [pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
 def _batches(records: Iterator[Any], schema: pa.Schema, include_headers: bool) -> Iterator[pa.RecordBatch]:
     columns: list[list[Any]] = [[] for _ in schema]
     key, value, topic, partition, offset, timestamp, ts_type = columns[:7]
@@ -427,11 +433,11 @@ def _batches(records: Iterator[Any], schema: pa.Schema, include_headers: bool) -
         if headers is not None:
             headers.append([{"key": k, "value": v} for k, v in (record.headers or [])])
         if len(offset) >= _ARROW_BATCH_ROWS:
-            yield pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schema)], schema=schema)
+            yield _record_batch(columns, schema)
             for column in columns:
                 column.clear()
     if offset:
-        yield pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schema)], schema=schema)
+        yield _record_batch(columns, schema)
 
 
 # -- readers --------------------------------------------------------------------------------------------
@@ -454,10 +460,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __setstate__(self, state: dict) -> None:
         self.__init__(state["settings"])
 
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict:  # noqa: N802 - PySpark's name
         return offsets_to_json(self._offsets.resolve(self.settings.starting, role="starting"))
 
-    def getDefaultReadLimit(self) -> ReadLimit:
+    def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802 - PySpark's name
         s = self.settings
         if s.max_offsets_per_trigger is not None:
             return ReadMaxRows(s.max_offsets_per_trigger)
@@ -465,10 +471,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return ReadMinRows(s.min_offsets_per_trigger)
         return ReadAllAvailable()
 
-    def prepareForTriggerAvailableNow(self) -> None:
+    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802 - PySpark's name
         self._available_now = True
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:  # noqa: N802 - PySpark's name
         start_offsets = offsets_from_json(start)
         if self._available_now:
             if self._available_now_target is None:
@@ -513,7 +519,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._last_trigger_ms = now
         return False
 
-    def reportLatestOffset(self) -> dict | None:
+    def reportLatestOffset(self) -> dict | None:  # noqa: N802 - PySpark's name
         return offsets_to_json(self._latest) if self._latest else None
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
@@ -637,10 +643,10 @@ class KafkaStreamWriter(DataSourceStreamWriter):
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
         return _write_rows(self.settings, iterator)
 
-    def commit(self, messages: list, batchId: int) -> None:
+    def commit(self, messages: list, batchId: int) -> None:  # noqa: N803 - PySpark's name
         """Every record was acknowledged in ``write``; nothing is left to do."""
 
-    def abort(self, messages: list, batchId: int) -> None:
+    def abort(self, messages: list, batchId: int) -> None:  # noqa: N803 - PySpark's name
         """Records already sent stay in Kafka: the sink is at-least-once."""
 
 
@@ -673,13 +679,13 @@ class KafkaDataSource(DataSource):
         settings = SourceSettings.from_options(self.options, streaming=streaming)
         return KAFKA_SCHEMA + (_HEADERS_DDL if settings.include_headers else "")
 
-    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 - PySpark's name
         return KafkaStreamReader(SourceSettings.from_options(self.options, streaming=True))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return KafkaBatchReader(SourceSettings.from_options(self.options, streaming=False))
 
-    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:  # noqa: N802 - PySpark's name
         settings = SinkSettings.from_options(self.options)
         _check_write_schema(schema, settings)
         return KafkaStreamWriter(settings)
@@ -766,10 +772,10 @@ def GroupOffsetCommitter(spark: Any, group_id: str, bootstrap_servers: str, *, q
             # One handle for the listener's life: progress events arrive on Spark's single listener thread.
             self._kafka = Kafka(bootstrap_servers)
 
-        def onQueryStarted(self, event: Any) -> None:
+        def onQueryStarted(self, event: Any) -> None:  # noqa: N802 - PySpark's name
             pass
 
-        def onQueryProgress(self, event: Any) -> None:
+        def onQueryProgress(self, event: Any) -> None:  # noqa: N802 - PySpark's name
             progress = event.progress
             if query_name is not None and progress.name != query_name:
                 return
@@ -785,10 +791,10 @@ def GroupOffsetCommitter(spark: Any, group_id: str, bootstrap_servers: str, *, q
                 if figures is not None:
                     self.behind_latest[str(progress.id)] = figures
 
-        def onQueryIdle(self, event: Any) -> None:
+        def onQueryIdle(self, event: Any) -> None:  # noqa: N802 - PySpark's name
             pass
 
-        def onQueryTerminated(self, event: Any) -> None:
+        def onQueryTerminated(self, event: Any) -> None:  # noqa: N802 - PySpark's name
             pass
 
     listener = _Committer()

@@ -61,7 +61,10 @@ def oracle(frame: pd.DataFrame, dataset: DatasetSpec) -> OracleResult:
     late_dropped = pd.DataFrame(
         {
             "seq": dropped["seq"].astype("int64"),
-            "window": [late_detail(k, s) for k, s in zip(dropped["window_kind"], dropped["window_start"].tolist())],
+            "window": [
+                late_detail(k, s)
+                for k, s in zip(dropped["window_kind"], dropped["window_start"].tolist(), strict=True)
+            ],
         }
     )
     return OracleResult(sorted_rows(SPEC, rows), rejects, late_dropped.reset_index(drop=True))
