@@ -627,12 +627,19 @@ class Sender:
         headers: list[tuple[str, bytes | None]] | None = None,
         on_done: Any = None,
     ) -> None:
+        """Queue one record for ``topic``; ``on_done(partition, offset, error)`` is called once for it.
+
+        ``partition`` None lets the client's partitioner choose; ``timestamp_ms`` None lets the client stamp
+        the record with the current time.
+        """
         raise NotImplementedError
 
     def flush(self, timeout_s: float) -> int:
+        """Wait up to ``timeout_s`` for every queued record's outcome; return how many are still outstanding."""
         raise NotImplementedError
 
     def close(self, timeout_s: float = 5.0) -> None:
+        """Wait up to ``timeout_s`` (default 5 s) for what is still queued, then close the producer."""
         raise NotImplementedError
 
 

@@ -23,8 +23,9 @@ __all__ = ["install", "java_map_values", "java_values"]
 
 
 def java_values(items: Any) -> list:
-    """The elements of a Java list or array (py4j's ``JavaList``, ``JavaArray``), read by index: no iterator,
-    so no exception at the end.
+    """The elements of a Java list or array (py4j's ``JavaList``, ``JavaArray``), read by index.
+
+    No iterator, so no exception at the end.
     """
     return [items[i] for i in range(len(items))]
 

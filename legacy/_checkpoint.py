@@ -46,8 +46,10 @@ _CHECKPOINT_FILE = re.compile(r"checkpoint-\d+(\.bk)?")
 
 
 class _Directory:
-    """A checkpoint directory: a plain path (Python's I/O), or a URI (``file:/``, ``hdfs://``, ``s3a://``...)
-    through the active SparkContext's Hadoop ``FileSystem``, as Spark itself writes the checkpoint there.
+    """A checkpoint directory: a plain path (Python's I/O), or a URI (Hadoop's ``FileSystem``).
+
+    A URI (``file:/``, ``hdfs://``, ``s3a://``...) is read through the active SparkContext's Hadoop
+    ``FileSystem``, as Spark itself writes the checkpoint there.
     """
 
     def __init__(self, checkpoint_dir: str | os.PathLike[str]) -> None:

@@ -229,8 +229,9 @@ def _drop_worker_handle(params: KafkaParams) -> None:
 
 
 def _read_ranges(spec: _ReadSpec, _split: int, ranges: Iterable[tuple[str, int, int, int]]) -> Iterator[Any]:
-    """The partition function of a KafkaRDD: read and decode the partition's offset ranges (one in a KafkaRDD,
-    several consecutive ones after :meth:`_ReadingKafkaRDD.read_in_tasks`), in order.
+    """The partition function of a KafkaRDD: read and decode the partition's offset ranges, in order.
+
+    That is one range in a KafkaRDD, several consecutive ones after :meth:`_ReadingKafkaRDD.read_in_tasks`.
     """
     for topic, partition, start, until in ranges:
         if start == until:
@@ -286,9 +287,10 @@ class _ReadingKafkaRDD(KafkaRDD, PipelinedRDD):
     _spec: _ReadSpec
 
     def read_in_tasks(self, tasks: int) -> RDD:
-        """The same reads in at most ``tasks`` partitions: consecutive ranges share one, read one after the
-        other (what ``coalesce(tasks)`` gives, without a pass through the JVM between the read and what is
-        applied to it). A plain RDD: its partitions are no longer one range each.
+        """The same reads in at most ``tasks`` partitions: consecutive ranges share one, read one after the other.
+
+        That is what ``coalesce(tasks)`` gives, without a pass through the JVM between the read and what is
+        applied to it. A plain RDD: its partitions are no longer one range each.
         """
         return PipelinedRDD(*_reading(self.ctx, self._spec, self._offset_ranges, min(tasks, len(self._offset_ranges))))
 

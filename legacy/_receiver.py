@@ -140,15 +140,15 @@ def _unb64(field: str) -> bytes | None:
 def encode_line(
     topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None, timestamp: int = -1
 ) -> bytes:
-    """One record as one ASCII line, newline included: ``topic partition offset key value timestamp``.
+    r"""One record as one ASCII line, newline included: ``topic partition offset key value timestamp``.
 
     Key and value are standard base64 (``""`` for empty bytes), ``-`` for None, so any bytes survive Spark's
     UTF-8 line reader. Topic names never contain spaces (Kafka allows ``[a-zA-Z0-9._-]``). ``timestamp`` is
     the record's Kafka timestamp in ms (-1: unknown).
 
     Example:
-        >>> encode_line("events", 1, 42, None, b"\\xff\\n", 1700000000000)
-        b'events 1 42 - /wo= 1700000000000\\n'
+        >>> encode_line("events", 1, 42, None, b"\xff\n", 1700000000000)
+        b'events 1 42 - /wo= 1700000000000\n'
     """
     return f"{topic} {partition} {offset} {_b64(key)} {_b64(value)} {int(timestamp)}\n".encode("ascii")
 
@@ -173,21 +173,22 @@ def _fields(line: str) -> tuple[str, int, int, bytes | None, bytes | None, int]:
 
 
 def decode_line(line: str) -> tuple[str, int, int, bytes | None, bytes | None]:
-    """The ``(topic, partition, offset, key, value)`` of a line made by :func:`encode_line` (newline optional).
+    r"""The ``(topic, partition, offset, key, value)`` of a line made by :func:`encode_line` (newline optional).
 
     Raises:
         ValueError: the line is not a bridge line (wrong field count, bad number or bad base64).
 
     Example:
         >>> decode_line("events 1 42 - /wo= 1700000000000")
-        ('events', 1, 42, None, b'\\xff\\n')
+        ('events', 1, 42, None, b'\xff\n')
     """
     return _fields(line)[:5]
 
 
 def decode_message(line: str) -> KafkaMessageAndMetadata:
-    """The record of a bridge line as the :class:`~legacy.KafkaMessageAndMetadata` a ``messageHandler`` gets
-    (raw key and value; the Kafka timestamp, -1 when unknown).
+    """The record of a bridge line as the :class:`~legacy.KafkaMessageAndMetadata` a ``messageHandler`` gets.
+
+    It has the raw key and value, and the Kafka timestamp (-1 when unknown).
 
     Raises:
         ValueError: as :func:`decode_line`.

@@ -464,8 +464,10 @@ class KafkaGroupOffsetStore(OffsetStore):
             raise OffsetCommitFailed(self.group_id, offsets, errors, f"the broker refused {errors}")
 
     def close(self) -> None:
-        """Close the Kafka clients. Offsets still queued by :meth:`commit_async` are dropped, as Spark drops
-        them when a stream stops, and their callbacks are not called: flush first to keep them.
+        """Close the Kafka clients.
+
+        Offsets still queued by :meth:`commit_async` are dropped, as Spark drops them when a stream stops,
+        and their callbacks are not called: flush first to keep them.
         """
         with self._io_lock:
             self._kafka.close()
@@ -842,9 +844,10 @@ class SqlOffsetStore(OffsetStore):
         return {r.topic_partition: r.until_offset for r in ranges}
 
     def create_table(self, name: str, columns: str) -> None:
-        """``CREATE TABLE IF NOT EXISTS name (columns)``, at once (outside any batch's transaction): for the
-        tables a job's batches write next to their offsets. ``{blob}`` in ``columns`` becomes the dialect's
-        binary type (``BLOB`` / ``BYTEA``).
+        """``CREATE TABLE IF NOT EXISTS name (columns)``, at once (outside any batch's transaction).
+
+        For the tables a job's batches write next to their offsets. ``{blob}`` in ``columns`` becomes the
+        dialect's binary type (``BLOB`` / ``BYTEA``).
 
         Raises:
             OffsetStoreUnavailable: the table cannot be created (database read-only, gone...).

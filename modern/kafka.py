@@ -288,8 +288,10 @@ class KafkaInputPartition(InputPartition):
 def split_ranges(
     ranges: list[KafkaInputPartition], min_partitions: int | None, max_records: int | None
 ) -> list[KafkaInputPartition]:
-    """Spark's ``KafkaOffsetRangeCalculator``: split ranges by ``maxRecordsPerPartition``, then until there
-    are at least ``minPartitions`` (each range into parts in proportion to its size, at least one).
+    """Spark's ``KafkaOffsetRangeCalculator``: ranges split by ``maxRecordsPerPartition``, then ``minPartitions``.
+
+    First into pieces of at most ``max_records`` records; then, if there are fewer than ``min_partitions``
+    ranges, each range into parts in proportion to its size (at least one). Empty ranges are dropped.
     """
     ranges = [r for r in ranges if r.until_offset > r.from_offset]
 
@@ -322,8 +324,9 @@ class KafkaInputGroup(InputPartition):
 
 
 def group_ranges(ranges: list[KafkaInputPartition], max_partitions: int | None) -> list[InputPartition]:
-    """At most ``max_partitions`` tasks: ranges grouped whole (never split), the largest first into the
-    smallest group; each group reads its ranges in topic-partition order. Deterministic for the same ranges.
+    """At most ``max_partitions`` tasks: ranges grouped whole (never split), largest first into the smallest group.
+
+    Each group reads its ranges in topic-partition order. Deterministic for the same ranges.
 
     Each task of a Python source costs a round trip to a Python worker whatever it reads, so a batch on
     8 Kafka partitions and 2 cores runs faster as 2 tasks than as 8.
@@ -668,9 +671,11 @@ class KafkaDataSource(DataSource):
 
     @classmethod
     def name(cls) -> str:
+        """The format name the source is registered under (``kafka-py``)."""
         return SOURCE_NAME
 
     def schema(self) -> str:
+        """Spark's Kafka source schema (with ``headers`` when ``includeHeaders`` is set), options validated."""
         # Options are validated here because errors raised in schema() surface at load(); raised later they
         # surface asynchronously. Whether the query is a stream is not known yet, so validate as one unless
         # batch-only options are present; the reader validates again for its own kind.
@@ -680,17 +685,21 @@ class KafkaDataSource(DataSource):
         return KAFKA_SCHEMA + (_HEADERS_DDL if settings.include_headers else "")
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 - PySpark's name
+        """The reader of a streaming query (``spark.readStream``)."""
         return KafkaStreamReader(SourceSettings.from_options(self.options, streaming=True))
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        """The reader of a batch query (``spark.read``), bounded by the starting and ending offsets."""
         return KafkaBatchReader(SourceSettings.from_options(self.options, streaming=False))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:  # noqa: N802 - PySpark's name
+        """The sink of ``writeStream``, after checking ``schema`` has the columns the Kafka sink needs."""
         settings = SinkSettings.from_options(self.options)
         _check_write_schema(schema, settings)
         return KafkaStreamWriter(settings)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        """The sink of ``write``, after checking ``schema`` has the columns the Kafka sink needs."""
         settings = SinkSettings.from_options(self.options)
         _check_write_schema(schema, settings)
         return KafkaBatchWriter(settings)
@@ -724,8 +733,10 @@ def source_format(spark: Any) -> str:
 
 
 def offsets_behind_latest(source_progress: Any) -> dict[str, float] | None:
-    """``min/max/avgOffsetsBehindLatest`` of one source in a StreamingQueryProgress, as Spark's Kafka
-    source reports them (PySpark 4.3's Python data sources cannot publish source metrics themselves).
+    """``min/max/avgOffsetsBehindLatest`` of one source in a StreamingQueryProgress, as Spark's Kafka source has.
+
+    PySpark 4.3's Python data sources cannot publish source metrics themselves, so they are computed here
+    from the progress's ``latestOffset`` and ``endOffset`` (None when either is missing or empty).
     """
     if not source_progress.latestOffset or not source_progress.endOffset:
         return None
