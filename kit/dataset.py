@@ -727,10 +727,10 @@ def _malformed_values(
         reason = KINDS[code]
         variant = variants[i]
         if reason == "bad_utf8":
-            text = _object_text(fields_).encode()
+            encoded = _object_text(fields_).encode()
             bad = _BAD_UTF8[variant % len(_BAD_UTF8)]
-            at = text.index(b'","user"')
-            out.append(text[:at] + bad + text[at:])
+            at = encoded.index(b'","user"')
+            out.append(encoded[:at] + bad + encoded[at:])
         elif reason == "bad_json":
             text = _object_text(fields_)
             if variant % 2:

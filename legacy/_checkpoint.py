@@ -67,7 +67,7 @@ class _Directory:
                 "SparkContext first"
             )
             raise ConfigError(msg, field="checkpoint_dir", expected="an active SparkContext", actual=None)
-        new_path = sc._jvm.org.apache.hadoop.fs.Path
+        new_path = sc._jvm.org.apache.hadoop.fs.Path  # type: ignore[union-attr]  # py4j: set on a live context
         path = new_path(self.text)
         if self._fs is None:
             self._fs = path.getFileSystem(sc._jsc.hadoopConfiguration())

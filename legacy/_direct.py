@@ -38,7 +38,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from pyspark import RDD, SparkContext
 from pyspark.core.rdd import PipelinedRDD
@@ -449,7 +449,8 @@ class DirectStreamState:
         # DStreamGraph's monitor, and pickles the state (taking self._lock) holding it too, so a thread that
         # held self._lock while waiting for the JVM could deadlock the generator.
         time_ms = _millis(time)
-        sc = tick.ctx if tick is not None else SparkContext._active_spark_context
+        # Spark generates batches only while the context runs, so there is an active one.
+        sc = tick.ctx if tick is not None else cast(SparkContext, SparkContext._active_spark_context)
         if not self._attached:
             self._attach_to_running_context()
         self._flush_commits()
@@ -538,7 +539,7 @@ class DirectStreamState:
 
     def _report(self, sc: SparkContext, jssc: Any, time_ms: int, ranges: tuple[OffsetRange, ...]) -> None:
         """Tell Spark's InputInfoTracker the batch's record count, as DirectKafkaInputDStream does."""
-        jvm = sc._jvm
+        jvm: Any = sc._jvm  # py4j's JVM view, untyped; None only before a SparkContext starts
         shown = sorted((r for r in ranges if r.count()), key=lambda r: -r.count())
         description = "\n".join(
             f"topic: {r.topic}\tpartition: {r.partition}\toffsets: {r.fromOffset} to {r.untilOffset}"
@@ -778,7 +779,7 @@ class KafkaDStream(DStream):
     def _uses_spark_rdds(self) -> bool:
         return bool(self.is_cached or self.is_checkpointed)
 
-    def transform(self, func: Callable[..., Any]) -> DStream:
+    def transform(self, func: Callable[..., Any]) -> TransformedDStream[Any]:
         """A DStream of ``func(rdd)`` or ``func(time, rdd)`` for each batch, ``rdd`` being a KafkaRDD."""
         return TransformedDStream(self, _on_kafka_rdds(self._uid, _with_time(func), self._uses_spark_rdds()))
 
@@ -964,7 +965,7 @@ def create_direct_stream(
         tick_id=int(jtick.dstream().dependencies().head().id()),
     )
     state = DirectStreamState(spec, start)
-    tick = DStream(jtick, ssc, UTF8Deserializer())
+    tick: DStream[str] = DStream(jtick, ssc, UTF8Deserializer())
     generated = TransformedDStream(tick, state.compute)
     stream = KafkaDStream(generated._jdstream, ssc, sc.serializer, spec.uid)
     state.attach(ssc)

@@ -739,7 +739,8 @@ def _register_cleanup(ssc: Any, bridge: ReceiverBridge) -> None:
     """Close ``bridge`` when ``ssc.stop`` returns (after Spark stopped the receiver that reads from it)."""
     bridges: list[ReceiverBridge] | None = ssc.__dict__.get("_dmk_receiver_bridges")
     if bridges is None:
-        bridges = ssc.__dict__["_dmk_receiver_bridges"] = []
+        registered: list[ReceiverBridge] = []
+        bridges = ssc.__dict__["_dmk_receiver_bridges"] = registered
         original_stop = ssc.stop
 
         @functools.wraps(original_stop)
@@ -747,7 +748,7 @@ def _register_cleanup(ssc: Any, bridge: ReceiverBridge) -> None:
             try:
                 original_stop(stopSparkContext, stopGraceFully)
             finally:
-                for each in bridges:
+                for each in registered:
                     each.close()
 
         ssc.stop = stop
@@ -829,7 +830,7 @@ def create_receiver_stream(
             msg,
             field="auto_offset_reset", expected=sorted(_OFFSET_RESET), actual=auto_offset_reset,
         )
-    checked = {"key_decoder": key_decoder, "value_decoder": value_decoder}
+    checked: dict[str, object] = {"key_decoder": key_decoder, "value_decoder": value_decoder}
     if message_handler is not None:
         checked["message_handler"] = message_handler
     for name, decoder in checked.items():

@@ -42,7 +42,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, SupportsIndex, TypeAlias, cast, runtime_checkable
 
 from kafka.errors import KafkaError
 
@@ -87,7 +87,7 @@ OFFSETS_TABLE = "dmk_offsets"
 # Kafka's own rule for topic names; it also keeps a name safe as one ZooKeeper path segment.
 _TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
 
-TopicsOrPartitions = str | TopicPartition | Iterable[str | TopicPartition]
+TopicsOrPartitions: TypeAlias = str | TopicPartition | Iterable[str | TopicPartition]
 """What ``load()`` takes: a topic name, a ``TopicPartition``, or an iterable mixing both."""
 
 CommitCallback = Callable[[dict[TopicPartition, int], Exception | None], object]
@@ -167,7 +167,8 @@ def _integer(value: object) -> int:
         msg = f"{value!r} is a bool, not an integer"
         raise TypeError(msg)
     try:
-        return operator.index(value)  # int, numpy integers, py4j longs; never floats or strings
+        # int, numpy integers, py4j longs; never floats or strings (operator.index raises TypeError for those)
+        return operator.index(cast(SupportsIndex, value))
     except TypeError:
         msg = f"{value!r} ({type(value).__name__}) is not an integer"
         raise TypeError(msg) from None

@@ -31,7 +31,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -191,7 +191,7 @@ class _Offsets:
     def _resolve_timestamps(self, spec: OffsetSpec, tps: list[TopicPartition], *, role: str) -> Offsets:
         """Spark's timestamp-based offsets: the first offset at or after the time, else by strategy."""
         if spec.kind == "timestamp":
-            wanted = {tp: spec.timestamp for tp in tps}
+            wanted = {tp: cast(int, spec.timestamp) for tp in tps}  # set whenever kind is "timestamp"
         else:
             wanted = {TopicPartition(t, p): ts for (t, p), ts in spec.offsets.items()}
             if self.settings.strategy != "assign" and set(wanted) != set(tps):
@@ -245,11 +245,12 @@ def rate_limit(limit: int, start: Offsets, until: Offsets, new_start: Offsets) -
     Each share is rounded down, except a share below 1, which rounds up (no partition starves), so the
     total may exceed ``limit`` slightly: lags [9990, 9, 1] with limit 100 give [99, 1, 1].
     """
-    sizes = {}
+    sizes, begins = {}, {}
     for tp, end in until.items():
         begin = start.get(tp, new_start.get(tp))
         if begin is not None and end - begin > 0:
             sizes[tp] = end - begin
+            begins[tp] = begin
     total = float(sum(sizes.values()))
     if total < 1:
         return dict(until)
@@ -258,10 +259,9 @@ def rate_limit(limit: int, start: Offsets, until: Offsets, new_start: Offsets) -
         if tp not in sizes:
             limited[tp] = end
             continue
-        begin = start.get(tp, new_start.get(tp))
         prorate = limit * (sizes[tp] / total)
         share = int(prorate) if prorate >= 1 else (1 if prorate > 0 else 0)
-        limited[tp] = min(end, begin + share)
+        limited[tp] = min(end, begins[tp] + share)
     return limited
 
 
@@ -461,7 +461,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return {"settings": self.settings}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["settings"])
+        type(self).__init__(self, state["settings"])
 
     def initialOffset(self) -> dict:  # noqa: N802 - PySpark's name
         return offsets_to_json(self._offsets.resolve(self.settings.starting, role="starting"))
