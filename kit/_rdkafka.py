@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as RdTopicPartition
@@ -155,7 +155,7 @@ class RdReader:
                         if error.code() in (KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET):
                             raise out_of_range()
                         raise KafkaException(error)
-                    offset = message.offset()
+                    offset = cast(int, message.offset())  # None only on error events, handled above
                     if offset >= until_offset:
                         return
                     position = offset + 1
@@ -189,7 +189,10 @@ class RdReader:
                 if time.monotonic() > deadline:
                     raise TimeoutError(sorted(set(fetch_at) - set(found)))
                 for message in consumer.consume(10_000, timeout=0.005):
-                    key = (message.topic(), message.partition())
+                    topic, partition = message.topic(), message.partition()
+                    if topic is None or partition is None:  # a client-level event: no partition's
+                        continue
+                    key = (topic, partition)
                     if key in fetch_at and key not in found:
                         _, high = consumer.get_watermark_offsets(RdTopicPartition(*key), cached=True)
                         if high >= 0:
@@ -235,7 +238,8 @@ class RdSender(Sender):
                 # The local queue is full: serve delivery reports until there is room, as max_block_ms does.
                 deadline = deadline or time.monotonic() + self._max_block_s
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"the producer's queue stayed full for {self._max_block_s:g} s") from None
+                    msg = f"the producer's queue stayed full for {self._max_block_s:g} s"
+                    raise TimeoutError(msg) from None
                 self._producer.poll(0.05)
         self._producer.poll(0)
 

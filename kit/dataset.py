@@ -200,8 +200,8 @@ class DatasetSpec:
     Constraints beyond the ranges: ``campaigns <= ads``; ``session_margin_ms < session_gap_ms``;
     ``lateness_margin_ms < allowed_lateness_ms``; no too_late record is late by more than
     ``allowed_lateness_ms + session_gap_ms - lateness_margin_ms`` (session windows, which Spark closes only
-    a gap after their last event, keep every too_late record); the four fractions each lie in [0, 1) and sum to less than
-    0.5; and ``session_margin_ms > allowed_lateness_ms - lateness_margin_ms``. The last one is why late
+    a gap after their last event, keep every too_late record); the four fractions each lie in [0, 1) and sum to
+    less than 0.5; and ``session_margin_ms > allowed_lateness_ms - lateness_margin_ms``. The last one is why late
     records cannot move session boundaries: a late record arrives when the stream's maximum event time is
     at most ``allowed_lateness_ms - lateness_margin_ms`` past its own event time, and its user's previous
     event in the same session is at most ``session_gap_ms - session_margin_ms`` before it, so at arrival
@@ -239,10 +239,12 @@ class DatasetSpec:
                 raise _config_error(name, f"an int >= {minimum}", value)
         if type(self.start_ms) is not int or not EVENT_TIME_MIN_MS <= self.start_ms < EVENT_TIME_MAX_MS:
             raise _config_error(
-                "start_ms", f"an int in [{EVENT_TIME_MIN_MS}, {EVENT_TIME_MAX_MS}) (years 2000-2099)", self.start_ms
+                field="start_ms",
+                expected=f"an int in [{EVENT_TIME_MIN_MS}, {EVENT_TIME_MAX_MS}) (years 2000-2099)",
+                actual=self.start_ms,
             )
         if self.key_skew not in ("uniform", "zipf"):
-            raise _config_error("key_skew", "'uniform' or 'zipf'", self.key_skew)
+            raise _config_error(field="key_skew", expected="'uniform' or 'zipf'", actual=self.key_skew)
         for name in ("zipf_exponent", "events_per_second"):
             value = getattr(self, name)
             if not _is_real(value) or not value > 0:
@@ -254,50 +256,54 @@ class DatasetSpec:
         total = sum(getattr(self, name) for name in _FRACTIONS)
         if not total < 0.5:
             raise _config_error(
-                "malformed_fraction",
-                "late, too_late, duplicate and malformed fractions summing to < 0.5",
-                total,
-                "Most records must stay clean so that sessions and duplicates have in-order records to build on.",
+                field="malformed_fraction",
+                expected="late, too_late, duplicate and malformed fractions summing to < 0.5",
+                actual=total,
+                fix="Most records must stay clean so that sessions and duplicates have in-order records to build on.",
             )
         if self.campaigns > self.ads:
-            raise _config_error("campaigns", f"at most ads={self.ads}", self.campaigns)
+            raise _config_error(field="campaigns", expected=f"at most ads={self.ads}", actual=self.campaigns)
         if self.session_margin_ms >= self.session_gap_ms:
             raise _config_error(
-                "session_margin_ms", f"less than session_gap_ms={self.session_gap_ms}", self.session_margin_ms
+                field="session_margin_ms",
+                expected=f"less than session_gap_ms={self.session_gap_ms}",
+                actual=self.session_margin_ms,
             )
         if self.lateness_margin_ms >= self.allowed_lateness_ms:
             raise _config_error(
-                "lateness_margin_ms",
-                f"less than allowed_lateness_ms={self.allowed_lateness_ms}",
-                self.lateness_margin_ms,
+                field="lateness_margin_ms",
+                expected=f"less than allowed_lateness_ms={self.allowed_lateness_ms}",
+                actual=self.lateness_margin_ms,
             )
         if self.too_late_max_ms + self.lateness_margin_ms > self.allowed_lateness_ms + self.session_gap_ms:
             raise _config_error(
-                "window_ms",
-                f"at most session_gap_ms - 2 * lateness_margin_ms - {_TOO_LATE_SPREAD_MS} = "
+                field="window_ms",
+                expected=f"at most session_gap_ms - 2 * lateness_margin_ms - {_TOO_LATE_SPREAD_MS} = "
                 f"{self.session_gap_ms - 2 * self.lateness_margin_ms - _TOO_LATE_SPREAD_MS}",
-                self.window_ms,
-                "A too_late record must stay within one session gap of the watermark, so that session windows "
+                actual=self.window_ms,
+                fix="A too_late record must stay within one session gap of the watermark, so that session windows "
                 "keep it in every engine; raise session_gap_ms or lower window_ms.",
             )
         if self.session_margin_ms <= self.late_max_ms:
             raise _config_error(
-                "session_margin_ms",
-                f"more than allowed_lateness_ms - lateness_margin_ms = {self.late_max_ms}",
-                self.session_margin_ms,
-                "Otherwise a late record could arrive after an engine without lateness allowance has "
+                field="session_margin_ms",
+                expected=f"more than allowed_lateness_ms - lateness_margin_ms = {self.late_max_ms}",
+                actual=self.session_margin_ms,
+                fix="Otherwise a late record could arrive after an engine without lateness allowance has "
                 "closed its session; raise session_margin_ms or lateness_margin_ms.",
             )
         counts = self.kind_counts()
         if counts["clean"] < counts["duplicate"]:
             raise _config_error(
-                "duplicate_fraction",
-                f"at most as many duplicates as clean records ({counts['clean']})",
-                self.duplicate_fraction,
-                "Each duplicate re-delivers a different clean record; raise records or lower the fractions.",
+                field="duplicate_fraction",
+                expected=f"at most as many duplicates as clean records ({counts['clean']})",
+                actual=self.duplicate_fraction,
+                fix="Each duplicate re-delivers a different clean record; raise records or lower the fractions.",
             )
         if counts["clean"] < 1:
-            raise _config_error("records", "enough records to leave at least one clean record", self.records)
+            raise _config_error(
+                field="records", expected="enough records to leave at least one clean record", actual=self.records
+            )
 
     @classmethod
     def from_profile(cls, name: str, **overrides: Any) -> DatasetSpec:
@@ -313,8 +319,9 @@ class DatasetSpec:
                 configs: {...}"), or an invalid resulting spec.
         """
         if name not in PROFILES:
+            msg = f"unknown dataset profile {name!r}; valid profiles: {', '.join(PROFILES)}."
             raise ConfigError(
-                f"unknown dataset profile {name!r}; valid profiles: {', '.join(PROFILES)}.",
+                msg,
                 field="profile",
                 expected=tuple(PROFILES),
                 actual=name,
@@ -429,9 +436,9 @@ def generate(spec: DatasetSpec) -> pd.DataFrame:
     times, users = _session_times(spec, n_base)
     if int(times[-1]) >= EVENT_TIME_MAX_MS:
         raise _config_error(
-            "start_ms",
-            f"a start leaving room for {n_base} events before {EVENT_TIME_MAX_MS} (2100-01-01)",
-            spec.start_ms,
+            field="start_ms",
+            expected=f"a start leaving room for {n_base} events before {EVENT_TIME_MAX_MS} (2100-01-01)",
+            actual=spec.start_ms,
         )
     base_values = _base_values(spec, times, users)
     status, arrival = _disorder(spec, times, users, counts["late"], counts["too_late"])
@@ -597,6 +604,7 @@ def _base_values(spec: DatasetSpec, times: np.ndarray, users: np.ndarray) -> np.
             ad_types.tolist(),
             event_types.tolist(),
             times.tolist(),
+            strict=True,
         )
     ]
     return values
@@ -717,7 +725,7 @@ def _malformed_values(
     key_s = _idents("k", spec.keys)
     ad_s = _idents("ad-", spec.ads)
     out: list[bytes] = []
-    for i, (code, u, t) in enumerate(zip(codes.tolist(), users.tolist(), times.tolist())):
+    for i, (code, u, t) in enumerate(zip(codes.tolist(), users.tolist(), times.tolist(), strict=True)):
         # A prefix no base event_id can have ("m" rather than "e"), so no malformed record collides with one.
         fields_ = {
             "event_id": f'"m{spec.seed}-{i:010x}"',
@@ -731,10 +739,10 @@ def _malformed_values(
         reason = KINDS[code]
         variant = variants[i]
         if reason == "bad_utf8":
-            text = _object_text(fields_).encode()
+            encoded = _object_text(fields_).encode()
             bad = _BAD_UTF8[variant % len(_BAD_UTF8)]
-            at = text.index(b'","user"')
-            out.append(text[:at] + bad + text[at:])
+            at = encoded.index(b'","user"')
+            out.append(encoded[:at] + bad + encoded[at:])
         elif reason == "bad_json":
             text = _object_text(fields_)
             if variant % 2:
@@ -801,9 +809,9 @@ def _verify(
         problems.append("a malformed record's parse_event reason differs from its kind")
     if problems:
         raise DatasetError(
-            f"generate(seed={spec.seed})",
-            "generated labels failed verification: " + "; ".join(problems),
-            "This is a bug in kit.dataset; report it with the DatasetSpec",
+            path=f"generate(seed={spec.seed})",
+            problem="generated labels failed verification: " + "; ".join(problems),
+            fix="This is a bug in kit.dataset; report it with the DatasetSpec",
         )
 
 
@@ -824,7 +832,7 @@ def ad_campaigns(spec: DatasetSpec) -> dict[str, str]:
     campaign_of = np.empty(spec.ads, np.int64)
     campaign_of[order] = np.arange(spec.ads) % spec.campaigns
     campaigns = _idents("c-", spec.campaigns)
-    return {ad: campaigns[c] for ad, c in zip(_idents("ad-", spec.ads), campaign_of.tolist())}
+    return {ad: campaigns[c] for ad, c in zip(_idents("ad-", spec.ads), campaign_of.tolist(), strict=True)}
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -1006,7 +1014,10 @@ def _write_jsonl(df: pd.DataFrame, path: Path) -> None:
     keys = df["key"].tolist()
     values = df["value"].tolist()
     enc = encode_basestring_ascii  # C-accelerated JSON string quoting; ASCII output keeps files portable
-    key_field = [f'"key":{enc(t)}' if t is not None else f'"key_b64":"{_b64(r)}"' for t, r in zip(_texts(keys), keys)]
+    key_field = [
+        f'"key":{enc(t)}' if t is not None else f'"key_b64":"{_b64(r)}"'
+        for t, r in zip(_texts(keys), keys, strict=True)
+    ]
     kind_json = {kind: enc(kind) for kind in KINDS}
     lines = [
         f'{{"seq":{s},"partition":{p},"timestamp_ms":{ts},"kind":{kind_json[k]},{kf},'
@@ -1019,6 +1030,7 @@ def _write_jsonl(df: pd.DataFrame, path: Path) -> None:
             key_field,
             _texts(values),
             values,
+            strict=True,
         )
     ]
     with open(path, "w", encoding="ascii", newline="\n") as f:

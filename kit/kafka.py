@@ -23,6 +23,7 @@ timestamp_type, key, value, headers`` among their fields) with raw ``bytes`` key
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -101,13 +102,15 @@ def client_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
     settings = dict(settings or {})
     unknown = set(settings) - _KNOWN_CLIENT_KEYS
     if unknown:
-        raise ConfigError(
+        msg = (
             f"Unrecognized configs: {unknown}. Use kafka-python setting names "
             "(e.g. security_protocol, sasl_mechanism, ssl_cafile, client_id)."
         )
+        raise ConfigError(msg)
     reserved = set(settings) & _RESERVED_CLIENT_KEYS
     if reserved:
-        raise ConfigError(f"the kit sets {sorted(reserved)} itself; remove them from the client settings")
+        msg = f"the kit sets {sorted(reserved)} itself; remove them from the client settings"
+        raise ConfigError(msg)
     return settings
 
 
@@ -135,15 +138,21 @@ def resolve_client(client: str | None = None) -> str:
     if chosen == "auto":
         return "confluent" if _confluent_installed() else "kafka-python"
     if chosen not in CLIENTS:
-        raise ConfigError(
+        msg = (
             f"unknown Kafka client {chosen!r} (from {'the client argument' if client else CLIENT_ENV}); "
-            f"use one of {', '.join(CLIENTS)} or auto",
+            f"use one of {', '.join(CLIENTS)} or auto"
+        )
+        raise ConfigError(
+            msg,
             field="client", expected=("auto", *CLIENTS), actual=chosen,
         )
     if chosen == "confluent" and not _confluent_installed():
-        raise ConfigError(
+        msg = (
             "the confluent Kafka client was asked for but confluent-kafka is not installed; "
-            "pip install confluent-kafka, or use DMK_KAFKA_CLIENT=kafka-python",
+            "pip install confluent-kafka, or use DMK_KAFKA_CLIENT=kafka-python"
+        )
+        raise ConfigError(
+            msg,
             field="client", expected="confluent-kafka installed", actual="missing",
         )
     return chosen
@@ -169,7 +178,8 @@ def wait_for_broker(
     except (KafkaTimeoutError, OSError) as exc:
         raise BrokerUnavailable(bootstrap_servers, f"nothing answered within {timeout_s:g} s") from exc
     except KafkaConfigurationError as exc:
-        raise ConfigError(f"invalid bootstrap servers {bootstrap_servers!r}: {exc}") from exc
+        msg = f"invalid bootstrap servers {bootstrap_servers!r}: {exc}"
+        raise ConfigError(msg) from exc
     consumer.close()
 
 
@@ -206,8 +216,9 @@ class Kafka:
 
             self._rd_properties, untranslated = translate(self.settings)
             if untranslated and (client or "").lower() == "confluent":
+                msg = f"the settings {untranslated} have no librdkafka equivalent; use the kafka-python client"
                 raise ConfigError(
-                    f"the settings {untranslated} have no librdkafka equivalent; use the kafka-python client",
+                    msg,
                     field="settings", expected="settings librdkafka knows", actual=untranslated,
                 )
             if untranslated:
@@ -315,13 +326,15 @@ class Kafka:
             ConfigError: ``partitions`` < 1, or the topic exists and ``exist_ok`` is False.
         """
         if partitions < 1:
-            raise ConfigError(f"a topic needs at least 1 partition, got {partitions}")
+            msg = f"a topic needs at least 1 partition, got {partitions}"
+            raise ConfigError(msg)
         try:
             self.admin.create_topics([NewTopic(topic, partitions, 1)])
             created = True
         except TopicAlreadyExistsError:
             if not exist_ok:
-                raise ConfigError(f"topic {topic!r} already exists") from None
+                msg = f"topic {topic!r} already exists"
+                raise ConfigError(msg) from None
             created = False
         actual = self._wait_for_partitions(topic)
         if len(actual) != partitions:
@@ -340,10 +353,8 @@ class Kafka:
 
     def delete_topic(self, topic: str) -> None:
         """Delete ``topic`` if it exists."""
-        try:
+        with contextlib.suppress(UnknownTopicOrPartitionError):
             self.admin.delete_topics([topic])
-        except UnknownTopicOrPartitionError:
-            pass
 
     # -- offsets ---------------------------------------------------------------------------------------
 
@@ -359,7 +370,9 @@ class Kafka:
         try:
             return self._offsets().beginning_offsets(tps)
         except KafkaTimeoutError as exc:
-            raise KafkaTimeout("listing beginning offsets", self.timeout_s, [str(tp) for tp in tps]) from exc
+            raise KafkaTimeout(
+                operation="listing beginning offsets", timeout_s=self.timeout_s, last_observed=[str(tp) for tp in tps]
+            ) from exc
 
     def end_offsets(self, what: str | Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """The exact end (high watermark) of each partition: the offset the next record will get.
@@ -378,14 +391,20 @@ class Kafka:
             listed = consumer.end_offsets(tps)
             beginnings = consumer.beginning_offsets(tps)
         except KafkaTimeoutError as exc:
-            raise KafkaTimeout("listing offsets", self.timeout_s, [str(tp) for tp in tps]) from exc
+            raise KafkaTimeout(
+                operation="listing offsets", timeout_s=self.timeout_s, last_observed=[str(tp) for tp in tps]
+            ) from exc
         ends = {tp: listed[tp] for tp in tps if listed[tp] <= beginnings[tp]}  # empty: nothing to fetch
         to_fetch = [tp for tp in tps if tp not in ends]
         if to_fetch and self.client == "confluent":
             try:
                 found = self._rd().high_watermarks({(tp.topic, tp.partition): listed[tp] - 1 for tp in to_fetch})
             except TimeoutError as exc:
-                raise KafkaTimeout("reading high watermarks", self.timeout_s, {"no answer for": exc.args[0]}) from exc
+                raise KafkaTimeout(
+                    operation="reading high watermarks",
+                    timeout_s=self.timeout_s,
+                    last_observed={"no answer for": exc.args[0]},
+                ) from exc
             ends.update({TopicPartition(t, p): high for (t, p), high in found.items()})
         elif to_fetch:
             # A fresh assignment forgets high watermarks from earlier calls, so each one is read anew.
@@ -397,7 +416,11 @@ class Kafka:
             while len(ends) < len(tps):
                 if time.monotonic() > deadline:
                     missing = [str(tp) for tp in to_fetch if tp not in ends]
-                    raise KafkaTimeout("reading high watermarks", self.timeout_s, {"no answer for": missing})
+                    raise KafkaTimeout(
+                        operation="reading high watermarks",
+                        timeout_s=self.timeout_s,
+                        last_observed={"no answer for": missing},
+                    )
                 # Drain everything fetched so that every partition's response gets parsed.
                 consumer.poll(timeout_ms=100, max_records=1_000_000)
                 for tp in to_fetch:
@@ -407,7 +430,9 @@ class Kafka:
             consumer.unsubscribe()
         return {tp: ends[tp] for tp in tps}
 
-    def offsets_for_time(self, what: str | Iterable[TopicPartition], timestamp_ms: int) -> dict[TopicPartition, int | None]:
+    def offsets_for_time(
+        self, what: str | Iterable[TopicPartition], timestamp_ms: int
+    ) -> dict[TopicPartition, int | None]:
         """The first offset whose record timestamp is >= ``timestamp_ms``, per partition (None: no such record).
 
         That is Kafka's ListOffsets-by-timestamp definition. The broker's answer is used when the records
@@ -420,7 +445,9 @@ class Kafka:
         try:
             answers = self._offsets().offsets_for_times({tp: timestamp_ms for tp in tps})
         except KafkaTimeoutError as exc:
-            raise KafkaTimeout("looking up offsets by timestamp", self.timeout_s, timestamp_ms) from exc
+            raise KafkaTimeout(
+                operation="looking up offsets by timestamp", timeout_s=self.timeout_s, last_observed=timestamp_ms
+            ) from exc
         beginnings, ends = self.beginning_offsets(tps), self.end_offsets(tps)
         found: dict[TopicPartition, int | None] = {}
         for tp in tps:
@@ -429,8 +456,13 @@ class Kafka:
             if candidate is not None and self._first_at_or_after(tp, candidate, timestamp_ms, beginnings[tp], ends[tp]):
                 found[tp] = candidate
                 continue
+            # Inline, so that the read is closed as soon as the first match is found.
             found[tp] = next(
-                (r.offset for r in self.read_range(tp.topic, tp.partition, beginnings[tp], ends[tp]) if r.timestamp >= timestamp_ms),
+                (
+                    r.offset
+                    for r in self.read_range(tp.topic, tp.partition, beginnings[tp], ends[tp])
+                    if r.timestamp >= timestamp_ms
+                ),
                 None,
             )
         return found
@@ -497,10 +529,11 @@ class Kafka:
             KafkaTimeout: no record arrived for ``idle_timeout_s`` (default 30 s) before the range ended.
         """
         if from_offset < 0 or until_offset < from_offset:
-            raise ConfigError(
+            msg = (
                 f"invalid offset range [{from_offset}, {until_offset}) for {topic}-{partition}: "
                 "offsets must be >= 0 and from_offset <= until_offset"
             )
+            raise ConfigError(msg)
         return self._read_range(TopicPartition(topic, partition), from_offset, until_offset, idle_timeout_s)
 
     def _read_range(
@@ -547,9 +580,9 @@ class Kafka:
                 raise self._out_of_range(tp, from_offset, until_offset)
             if time.monotonic() - last_progress > idle_timeout_s:
                 raise KafkaTimeout(
-                    f"reading [{from_offset}, {until_offset}) of {tp.topic}-{tp.partition}",
-                    idle_timeout_s,
-                    {"position": position, "end_offset": end},
+                    operation=f"reading [{from_offset}, {until_offset}) of {tp.topic}-{tp.partition}",
+                    timeout_s=idle_timeout_s,
+                    last_observed={"position": position, "end_offset": end},
                 )
 
     def _out_of_range(self, tp: TopicPartition, from_offset: int, until_offset: int) -> OffsetOutOfRange:
@@ -594,12 +627,19 @@ class Sender:
         headers: list[tuple[str, bytes | None]] | None = None,
         on_done: Any = None,
     ) -> None:
+        """Queue one record for ``topic``; ``on_done(partition, offset, error)`` is called once for it.
+
+        ``partition`` None lets the client's partitioner choose; ``timestamp_ms`` None lets the client stamp
+        the record with the current time.
+        """
         raise NotImplementedError
 
     def flush(self, timeout_s: float) -> int:
+        """Wait up to ``timeout_s`` for every queued record's outcome; return how many are still outstanding."""
         raise NotImplementedError
 
     def close(self, timeout_s: float = 5.0) -> None:
+        """Wait up to ``timeout_s`` (default 5 s) for what is still queued, then close the producer."""
         raise NotImplementedError
 
 
@@ -628,10 +668,8 @@ class _KafkaPythonSender(Sender):
         self._futures.append(future)
 
     def flush(self, timeout_s: float) -> int:
-        try:
+        with contextlib.suppress(KafkaTimeoutError):
             self._producer.flush(timeout=timeout_s)
-        except KafkaTimeoutError:
-            pass
         self._futures = [f for f in self._futures if not f.is_done]
         return len(self._futures)
 

@@ -73,15 +73,20 @@ class ReplaySettings:
 
     def __post_init__(self) -> None:
         if not self.topic:
-            raise ConfigError("replay needs a topic name")
+            msg = "replay needs a topic name"
+            raise ConfigError(msg)
         if self.partitions is not None and self.partitions < 1:
-            raise ConfigError(f"partitions must be >= 1, got {self.partitions}")
+            msg = f"partitions must be >= 1, got {self.partitions}"
+            raise ConfigError(msg)
         if self.rate_rps is not None and not self.rate_rps > 0:
-            raise ConfigError(f"rate_rps must be > 0 records/s (or None for as fast as possible), got {self.rate_rps}")
+            msg = f"rate_rps must be > 0 records/s (or None for as fast as possible), got {self.rate_rps}"
+            raise ConfigError(msg)
         if self.timestamps not in ("produce", "event"):
-            raise ConfigError(f"timestamps must be 'produce' or 'event', got {self.timestamps!r}")
+            msg = f"timestamps must be 'produce' or 'event', got {self.timestamps!r}"
+            raise ConfigError(msg)
         if self.partition_by not in ("key", "field", "seq"):
-            raise ConfigError(f"partition_by must be 'key', 'field' or 'seq', got {self.partition_by!r}")
+            msg = f"partition_by must be 'key', 'field' or 'seq', got {self.partition_by!r}"
+            raise ConfigError(msg)
 
 
 @dataclass(frozen=True)
@@ -128,7 +133,8 @@ class TokenBucket:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if not rate > 0:
-            raise ConfigError(f"a token bucket needs a rate > 0, got {rate}")
+            msg = f"a token bucket needs a rate > 0, got {rate}"
+            raise ConfigError(msg)
         self.rate = rate
         self.capacity = max(1.0, burst if burst is not None else rate / 10.0)
         self._clock = clock
@@ -180,14 +186,16 @@ def _partitions_for(frame: pd.DataFrame, settings: ReplaySettings, partitions: i
         return seqs % partitions
     if settings.partition_by == "field":
         if "partition" not in frame or frame["partition"].isna().any():
-            raise ConfigError("partition_by='field' needs a 'partition' value on every dataset record")
+            msg = "partition_by='field' needs a 'partition' value on every dataset record"
+            raise ConfigError(msg)
         chosen = frame["partition"].to_numpy(dtype=np.int64)
         if len(chosen) and (chosen.min() < 0 or chosen.max() >= partitions):
-            raise ConfigError(
+            msg = (
                 f"the dataset's partition field holds {int(chosen.min())}..{int(chosen.max())}, "
                 f"but topic {settings.topic!r} has {partitions} partitions. "
                 "Fix: replay into a topic with enough partitions, or use partition_by='key'."
             )
+            raise ConfigError(msg)
         return chosen
     cache: dict[bytes, int] = {}  # keys repeat a lot (users), murmur2 in Python is not free
     seqs = np.arange(len(frame))
@@ -196,7 +204,7 @@ def _partitions_for(frame: pd.DataFrame, settings: ReplaySettings, partitions: i
             (cache[k] if k in cache else cache.setdefault(k, key_partition(k, partitions)))
             if k is not None
             else int(s % partitions)
-            for k, s in zip(frame["key"], seqs)
+            for k, s in zip(frame["key"], seqs, strict=True)
         ),
         dtype=np.int64,
         count=len(frame),

@@ -101,8 +101,10 @@ def write_keyed(directory: str | os.PathLike[str], rows: pd.DataFrame) -> Path |
 
 
 def read_batches(directory: str | os.PathLike[str]) -> pd.DataFrame:
-    """Every row :func:`write_batch` and :func:`write_keyed` wrote to ``directory``, batch files in batch order,
-    then keyed rows, each once (an empty frame if none)."""
+    """Every row :func:`write_batch` and :func:`write_keyed` wrote to ``directory``, each once.
+
+    Batch files come first, in batch order, then keyed rows; an empty frame if there are none.
+    """
     directory = Path(directory)
     files = sorted(directory.glob("batch=*.parquet"))
     frames = [pd.read_parquet(f) for f in files]

@@ -23,8 +23,10 @@ __all__ = ["install", "java_map_values", "java_values"]
 
 
 def java_values(items: Any) -> list:
-    """The elements of a Java list or array (py4j's ``JavaList``, ``JavaArray``), read by index: no iterator,
-    so no exception at the end."""
+    """The elements of a Java list or array (py4j's ``JavaList``, ``JavaArray``), read by index.
+
+    No iterator, so no exception at the end.
+    """
     return [items[i] for i in range(len(items))]
 
 
@@ -48,4 +50,4 @@ def install() -> None:
 
     call.reads_by_index = True  # type: ignore[attr-defined]
     call.__doc__ = original.__doc__
-    TransformFunction.call = call
+    TransformFunction.call = call  # type: ignore[method-assign]  # the patch is the point

@@ -46,8 +46,11 @@ _CHECKPOINT_FILE = re.compile(r"checkpoint-\d+(\.bk)?")
 
 
 class _Directory:
-    """A checkpoint directory: a plain path (Python's I/O), or a URI (``file:/``, ``hdfs://``, ``s3a://``...)
-    through the active SparkContext's Hadoop ``FileSystem``, as Spark itself writes the checkpoint there."""
+    """A checkpoint directory: a plain path (Python's I/O), or a URI (Hadoop's ``FileSystem``).
+
+    A URI (``file:/``, ``hdfs://``, ``s3a://``...) is read through the active SparkContext's Hadoop
+    ``FileSystem``, as Spark itself writes the checkpoint there.
+    """
 
     def __init__(self, checkpoint_dir: str | os.PathLike[str]) -> None:
         self.text = os.fspath(checkpoint_dir)
@@ -59,11 +62,12 @@ class _Directory:
 
         sc = SparkContext._active_spark_context
         if sc is None:
-            raise ConfigError(
+            msg = (
                 f"reading the checkpoint directory {self.text!r} goes through Spark's file system: create the "
-                "SparkContext first", field="checkpoint_dir", expected="an active SparkContext", actual=None,
+                "SparkContext first"
             )
-        new_path = sc._jvm.org.apache.hadoop.fs.Path
+            raise ConfigError(msg, field="checkpoint_dir", expected="an active SparkContext", actual=None)
+        new_path = sc._jvm.org.apache.hadoop.fs.Path  # type: ignore[union-attr]  # py4j: set on a live context
         path = new_path(self.text)
         if self._fs is None:
             self._fs = path.getFileSystem(sc._jsc.hadoopConfiguration())
@@ -134,9 +138,12 @@ def code_fingerprint(create: Callable[[], Any]) -> tuple[str, str]:
     except TypeError:
         source = None
     if source is None or not os.path.isfile(source):
-        raise ConfigError(
+        msg = (
             f"cannot find the source file of {create!r} to fingerprint the job's code; pass fingerprint= "
-            "(e.g. the job's release version or git commit)",
+            "(e.g. the job's release version or git commit)"
+        )
+        raise ConfigError(
+            msg,
             field="fingerprint", expected="str", actual=None,
         )
     digest = hashlib.sha256(Path(source).read_bytes()).hexdigest()

@@ -38,7 +38,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from pyspark import RDD, SparkContext
 from pyspark.core.rdd import PipelinedRDD
@@ -49,7 +49,8 @@ from pyspark.streaming.listener import StreamingListener
 
 from kit.errors import ConfigError, OffsetOutOfRange
 from kit.kafka import Kafka, TopicPartition
-from legacy._callbacks import install as _install_callbacks, java_map_values
+from legacy._callbacks import install as _install_callbacks
+from legacy._callbacks import java_map_values
 from legacy._types import Broker, KafkaMessageAndMetadata, OffsetRange, TopicAndPartition, utf8_decoder
 from legacy.errors import BatchNotGenerated, StateFormatMismatch, UnsupportedKafkaParams
 from legacy.rate import JvmPIDRateEstimator, RateSettings, _java_double_to_long, until_offsets
@@ -129,8 +130,9 @@ class KafkaParams:
             ConfigError: a missing broker list, two different broker lists, or a bad value.
         """
         if not isinstance(kafka_params, Mapping):
+            msg = f"kafkaParams should be a dict, got {type(kafka_params).__name__}"
             raise ConfigError(
-                f"kafkaParams should be a dict, got {type(kafka_params).__name__}",
+                msg,
                 field="kafkaParams", expected="dict", actual=type(kafka_params).__name__,
             )
         params = {str(k): v for k, v in kafka_params.items()}
@@ -139,24 +141,28 @@ class KafkaParams:
             raise UnsupportedKafkaParams(bad, supported=_SUPPORTED_PARAMS)
         brokers = {params[k] for k in ("metadata.broker.list", "bootstrap.servers") if k in params}
         if not brokers:
+            msg = "kafkaParams needs the brokers: set metadata.broker.list (or bootstrap.servers) to host:port[,...]"
             raise ConfigError(
-                "kafkaParams needs the brokers: set metadata.broker.list (or bootstrap.servers) to host:port[,...]",
+                msg,
                 field="metadata.broker.list", expected="host:port[,host:port...]", actual=None,
             )
         if len(brokers) > 1:
+            msg = f"metadata.broker.list and bootstrap.servers disagree: {sorted(map(str, brokers))}; set one of them"
             raise ConfigError(
-                f"metadata.broker.list and bootstrap.servers disagree: {sorted(map(str, brokers))}; set one of them",
+                msg,
                 field="bootstrap.servers", expected=str(params.get("metadata.broker.list")),
                 actual=str(params.get("bootstrap.servers")),
             )
         servers = str(brokers.pop())
         if not servers.strip():
-            raise ConfigError("the broker list is empty", field="metadata.broker.list", expected="host:port", actual=servers)
+            msg = "the broker list is empty"
+            raise ConfigError(msg, field="metadata.broker.list", expected="host:port", actual=servers)
         reset_raw = str(params.get("auto.offset.reset", "largest"))
         reset = _RESETS.get(reset_raw.lower())
         if reset is None:
+            msg = f"auto.offset.reset must be smallest, largest, earliest or latest, got {reset_raw!r}"
             raise ConfigError(
-                f"auto.offset.reset must be smallest, largest, earliest or latest, got {reset_raw!r}",
+                msg,
                 field="auto.offset.reset", expected=sorted(_RESETS), actual=reset_raw,
             )
         timeout_raw = params.get("socket.timeout.ms", 30000)
@@ -165,8 +171,9 @@ class KafkaParams:
         except ValueError:
             timeout_ms = -1
         if timeout_ms <= 0:
+            msg = f"socket.timeout.ms must be a whole number of ms > 0, got {timeout_raw!r}"
             raise ConfigError(
-                f"socket.timeout.ms must be a whole number of ms > 0, got {timeout_raw!r}",
+                msg,
                 field="socket.timeout.ms", expected="int > 0", actual=timeout_raw,
             )
         group = params.get("group.id")
@@ -222,8 +229,10 @@ def _drop_worker_handle(params: KafkaParams) -> None:
 
 
 def _read_ranges(spec: _ReadSpec, _split: int, ranges: Iterable[tuple[str, int, int, int]]) -> Iterator[Any]:
-    """The partition function of a KafkaRDD: read and decode the partition's offset ranges (one in a KafkaRDD,
-    several consecutive ones after :meth:`_ReadingKafkaRDD.read_in_tasks`), in order."""
+    """The partition function of a KafkaRDD: read and decode the partition's offset ranges, in order.
+
+    That is one range in a KafkaRDD, several consecutive ones after :meth:`_ReadingKafkaRDD.read_in_tasks`.
+    """
     for topic, partition, start, until in ranges:
         if start == until:
             continue
@@ -237,7 +246,9 @@ def _read_ranges(spec: _ReadSpec, _split: int, ranges: Iterable[tuple[str, int, 
                     yield (key_decoder(record.key), value_decoder(record.value))
             else:
                 for record in records:
-                    message = KafkaMessageAndMetadata(topic, partition, record.offset, record.key, record.value, record.timestamp)
+                    message = KafkaMessageAndMetadata(
+                        topic, partition, record.offset, record.key, record.value, record.timestamp
+                    )
                     message._set_key_decoder(key_decoder)
                     message._set_value_decoder(value_decoder)
                     yield handler(message)
@@ -276,9 +287,11 @@ class _ReadingKafkaRDD(KafkaRDD, PipelinedRDD):
     _spec: _ReadSpec
 
     def read_in_tasks(self, tasks: int) -> RDD:
-        """The same reads in at most ``tasks`` partitions: consecutive ranges share one, read one after the
-        other (what ``coalesce(tasks)`` gives, without a pass through the JVM between the read and what is
-        applied to it). A plain RDD: its partitions are no longer one range each."""
+        """The same reads in at most ``tasks`` partitions: consecutive ranges share one, read one after the other.
+
+        That is what ``coalesce(tasks)`` gives, without a pass through the JVM between the read and what is
+        applied to it. A plain RDD: its partitions are no longer one range each.
+        """
         return PipelinedRDD(*_reading(self.ctx, self._spec, self._offset_ranges, min(tasks, len(self._offset_ranges))))
 
 
@@ -436,7 +449,8 @@ class DirectStreamState:
         # DStreamGraph's monitor, and pickles the state (taking self._lock) holding it too, so a thread that
         # held self._lock while waiting for the JVM could deadlock the generator.
         time_ms = _millis(time)
-        sc = tick.ctx if tick is not None else SparkContext._active_spark_context
+        # Spark generates batches only while the context runs, so there is an active one.
+        sc = tick.ctx if tick is not None else cast(SparkContext, SparkContext._active_spark_context)
         if not self._attached:
             self._attach_to_running_context()
         self._flush_commits()
@@ -476,8 +490,9 @@ class DirectStreamState:
 
         params = self.spec.read.params
         if not params.group_id:
+            msg = "commitAsync commits to the consumer group in kafkaParams['group.id'], which is not set"
             raise ConfigError(
-                "commitAsync commits to the consumer group in kafkaParams['group.id'], which is not set",
+                msg,
                 field="group.id", expected="a consumer group name", actual=None,
             )
         with self._lock:
@@ -505,7 +520,10 @@ class DirectStreamState:
             if offset < self._current[tp]:
                 beginning = kafka.beginning_offsets([tp])[tp]
                 raise OffsetOutOfRange(
-                    tp.topic, tp.partition, requested=(self._current[tp], self._current[tp]), available=(beginning, offset)
+                    tp.topic,
+                    tp.partition,
+                    requested=(self._current[tp], self._current[tp]),
+                    available=(beginning, offset),
                 )
         until = until_offsets(
             self._current, latest, batch_ms=self.spec.batch_ms, settings=self.spec.rate, latest_rate=self._latest_rate
@@ -521,10 +539,11 @@ class DirectStreamState:
 
     def _report(self, sc: SparkContext, jssc: Any, time_ms: int, ranges: tuple[OffsetRange, ...]) -> None:
         """Tell Spark's InputInfoTracker the batch's record count, as DirectKafkaInputDStream does."""
-        jvm = sc._jvm
+        jvm: Any = sc._jvm  # py4j's JVM view, untyped; None only before a SparkContext starts
         shown = sorted((r for r in ranges if r.count()), key=lambda r: -r.count())
         description = "\n".join(
-            f"topic: {r.topic}\tpartition: {r.partition}\toffsets: {r.fromOffset} to {r.untilOffset}\tcount: {r.count()}"
+            f"topic: {r.topic}\tpartition: {r.partition}\toffsets: {r.fromOffset} to {r.untilOffset}"
+            f"\tcount: {r.count()}"
             for r in shown
         )
         metadata = jvm.java.util.HashMap()
@@ -711,13 +730,16 @@ def _with_time(func: Callable[..., Any]) -> Callable[[datetime, Any], Any]:
         return lambda _time, rdd: func(rdd)
     if count == 2:
         return func
+    msg = f"func should take one or two arguments (rdd, or time and rdd), got {count}"
     raise ConfigError(
-        f"func should take one or two arguments (rdd, or time and rdd), got {count}",
+        msg,
         field="func", expected="1 or 2 arguments", actual=count,
     )
 
 
-def _on_kafka_rdds(uid: str, func: Callable[[datetime, Any], Any], use_incoming: bool) -> Callable[[datetime, Any], Any]:
+def _on_kafka_rdds(
+    uid: str, func: Callable[[datetime, Any], Any], use_incoming: bool
+) -> Callable[[datetime, Any], Any]:
     """Wrap a transform/foreachRDD function of direct stream ``uid`` so that it receives the batch's KafkaRDD."""
 
     def call(time: datetime, rdd: Any) -> Any:
@@ -757,7 +779,7 @@ class KafkaDStream(DStream):
     def _uses_spark_rdds(self) -> bool:
         return bool(self.is_cached or self.is_checkpointed)
 
-    def transform(self, func: Callable[..., Any]) -> DStream:
+    def transform(self, func: Callable[..., Any]) -> TransformedDStream[Any]:
         """A DStream of ``func(rdd)`` or ``func(time, rdd)`` for each batch, ``rdd`` being a KafkaRDD."""
         return TransformedDStream(self, _on_kafka_rdds(self._uid, _with_time(func), self._uses_spark_rdds()))
 
@@ -816,7 +838,8 @@ def _check_callable(name: str, value: Any, *, optional: bool = False) -> None:
     if value is None and optional:
         return
     if not callable(value):
-        raise ConfigError(f"{name} must be callable, got {value!r}", field=name, expected="callable", actual=value)
+        msg = f"{name} must be callable, got {value!r}"
+        raise ConfigError(msg, field=name, expected="callable", actual=value)
 
 
 def _read_spec(sc: SparkContext, params: KafkaParams, key_decoder: Any, value_decoder: Any, handler: Any) -> _ReadSpec:
@@ -825,8 +848,9 @@ def _read_spec(sc: SparkContext, params: KafkaParams, key_decoder: Any, value_de
     _check_callable("messageHandler", handler, optional=True)
     reuse = str(sc.getConf().get(CONSUMER_CACHE_ENABLED, "true")).lower()
     if reuse not in ("true", "false"):
+        msg = f"{CONSUMER_CACHE_ENABLED} must be true or false, got {reuse!r}"
         raise ConfigError(
-            f"{CONSUMER_CACHE_ENABLED} must be true or false, got {reuse!r}",
+            msg,
             field=CONSUMER_CACHE_ENABLED, expected="true|false", actual=reuse,
         )
     return _ReadSpec(params, key_decoder, value_decoder, handler, reuse_consumers=reuse == "true")
@@ -841,26 +865,32 @@ def _starting_offsets(
 ) -> dict[TopicPartition, int]:
     if from_offsets:
         if not isinstance(from_offsets, Mapping):
+            msg = f"fromOffsets should be a dict of TopicAndPartition -> offset, got {type(from_offsets).__name__}"
             raise ConfigError(
-                f"fromOffsets should be a dict of TopicAndPartition -> offset, got {type(from_offsets).__name__}",
+                msg,
                 field="fromOffsets", expected="dict", actual=type(from_offsets).__name__,
             )
         for key, offset in from_offsets.items():
             if not isinstance(key, TopicAndPartition):
+                msg = f"fromOffsets keys must be TopicAndPartition, got {key!r}"
                 raise ConfigError(
-                    f"fromOffsets keys must be TopicAndPartition, got {key!r}",
+                    msg,
                     field="fromOffsets", expected="TopicAndPartition", actual=key,
                 )
             if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+                msg = f"fromOffsets[{key}] must be an offset >= 0, got {offset!r}"
                 raise ConfigError(
-                    f"fromOffsets[{key}] must be an offset >= 0, got {offset!r}",
+                    msg,
                     field="fromOffsets", expected="int >= 0", actual=offset,
                 )
         offset_topics = {key.topic for key in from_offsets}
         if offset_topics != set(topics):
-            raise ConfigError(
+            msg = (
                 f"The specified topics: {' '.join(sorted(topics))} do not equal to the topic from offsets: "
-                f"{' '.join(sorted(offset_topics))}",
+                f"{' '.join(sorted(offset_topics))}"
+            )
+            raise ConfigError(
+                msg,
                 field="fromOffsets", expected=sorted(topics), actual=sorted(offset_topics),
             )
         start = {TopicPartition(k.topic, k.partition): int(v) for k, v in from_offsets.items()}
@@ -868,8 +898,9 @@ def _starting_offsets(
             existing = set(_partitions_of(kafka, topic))
             missing = sorted(tp.partition for tp in start if tp.topic == topic and tp.partition not in existing)
             if missing:
+                msg = f"fromOffsets names partitions {missing} of {topic!r}, which has partitions {sorted(existing)}"
                 raise ConfigError(
-                    f"fromOffsets names partitions {missing} of {topic!r}, which has partitions {sorted(existing)}",
+                    msg,
                     field="fromOffsets", expected=sorted(existing), actual=missing,
                 )
         beginnings = kafka.beginning_offsets(list(start))
@@ -877,7 +908,10 @@ def _starting_offsets(
         for tp, offset in start.items():
             if not beginnings[tp] <= offset <= ends[tp]:
                 raise OffsetOutOfRange(
-                    tp.topic, tp.partition, requested=(offset, max(offset, ends[tp])), available=(beginnings[tp], ends[tp])
+                    tp.topic,
+                    tp.partition,
+                    requested=(offset, max(offset, ends[tp])),
+                    available=(beginnings[tp], ends[tp]),
                 )
         return dict(sorted(start.items()))
     tps = [TopicPartition(topic, p) for topic in topics for p in _partitions_of(kafka, topic)]
@@ -888,8 +922,9 @@ def _starting_offsets(
 
 def _check_topics(topics: Any) -> list[str]:
     if not isinstance(topics, list) or not topics or not all(isinstance(t, str) and t for t in topics):
+        msg = f"topics should be a non-empty list of topic names, got {topics!r}"
         raise ConfigError(
-            f"topics should be a non-empty list of topic names, got {topics!r}",
+            msg,
             field="topics", expected="list of str", actual=topics,
         )
     return list(dict.fromkeys(topics))
@@ -930,7 +965,7 @@ def create_direct_stream(
         tick_id=int(jtick.dstream().dependencies().head().id()),
     )
     state = DirectStreamState(spec, start)
-    tick = DStream(jtick, ssc, UTF8Deserializer())
+    tick: DStream[str] = DStream(jtick, ssc, UTF8Deserializer())
     generated = TransformedDStream(tick, state.compute)
     stream = KafkaDStream(generated._jdstream, ssc, sc.serializer, spec.uid)
     state.attach(ssc)
@@ -951,18 +986,20 @@ def create_rdd(
     The ranges are checked on the driver against the partitions' beginning and end offsets.
     """
     if not isinstance(offset_ranges, list) or not all(isinstance(r, OffsetRange) for r in offset_ranges):
+        msg = f"offsetRanges should be a list of OffsetRange, got {offset_ranges!r}"
         raise ConfigError(
-            f"offsetRanges should be a list of OffsetRange, got {offset_ranges!r}",
+            msg,
             field="offsetRanges", expected="list of OffsetRange", actual=offset_ranges,
         )
-    if leaders is not None:
-        if not isinstance(leaders, Mapping) or not all(
-            isinstance(k, TopicAndPartition) and isinstance(v, Broker) for k, v in leaders.items()
-        ):
-            raise ConfigError(
-                f"leaders should be a dict of TopicAndPartition -> Broker, got {leaders!r}",
-                field="leaders", expected="dict of TopicAndPartition -> Broker", actual=leaders,
-            )
+    if leaders is not None and (
+        not isinstance(leaders, Mapping)
+        or not all(isinstance(k, TopicAndPartition) and isinstance(v, Broker) for k, v in leaders.items())
+    ):
+        msg = f"leaders should be a dict of TopicAndPartition -> Broker, got {leaders!r}"
+        raise ConfigError(
+            msg,
+            field="leaders", expected="dict of TopicAndPartition -> Broker", actual=leaders,
+        )
     params = KafkaParams.parse(kafka_params)
     read = _read_spec(sc, params, key_decoder or utf8_decoder, value_decoder or utf8_decoder, message_handler)
     if offset_ranges:
@@ -978,8 +1015,12 @@ def _check_available(kafka: Kafka, ranges: list[OffsetRange]) -> None:
         existing = set(_partitions_of(kafka, topic))
         for r in ranges:
             if r.topic == topic and r.partition not in existing:
+                msg = (
+                    f"offset range {r} names partition {r.partition} of {topic!r}, "
+                    f"which has partitions {sorted(existing)}"
+                )
                 raise ConfigError(
-                    f"offset range {r} names partition {r.partition} of {topic!r}, which has partitions {sorted(existing)}",
+                    msg,
                     field="offsetRanges", expected=sorted(existing), actual=r.partition,
                 )
         tps.extend(TopicPartition(topic, p) for p in sorted({r.partition for r in ranges if r.topic == topic}))

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import functools
 import logging
 import select
@@ -98,7 +99,14 @@ class ReceiverBridgeError(LegacyError):
     """
 
     def __init__(
-        self, *, group_id: str, topics: Sequence[str], address: str, reason: str, fix: str, cause: BaseException | None = None
+        self,
+        *,
+        group_id: str,
+        topics: Sequence[str],
+        address: str,
+        reason: str,
+        fix: str,
+        cause: BaseException | None = None,
     ) -> None:
         self.group_id = group_id
         self.topics = sorted(topics)
@@ -132,15 +140,15 @@ def _unb64(field: str) -> bytes | None:
 def encode_line(
     topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None, timestamp: int = -1
 ) -> bytes:
-    """One record as one ASCII line, newline included: ``topic partition offset key value timestamp``.
+    r"""One record as one ASCII line, newline included: ``topic partition offset key value timestamp``.
 
     Key and value are standard base64 (``""`` for empty bytes), ``-`` for None, so any bytes survive Spark's
     UTF-8 line reader. Topic names never contain spaces (Kafka allows ``[a-zA-Z0-9._-]``). ``timestamp`` is
     the record's Kafka timestamp in ms (-1: unknown).
 
     Example:
-        >>> encode_line("events", 1, 42, None, b"\\xff\\n", 1700000000000)
-        b'events 1 42 - /wo= 1700000000000\\n'
+        >>> encode_line("events", 1, 42, None, b"\xff\n", 1700000000000)
+        b'events 1 42 - /wo= 1700000000000\n'
     """
     return f"{topic} {partition} {offset} {_b64(key)} {_b64(value)} {int(timestamp)}\n".encode("ascii")
 
@@ -151,33 +159,36 @@ def _fields(line: str) -> tuple[str, int, int, bytes | None, bytes | None, int]:
         if len(fields) == 5:  # written before lines carried the timestamp
             fields.append("-1")
         if len(fields) != 6:
-            raise ValueError(f"expected 6 space-separated fields, got {len(fields)}")
+            msg = f"expected 6 space-separated fields, got {len(fields)}"
+            raise ValueError(msg)
         topic, partition, offset, key, value, timestamp = fields
         return topic, int(partition), int(offset), _unb64(key), _unb64(value), int(timestamp)
     except (ValueError, binascii.Error) as exc:
         shown = line if len(line) <= 120 else line[:117] + "..."
-        raise ValueError(
+        msg = (
             f"not a receiver-bridge record line ({exc}): {shown!r}. The socket stream must be fed by "
             "legacy._receiver's bridge only; a truncated line means a connection was cut mid-record."
-        ) from None
+        )
+        raise ValueError(msg) from None
 
 
 def decode_line(line: str) -> tuple[str, int, int, bytes | None, bytes | None]:
-    """The ``(topic, partition, offset, key, value)`` of a line made by :func:`encode_line` (newline optional).
+    r"""The ``(topic, partition, offset, key, value)`` of a line made by :func:`encode_line` (newline optional).
 
     Raises:
         ValueError: the line is not a bridge line (wrong field count, bad number or bad base64).
 
     Example:
         >>> decode_line("events 1 42 - /wo= 1700000000000")
-        ('events', 1, 42, None, b'\\xff\\n')
+        ('events', 1, 42, None, b'\xff\n')
     """
     return _fields(line)[:5]
 
 
 def decode_message(line: str) -> KafkaMessageAndMetadata:
-    """The record of a bridge line as the :class:`~legacy.KafkaMessageAndMetadata` a ``messageHandler`` gets
-    (raw key and value; the Kafka timestamp, -1 when unknown).
+    """The record of a bridge line as the :class:`~legacy.KafkaMessageAndMetadata` a ``messageHandler`` gets.
+
+    It has the raw key and value, and the Kafka timestamp (-1 when unknown).
 
     Raises:
         ValueError: as :func:`decode_line`.
@@ -203,7 +214,9 @@ def _utf8_decoder(data: bytes | None) -> str | None:
 class _DecodeRecord:
     """``line -> (key_decoder(key), value_decoder(value))``; a class so checkpoints can pickle it."""
 
-    def __init__(self, key_decoder: Callable[[bytes | None], Any], value_decoder: Callable[[bytes | None], Any]) -> None:
+    def __init__(
+        self, key_decoder: Callable[[bytes | None], Any], value_decoder: Callable[[bytes | None], Any]
+    ) -> None:
         self.key_decoder = key_decoder
         self.value_decoder = value_decoder
 
@@ -295,9 +308,8 @@ class ReceiverBridge:
         is_stopped: Callable[[], bool] | None = None,
     ) -> None:
         if buffer_records < 1:
-            raise ConfigError(
-                f"buffer_records must be >= 1, got {buffer_records}", field="buffer_records", expected=">= 1", actual=buffer_records
-            )
+            msg = f"buffer_records must be >= 1, got {buffer_records}"
+            raise ConfigError(msg, field="buffer_records", expected=">= 1", actual=buffer_records)
         self.id = uuid.uuid4().hex
         self.group_id = group_id
         self.topics = sorted(topics)
@@ -325,7 +337,9 @@ class ReceiverBridge:
         self._stopping = threading.Event()
         self._closed = False
         self._error: ReceiverBridgeError | None = None
-        self._consumer_thread = threading.Thread(target=self._consume, name=f"dmk-receiver-consumer-{group_id}", daemon=True)
+        self._consumer_thread = threading.Thread(
+            target=self._consume, name=f"dmk-receiver-consumer-{group_id}", daemon=True
+        )
         self._server_thread = threading.Thread(target=self._serve, name=f"dmk-receiver-server-{group_id}", daemon=True)
 
     # -- public ------------------------------------------------------------------------------------------------
@@ -403,18 +417,22 @@ class ReceiverBridge:
         if self._error is not None:
             raise self._error
         if self._stopping.is_set():
-            raise self._new_error("the bridge was closed while its stream still runs", "stop the StreamingContext before closing its bridge")
+            raise self._new_error(
+                reason="the bridge was closed while its stream still runs",
+                fix="stop the StreamingContext before closing its bridge",
+            )
 
     # -- internals ---------------------------------------------------------------------------------------------
 
     def _new_error(self, reason: str, fix: str, cause: BaseException | None = None) -> ReceiverBridgeError:
-        return ReceiverBridgeError(group_id=self.group_id, topics=self.topics, address=self.address, reason=reason, fix=fix, cause=cause)
+        return ReceiverBridgeError(
+            group_id=self.group_id, topics=self.topics, address=self.address, reason=reason, fix=fix, cause=cause
+        )
 
     def _wake(self) -> None:
-        try:
+        # OSError: full (a wake-up is pending anyway) or closed (the server ended).
+        with contextlib.suppress(OSError):
             self._wake_w.send(b"\0")
-        except OSError:  # full (a wake-up is pending anyway) or closed (the server ended)
-            pass
 
     def _consume(self) -> None:
         consumer = self._consumer
@@ -454,7 +472,11 @@ class ReceiverBridge:
 
     def _take(self, batches: Mapping[TopicPartition, Iterable[Any]]) -> None:
         lines = [
-            (tp, record.offset, encode_line(tp.topic, tp.partition, record.offset, record.key, record.value, _timestamp(record)))
+            (
+                tp,
+                record.offset,
+                encode_line(tp.topic, tp.partition, record.offset, record.key, record.value, _timestamp(record)),
+            )
             for tp, records in batches.items()
             for record in records
         ]
@@ -483,7 +505,9 @@ class ReceiverBridge:
                              "group's position: %s", self.address, len(self._outgoing) + len(self._buffer), first_held)
             consumer.close(autocommit=rewind)
         except Exception:  # noqa: BLE001 - closing must not mask the stop; the group re-reads from its last commit
-            log.exception("receiver bridge %s: closing the Kafka consumer of group %r failed", self.address, self.group_id)
+            log.exception(
+                "receiver bridge %s: closing the Kafka consumer of group %r failed", self.address, self.group_id
+            )
 
     def _serve(self) -> None:
         next_watch = time.monotonic() + _WATCHDOG_PERIOD_S
@@ -671,21 +695,24 @@ class ReceiverKafkaDStream(DStream):
 
 def _normalise_topics(topics: Mapping[str, int] | Sequence[str]) -> list[str]:
     if isinstance(topics, str) or not isinstance(topics, (Mapping, Sequence)):
+        msg = f"topics must be a dict {{topic: numThreads}} (Spark 2.4) or a list of topic names, got {topics!r}"
         raise ConfigError(
-            f"topics must be a dict {{topic: numThreads}} (Spark 2.4) or a list of topic names, got {topics!r}",
+            msg,
             field="topics", expected="dict[str, int] or list[str]", actual=topics,
         )
     if isinstance(topics, Mapping):
         for topic, threads in topics.items():
             if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+                msg = f"topics[{topic!r}] (numThreads) must be an integer >= 1, got {threads!r}"
                 raise ConfigError(
-                    f"topics[{topic!r}] (numThreads) must be an integer >= 1, got {threads!r}",
+                    msg,
                     field="topics", expected="int >= 1", actual=threads,
                 )
     names = list(topics)
     if not names or any(not isinstance(t, str) or not t or " " in t for t in names):
+        msg = f"topics must name at least one topic, each a non-empty string without spaces, got {names!r}"
         raise ConfigError(
-            f"topics must name at least one topic, each a non-empty string without spaces, got {names!r}",
+            msg,
             field="topics", expected="non-empty topic names", actual=names,
         )
     return sorted(set(names))
@@ -697,9 +724,12 @@ def _default_host(ssc: Any) -> str:
         return "127.0.0.1"
     host = sc.getConf().get("spark.driver.host")
     if not host:
-        raise ConfigError(
+        msg = (
             f"cannot tell which address executors reach this driver on (master {sc.master!r}, no spark.driver.host); "
-            "pass bridge_host=<an address of this machine the executors can connect to>",
+            "pass bridge_host=<an address of this machine the executors can connect to>"
+        )
+        raise ConfigError(
+            msg,
             field="bridge_host", expected="a host name or IP address", actual=None,
         )
     return host
@@ -709,7 +739,8 @@ def _register_cleanup(ssc: Any, bridge: ReceiverBridge) -> None:
     """Close ``bridge`` when ``ssc.stop`` returns (after Spark stopped the receiver that reads from it)."""
     bridges: list[ReceiverBridge] | None = ssc.__dict__.get("_dmk_receiver_bridges")
     if bridges is None:
-        bridges = ssc.__dict__["_dmk_receiver_bridges"] = []
+        registered: list[ReceiverBridge] = []
+        bridges = ssc.__dict__["_dmk_receiver_bridges"] = registered
         original_stop = ssc.stop
 
         @functools.wraps(original_stop)
@@ -717,7 +748,7 @@ def _register_cleanup(ssc: Any, bridge: ReceiverBridge) -> None:
             try:
                 original_stop(stopSparkContext, stopGraceFully)
             finally:
-                for each in bridges:
+                for each in registered:
                     each.close()
 
         ssc.stop = stop
@@ -790,19 +821,22 @@ def create_receiver_stream(
     """
     names = _normalise_topics(topics)
     if not isinstance(group_id, str) or not group_id:
-        raise ConfigError(f"group_id must be a non-empty string, got {group_id!r}", field="group_id", expected="str", actual=group_id)
+        msg = f"group_id must be a non-empty string, got {group_id!r}"
+        raise ConfigError(msg, field="group_id", expected="str", actual=group_id)
     reset = _OFFSET_RESET.get(auto_offset_reset)
     if reset is None:
+        msg = f"auto_offset_reset must be one of {sorted(_OFFSET_RESET)}, got {auto_offset_reset!r}"
         raise ConfigError(
-            f"auto_offset_reset must be one of {sorted(_OFFSET_RESET)}, got {auto_offset_reset!r}",
+            msg,
             field="auto_offset_reset", expected=sorted(_OFFSET_RESET), actual=auto_offset_reset,
         )
-    checked = {"key_decoder": key_decoder, "value_decoder": value_decoder}
+    checked: dict[str, object] = {"key_decoder": key_decoder, "value_decoder": value_decoder}
     if message_handler is not None:
         checked["message_handler"] = message_handler
     for name, decoder in checked.items():
         if not callable(decoder):
-            raise ConfigError(f"{name} must be callable, got {decoder!r}", field=name, expected="callable", actual=decoder)
+            msg = f"{name} must be callable, got {decoder!r}"
+            raise ConfigError(msg, field=name, expected="callable", actual=decoder)
     settings = client_settings(kafka_settings)
     with Kafka(bootstrap_servers, settings=settings, timeout_s=30) as kafka:
         for topic in names:
@@ -813,12 +847,17 @@ def create_receiver_stream(
     }
     try:
         consumer = KafkaConsumer(
-            bootstrap_servers=bootstrap_servers, group_id=group_id, enable_auto_commit=True, auto_offset_reset=reset, **config
+            bootstrap_servers=bootstrap_servers,
+            group_id=group_id,
+            enable_auto_commit=True,
+            auto_offset_reset=reset,
+            **config,
         )
     except (KafkaTimeoutError, OSError) as exc:
         raise BrokerUnavailable(bootstrap_servers, str(exc)) from exc
     except KafkaConfigurationError as exc:
-        raise ConfigError(f"invalid Kafka consumer settings: {exc}", field="kafka_settings", actual=settings) from exc
+        msg = f"invalid Kafka consumer settings: {exc}"
+        raise ConfigError(msg, field="kafka_settings", actual=settings) from exc
     try:
         consumer.subscribe(names)
         bridge = ReceiverBridge(

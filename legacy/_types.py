@@ -30,12 +30,14 @@ def utf8_decoder(s: bytes | None) -> str | None:
 
 def _check_int(name: str, value: object, minimum: int = 0) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}", field=name, expected=f"int >= {minimum}", actual=value)
+        msg = f"{name} must be an integer >= {minimum}, got {value!r}"
+        raise ConfigError(msg, field=name, expected=f"int >= {minimum}", actual=value)
 
 
 def _check_topic(topic: object) -> None:
     if not isinstance(topic, str) or not topic:
-        raise ConfigError(f"topic must be a non-empty string, got {topic!r}", field="topic", expected="str", actual=topic)
+        msg = f"topic must be a non-empty string, got {topic!r}"
+        raise ConfigError(msg, field="topic", expected="str", actual=topic)
 
 
 @dataclass(frozen=True)
@@ -63,8 +65,12 @@ class OffsetRange:
         _check_int("fromOffset", self.fromOffset)
         _check_int("untilOffset", self.untilOffset)
         if self.untilOffset < self.fromOffset:
+            msg = (
+                f"untilOffset {self.untilOffset} is before fromOffset {self.fromOffset} "
+                f"for {self.topic}-{self.partition}"
+            )
             raise ConfigError(
-                f"untilOffset {self.untilOffset} is before fromOffset {self.fromOffset} for {self.topic}-{self.partition}",
+                msg,
                 field="untilOffset", expected=f">= {self.fromOffset}", actual=self.untilOffset,
             )
 
@@ -74,7 +80,7 @@ class OffsetRange:
 
     def __str__(self) -> str:
         # Spark 2.4's text exactly, unbalanced parenthesis included: jobs log and sometimes parse it.
-        return "OffsetRange(topic: %s, partition: %d, range: [%d -> %d]" % (
+        return "OffsetRange(topic: %s, partition: %d, range: [%d -> %d]" % (  # noqa: UP031 - Spark 2.4's formatting
             self.topic, self.partition, self.fromOffset, self.untilOffset,
         )
 
@@ -119,7 +125,8 @@ class Broker:
 
     def __post_init__(self) -> None:
         if not isinstance(self.host, str) or not self.host:
-            raise ConfigError(f"host must be a non-empty string, got {self.host!r}", field="host", expected="str", actual=self.host)
+            msg = f"host must be a non-empty string, got {self.host!r}"
+            raise ConfigError(msg, field="host", expected="str", actual=self.host)
         _check_int("port", self.port, 1)
 
     @property
@@ -195,7 +202,7 @@ class KafkaMessageAndMetadata:
         return (KafkaMessageAndMetadata, (*self._identity(), self.timestamp))
 
     def __str__(self) -> str:
-        return "KafkaMessageAndMetadata(topic: %s, partition: %d, offset: %d, key and message...)" % (
+        return "KafkaMessageAndMetadata(topic: %s, partition: %d, offset: %d, key and message...)" % (  # noqa: UP031
             self.topic, self.partition, self.offset,
         )
 

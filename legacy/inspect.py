@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from kit.spark import has_scheme
@@ -608,7 +608,7 @@ def _offsets_json(offsets: Mapping[str, Mapping[int, int]]) -> dict[str, dict[st
 
 
 def _clock(ms: int, *, date: bool = False) -> str:
-    moment = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
     text = moment.strftime("%Y-%m-%d %H:%M:%S" if date else "%H:%M:%S") + f".{ms % 1000:03d}"
     return text + (" UTC" if date else "")
 

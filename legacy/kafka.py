@@ -81,7 +81,8 @@ class KafkaUtils:
                 ``group.id``, ``zookeeper.connect``, ``zookeeper.connection.timeout.ms`` (accepted, unused);
                 ``session.timeout.ms``, ``heartbeat.interval.ms``, ``client.id`` go to the consumer.
             storageLevel: receiver storage level; default MEMORY_AND_DISK_2 (2.4's).
-            keyDecoder, valueDecoder: decode key and value bytes; default :func:`utf8_decoder`.
+            keyDecoder: decodes key bytes; default :func:`utf8_decoder`.
+            valueDecoder: decodes value bytes; default :func:`utf8_decoder`.
 
         Raises:
             UnsupportedKafkaParams: unknown ``kafkaParams`` keys (all listed).
@@ -101,14 +102,18 @@ class KafkaUtils:
             raise UnsupportedKafkaParams({k: "unknown" for k in unknown}, supported=known)
         brokers = params.get("metadata.broker.list") or params.get("bootstrap.servers")
         if not brokers:
-            raise ConfigError(
+            msg = (
                 f"createStream needs the Kafka brokers in kafkaParams['metadata.broker.list']: the group's offsets "
-                f"are kept by Kafka's group coordinator, not ZooKeeper, so zkQuorum={zkQuorum!r} cannot supply them",
+                f"are kept by Kafka's group coordinator, not ZooKeeper, so zkQuorum={zkQuorum!r} cannot supply them"
+            )
+            raise ConfigError(
+                msg,
                 field="metadata.broker.list", expected="host:port[,...]", actual=None,
             )
         if "group.id" in params and params["group.id"] != groupId:
+            msg = f"kafkaParams['group.id']={params['group.id']!r} differs from groupId={groupId!r}; drop one"
             raise ConfigError(
-                f"kafkaParams['group.id']={params['group.id']!r} differs from groupId={groupId!r}; drop one",
+                msg,
                 field="group.id", expected=groupId, actual=params["group.id"],
             )
         settings = {python: int(params[java]) if java.endswith(".ms") else params[java]
@@ -129,7 +134,7 @@ class KafkaUtils:
         valueDecoder: Callable[[bytes | None], Any] = utf8_decoder,  # noqa: N803
         messageHandler: Callable[[KafkaMessageAndMetadata], Any] | None = None,  # noqa: N803
     ) -> KafkaDStream:
-        """An input stream that reads each batch's offset ranges directly from Kafka (no receiver).
+        r"""An input stream that reads each batch's offset ranges directly from Kafka (no receiver).
 
         Each batch covers, per partition, the records from the previous batch's end to the partition's end
         offset when the batch is generated (rate limited by ``spark.streaming.kafka.maxRatePerPartition`` and
@@ -152,7 +157,7 @@ class KafkaUtils:
                 the stream's element; default None: elements are ``(key, value)`` tuples.
 
         Returns:
-            A :class:`KafkaDStream`; its ``transform``/``foreachRDD`` functions get :class:`KafkaRDD`\\ s.
+            A :class:`KafkaDStream`; its ``transform``/``foreachRDD`` functions get :class:`KafkaRDD`\ s.
 
         Raises:
             UnsupportedKafkaParams: unknown or unsupported ``kafkaParams`` keys (all listed).
@@ -180,7 +185,9 @@ class KafkaUtils:
             offsetRanges: list of :class:`OffsetRange`; they are checked against the partitions' logs now.
             leaders: ``{TopicAndPartition: Broker}``; accepted and validated but not needed (the Kafka client
                 finds the leaders), default None.
-            keyDecoder, valueDecoder, messageHandler: as for :meth:`createDirectStream`.
+            keyDecoder: as for :meth:`createDirectStream`.
+            valueDecoder: as for :meth:`createDirectStream`.
+            messageHandler: as for :meth:`createDirectStream`.
 
         Raises:
             OffsetOutOfRange: a range not (or no longer) in its partition's log.

@@ -42,7 +42,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, SupportsIndex, TypeAlias, cast, runtime_checkable
 
 from kafka.errors import KafkaError
 
@@ -87,7 +87,7 @@ OFFSETS_TABLE = "dmk_offsets"
 # Kafka's own rule for topic names; it also keeps a name safe as one ZooKeeper path segment.
 _TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
 
-TopicsOrPartitions = str | TopicPartition | Iterable[str | TopicPartition]
+TopicsOrPartitions: TypeAlias = str | TopicPartition | Iterable[str | TopicPartition]
 """What ``load()`` takes: a topic name, a ``TopicPartition``, or an iterable mixing both."""
 
 CommitCallback = Callable[[dict[TopicPartition, int], Exception | None], object]
@@ -164,11 +164,14 @@ class OffsetRange:
 
 def _integer(value: object) -> int:
     if isinstance(value, bool):
-        raise TypeError(f"{value!r} is a bool, not an integer")
+        msg = f"{value!r} is a bool, not an integer"
+        raise TypeError(msg)
     try:
-        return operator.index(value)  # int, numpy integers, py4j longs; never floats or strings
+        # int, numpy integers, py4j longs; never floats or strings (operator.index raises TypeError for those)
+        return operator.index(cast(SupportsIndex, value))
     except TypeError:
-        raise TypeError(f"{value!r} ({type(value).__name__}) is not an integer") from None
+        msg = f"{value!r} ({type(value).__name__}) is not an integer"
+        raise TypeError(msg) from None
 
 
 def _one_range(value: object) -> OffsetRange:
@@ -229,8 +232,9 @@ def _selection(topics_or_partitions: object) -> tuple[set[str], set[TopicPartiti
     elif isinstance(topics_or_partitions, Iterable):
         items = topics_or_partitions
     else:
+        msg = f"load() takes topic names and/or TopicPartitions, got {topics_or_partitions!r}"
         raise ConfigError(
-            f"load() takes topic names and/or TopicPartitions, got {topics_or_partitions!r}",
+            msg,
             field="topics_or_partitions", expected="str | TopicPartition | iterable of those",
             actual=topics_or_partitions,
         )
@@ -242,8 +246,9 @@ def _selection(topics_or_partitions: object) -> tuple[set[str], set[TopicPartiti
         elif _is_partition(item):
             partitions.add(TopicPartition(item[0], item[1]))  # type: ignore[index]
         else:
+            msg = f"load() takes topic names and/or TopicPartitions, got {item!r}"
             raise ConfigError(
-                f"load() takes topic names and/or TopicPartitions, got {item!r}",
+                msg,
                 field="topics_or_partitions", expected="a Kafka topic name or a TopicPartition", actual=item,
             )
     return topics, partitions
@@ -337,8 +342,8 @@ class KafkaGroupOffsetStore(OffsetStore):
         timeout_s: float = 30.0,
     ) -> None:
         if not isinstance(group_id, str) or not group_id:
-            raise ConfigError(f"group_id must be a non-empty string, got {group_id!r}", field="group_id",
-                              expected="non-empty str", actual=group_id)
+            msg = f"group_id must be a non-empty string, got {group_id!r}"
+            raise ConfigError(msg, field="group_id", expected="non-empty str", actual=group_id)
         self.bootstrap_servers = bootstrap_servers
         self.group_id = group_id
         self._kafka = Kafka(bootstrap_servers, settings=settings, timeout_s=timeout_s)
@@ -361,12 +366,16 @@ class KafkaGroupOffsetStore(OffsetStore):
                 committed = self._kafka.group_offsets(self.group_id)
         except KafkaError as exc:
             raise OffsetStoreUnavailable(
-                "kafka", self.bootstrap_servers, f"fetching the offsets of group {self.group_id!r} failed: {exc!r}",
-                "check that the broker is running and reachable",
+                backend="kafka",
+                address=self.bootstrap_servers,
+                detail=f"fetching the offsets of group {self.group_id!r} failed: {exc!r}",
+                fix="check that the broker is running and reachable",
             ) from exc
         for tp, offset in committed.items():
             if offset < 0:
-                raise CorruptStoredOffset("kafka", f"group {self.group_id!r} {tp.topic}-{tp.partition}", offset)
+                raise CorruptStoredOffset(
+                    backend="kafka", location=f"group {self.group_id!r} {tp.topic}-{tp.partition}", raw=offset
+                )
         return _selected(committed, topics, partitions)
 
     def save(self, offset_ranges: object) -> dict[TopicPartition, int]:
@@ -456,8 +465,11 @@ class KafkaGroupOffsetStore(OffsetStore):
             raise OffsetCommitFailed(self.group_id, offsets, errors, f"the broker refused {errors}")
 
     def close(self) -> None:
-        """Close the Kafka clients. Offsets still queued by :meth:`commit_async` are dropped, as Spark drops
-        them when a stream stops, and their callbacks are not called: flush first to keep them."""
+        """Close the Kafka clients.
+
+        Offsets still queued by :meth:`commit_async` are dropped, as Spark drops them when a stream stops,
+        and their callbacks are not called: flush first to keep them.
+        """
         with self._io_lock:
             self._kafka.close()
 
@@ -487,7 +499,8 @@ class ZooKeeperOffsetStore(OffsetStore):
         from kazoo.client import KazooClient
 
         if not isinstance(root, str) or not root.startswith("/") or "//" in root:
-            raise ConfigError(f"root must be an absolute ZooKeeper path like '/consumers', got {root!r}",
+            msg = f"root must be an absolute ZooKeeper path like '/consumers', got {root!r}"
+            raise ConfigError(msg,
                               field="root", expected="absolute path", actual=root)
         self.hosts = hosts
         self.root = root.rstrip("/") or ""
@@ -495,16 +508,16 @@ class ZooKeeperOffsetStore(OffsetStore):
         try:
             self._zk = KazooClient(hosts=hosts, timeout=timeout_s)
         except ValueError as exc:
-            raise ConfigError(f"invalid ZooKeeper hosts {hosts!r}: {exc}", field="hosts",
-                              expected="host:port[,host:port...][/chroot]", actual=hosts) from exc
+            msg = f"invalid ZooKeeper hosts {hosts!r}: {exc}"
+            raise ConfigError(msg, field="hosts", expected="host:port[,host:port...][/chroot]", actual=hosts) from exc
         try:
             self._zk.start(timeout=timeout_s)
         except self._zk.handler.timeout_exception as exc:
             self._zk.stop()
             self._zk.close()
             raise OffsetStoreUnavailable(
-                "zookeeper", hosts, f"no server answered within {timeout_s:g} s",
-                "start ZooKeeper or correct the hosts (host:port[,host:port...]), or raise timeout_s",
+                backend="zookeeper", address=hosts, detail=f"no server answered within {timeout_s:g} s",
+                fix="start ZooKeeper or correct the hosts (host:port[,host:port...]), or raise timeout_s",
             ) from exc
         self._lock = threading.Lock()
 
@@ -520,11 +533,12 @@ class ZooKeeperOffsetStore(OffsetStore):
             yield
         except (ConnectionLoss, ConnectionClosedError, SessionExpiredError, self._zk.handler.timeout_exception) as exc:
             raise OffsetStoreUnavailable(
-                "zookeeper", self.hosts, f"{doing} failed: {type(exc).__name__} {exc}",
-                "check that the ZooKeeper ensemble is up and reachable; the offsets were not changed if saving",
+                backend="zookeeper", address=self.hosts, detail=f"{doing} failed: {type(exc).__name__} {exc}",
+                fix="check that the ZooKeeper ensemble is up and reachable; the offsets were not changed if saving",
             ) from exc
         except KazooException as exc:
-            raise OffsetStoreError(f"zookeeper offset store at {self.hosts!r}: {doing} failed: {exc!r}") from exc
+            msg = f"zookeeper offset store at {self.hosts!r}: {doing} failed: {exc!r}"
+            raise OffsetStoreError(msg) from exc
 
     def _wait(self, async_result: Any) -> Any:
         return async_result.get(timeout=self.timeout_s)
@@ -539,7 +553,7 @@ class ZooKeeperOffsetStore(OffsetStore):
             return None
         text = data.decode("ascii", "replace").strip() if data is not None else None
         if text is None or not text.isascii() or not text.isdigit():
-            raise CorruptStoredOffset("zookeeper", path, data)
+            raise CorruptStoredOffset(backend="zookeeper", location=path, raw=data)
         return int(text)
 
     def load(self, topics_or_partitions: TopicsOrPartitions) -> dict[TopicPartition, int]:
@@ -563,8 +577,8 @@ class ZooKeeperOffsetStore(OffsetStore):
                     continue
                 for child in children:
                     if not (child.isascii() and child.isdigit()):
-                        raise CorruptStoredOffset("zookeeper", self._path(topic) + "/" + child,
-                                                  f"a node named {child!r} where partition numbers belong")
+                        raise CorruptStoredOffset(backend="zookeeper", location=self._path(topic) + "/" + child,
+                                                  raw=f"a node named {child!r} where partition numbers belong")
                     wanted.add(TopicPartition(topic, int(child)))
             for tp in sorted(wanted):
                 offset = self._read(tp.topic, tp.partition)
@@ -602,10 +616,11 @@ class ZooKeeperOffsetStore(OffsetStore):
                     return offsets
                 if not all(isinstance(f, (NodeExistsError, NoNodeError)) for f in failures):
                     raise failures[0]
-            raise OffsetStoreError(
+            msg = (
                 f"zookeeper offset store at {self.hosts!r}: saving {offsets} failed 3 times because another "
                 "client kept creating or deleting the same nodes. Fix: run one writer per consumer root."
             )
+            raise OffsetStoreError(msg)
 
     def close(self) -> None:
         """Stop the ZooKeeper session."""
@@ -646,8 +661,9 @@ def _batch_time_ms(batch_time: object) -> int:
     except TypeError:
         ms = -1
     if ms < 0:
+        msg = f"batch_time must be epoch milliseconds (int >= 0) or a datetime, got {batch_time!r}"
         raise ConfigError(
-            f"batch_time must be epoch milliseconds (int >= 0) or a datetime, got {batch_time!r}",
+            msg,
             field="batch_time", expected="int >= 0 | datetime", actual=batch_time,
         )
     return ms
@@ -684,15 +700,15 @@ class SqlOffsetStore(OffsetStore):
         self, connection: Any, consumer: str, *, dialect: Literal["sqlite", "postgresql"], address: str = ""
     ) -> None:
         if not isinstance(consumer, str) or not consumer:
-            raise ConfigError(f"consumer must be a non-empty string, got {consumer!r}", field="consumer",
-                              expected="non-empty str", actual=consumer)
+            msg = f"consumer must be a non-empty string, got {consumer!r}"
+            raise ConfigError(msg, field="consumer", expected="non-empty str", actual=consumer)
         if dialect == "sqlite":
             self._dialect = _sqlite_dialect()
         elif dialect == "postgresql":
             self._dialect = _postgres_dialect()
         else:
-            raise ConfigError(f"unknown SQL dialect {dialect!r}", field="dialect",
-                              expected="'sqlite' | 'postgresql'", actual=dialect)
+            msg = f"unknown SQL dialect {dialect!r}"
+            raise ConfigError(msg, field="dialect", expected="'sqlite' | 'postgresql'", actual=dialect)
         self.consumer = consumer
         self.address = address
         self._connection = connection
@@ -722,7 +738,10 @@ class SqlOffsetStore(OffsetStore):
             connection.execute("PRAGMA journal_mode")  # opening is lazy: touch the file now
         except sqlite3.OperationalError as exc:
             raise OffsetStoreUnavailable(
-                "sqlite", address, str(exc), "create the parent directory or fix its permissions"
+                backend="sqlite",
+                address=address,
+                detail=str(exc),
+                fix="create the parent directory or fix its permissions",
             ) from exc
         try:
             return cls(connection, consumer, dialect="sqlite", address=address)
@@ -750,8 +769,8 @@ class SqlOffsetStore(OffsetStore):
         except psycopg.Error as exc:
             detail = str(exc).strip().replace("\n", " ")
             raise OffsetStoreUnavailable(
-                "postgresql", address, detail,
-                "start PostgreSQL or correct host/port/user/dbname in the DSN (and its password or pg_hba.conf)",
+                backend="postgresql", address=address, detail=detail,
+                fix="start PostgreSQL or correct host/port/user/dbname in the DSN (and its password or pg_hba.conf)",
             ) from exc
         try:
             return cls(connection, consumer, dialect="postgresql", address=address)
@@ -826,9 +845,10 @@ class SqlOffsetStore(OffsetStore):
         return {r.topic_partition: r.until_offset for r in ranges}
 
     def create_table(self, name: str, columns: str) -> None:
-        """``CREATE TABLE IF NOT EXISTS name (columns)``, at once (outside any batch's transaction): for the
-        tables a job's batches write next to their offsets. ``{blob}`` in ``columns`` becomes the dialect's
-        binary type (``BLOB`` / ``BYTEA``).
+        """``CREATE TABLE IF NOT EXISTS name (columns)``, at once (outside any batch's transaction).
+
+        For the tables a job's batches write next to their offsets. ``{blob}`` in ``columns`` becomes the
+        dialect's binary type (``BLOB`` / ``BYTEA``).
 
         Raises:
             OffsetStoreUnavailable: the table cannot be created (database read-only, gone...).
@@ -873,7 +893,8 @@ class SqlOffsetStore(OffsetStore):
         ranges = None if offset_ranges is None else to_offset_ranges(offset_ranges)
         with self._lock:
             if self._closed:
-                raise OffsetStoreError(f"the {self._dialect.name} offset store at {self.address!r} is closed")
+                msg = f"the {self._dialect.name} offset store at {self.address!r} is closed"
+                raise OffsetStoreError(msg)
             cursor = self._connection.cursor()
             try:
                 with self._unavailable(f"beginning the transaction of batch {ms}"):
@@ -928,9 +949,8 @@ class OffsetTransaction:
 
     def _check_open(self) -> None:
         if not self._open:
-            raise OffsetStoreError(
-                f"the transaction of batch {self.batch_time_ms} is over; use it inside its `with` block"
-            )
+            msg = f"the transaction of batch {self.batch_time_ms} is over; use it inside its `with` block"
+            raise OffsetStoreError(msg)
 
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> Any:
         """Run one statement of the batch's output in the transaction; returns the DB-API cursor.
@@ -958,10 +978,11 @@ class OffsetTransaction:
         if offset_ranges is not None:
             return to_offset_ranges(offset_ranges)
         if self.offset_ranges is None:
-            raise ConfigError(
+            msg = (
                 "this transaction was opened without offset ranges: pass them to transaction(batch_time, "
-                "ranges) or to this call", field="offset_ranges", expected="the batch's offset ranges", actual=None,
+                "ranges) or to this call"
             )
+            raise ConfigError(msg, field="offset_ranges", expected="the batch's offset ranges", actual=None)
         return self.offset_ranges
 
     @property
@@ -1040,8 +1061,8 @@ def open_store(kind: str, where: str, consumer: str, *, bootstrap_servers: str |
     """
     if kind == "kafka":
         if not bootstrap_servers:
-            raise ConfigError("a Kafka group offset store needs bootstrap_servers", field="bootstrap_servers",
-                              expected="host:port", actual=bootstrap_servers)
+            msg = "a Kafka group offset store needs bootstrap_servers"
+            raise ConfigError(msg, field="bootstrap_servers", expected="host:port", actual=bootstrap_servers)
         return KafkaGroupOffsetStore(bootstrap_servers, where)
     if kind == "zookeeper":
         return ZooKeeperOffsetStore(where, root=f"/consumers/{consumer}/offsets")
@@ -1049,5 +1070,5 @@ def open_store(kind: str, where: str, consumer: str, *, bootstrap_servers: str |
         return SqlOffsetStore.sqlite(where, consumer)
     if kind == "postgresql":
         return SqlOffsetStore.postgres(where, consumer)
-    raise ConfigError(f"offset store kind must be one of {', '.join(STORE_KINDS)}, got {kind!r}", field="kind",
-                      expected=STORE_KINDS, actual=kind)
+    msg = f"offset store kind must be one of {', '.join(STORE_KINDS)}, got {kind!r}"
+    raise ConfigError(msg, field="kind", expected=STORE_KINDS, actual=kind)

@@ -120,15 +120,20 @@ class RateSettings:
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                msg = f"{name} ({key}) must be a whole number of records per second >= 0, got {value!r}"
                 raise ConfigError(
-                    f"{name} ({key}) must be a whole number of records per second >= 0, got {value!r}",
+                    msg,
                     field=key,
                     expected="integer >= 0",
                     actual=value,
                 )
         if not isinstance(self.backpressure_enabled, bool):
+            msg = (
+                f"backpressure_enabled ({BACKPRESSURE_ENABLED}) must be True or False, "
+                f"got {self.backpressure_enabled!r}"
+            )
             raise ConfigError(
-                f"backpressure_enabled ({BACKPRESSURE_ENABLED}) must be True or False, got {self.backpressure_enabled!r}",
+                msg,
                 field=BACKPRESSURE_ENABLED,
                 expected="bool",
                 actual=self.backpressure_enabled,
@@ -140,16 +145,18 @@ class RateSettings:
         ):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0 or math.isinf(value):
+                msg = f"{name} ({key}) must be a finite number >= 0, got {value!r}"
                 raise ConfigError(
-                    f"{name} ({key}) must be a finite number >= 0, got {value!r}",
+                    msg,
                     field=key,
                     expected="finite number >= 0",
                     actual=value,
                 )
         value = self.pid_min_rate
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0 or math.isinf(value):
+            msg = f"pid_min_rate ({PID_MIN_RATE}) must be a finite number > 0, got {value!r}"
             raise ConfigError(
-                f"pid_min_rate ({PID_MIN_RATE}) must be a finite number > 0, got {value!r}",
+                msg,
                 field=PID_MIN_RATE,
                 expected="finite number > 0",
                 actual=value,
@@ -168,8 +175,9 @@ class RateSettings:
         get = conf.get
         estimator = get(RATE_ESTIMATOR, "pid")
         if estimator != "pid":
+            msg = f"Unknown rate estimator: {estimator} ({RATE_ESTIMATOR}); Spark has only 'pid'"
             raise ConfigError(
-                f"Unknown rate estimator: {estimator} ({RATE_ESTIMATOR}); Spark has only 'pid'",
+                msg,
                 field=RATE_ESTIMATOR,
                 expected="pid",
                 actual=estimator,
@@ -191,7 +199,8 @@ def _parse_long(raw: Any, key: str, default: int) -> int:
         return default
     text = str(raw)
     if not _LONG.fullmatch(text) or not _LONG_MIN <= int(text) <= _LONG_MAX:
-        raise ConfigError(f"{key} must be a whole number, got {text!r}", field=key, expected="long", actual=text)
+        msg = f"{key} must be a whole number, got {text!r}"
+        raise ConfigError(msg, field=key, expected="long", actual=text)
     return int(text)
 
 
@@ -201,7 +210,8 @@ def _parse_double(raw: Any, key: str, default: float) -> float:
     try:
         return float(str(raw).strip())
     except ValueError:
-        raise ConfigError(f"{key} must be a number, got {raw!r}", field=key, expected="double", actual=raw) from None
+        msg = f"{key} must be a number, got {raw!r}"
+        raise ConfigError(msg, field=key, expected="double", actual=raw) from None
 
 
 def _parse_bool(raw: Any, key: str, default: bool) -> bool:
@@ -209,7 +219,8 @@ def _parse_bool(raw: Any, key: str, default: bool) -> bool:
         return default
     text = str(raw).lower()
     if text not in ("true", "false"):
-        raise ConfigError(f"{key} must be true or false, got {raw!r}", field=key, expected="true|false", actual=raw)
+        msg = f"{key} must be true or false, got {raw!r}"
+        raise ConfigError(msg, field=key, expected="true|false", actual=raw)
     return text == "true"
 
 
@@ -310,19 +321,18 @@ class PIDRateEstimator:
         min_rate: float = 100.0,
     ) -> None:
         if not batch_interval_ms > 0:
+            msg = f"Specified batch interval {batch_interval_ms} in PIDRateEstimator is invalid."
             raise ConfigError(
-                f"Specified batch interval {batch_interval_ms} in PIDRateEstimator is invalid.",
+                msg,
                 field="batch_interval_ms", expected="> 0", actual=batch_interval_ms,
             )
         for name, value in (("proportional", proportional), ("integral", integral), ("derivative", derivative)):
             if not value >= 0:
-                raise ConfigError(
-                    f"{name} term {value} in PIDRateEstimator should be >= 0.", field=name, expected=">= 0", actual=value
-                )
+                msg = f"{name} term {value} in PIDRateEstimator should be >= 0."
+                raise ConfigError(msg, field=name, expected=">= 0", actual=value)
         if not min_rate > 0:
-            raise ConfigError(
-                "Minimum rate in PIDRateEstimator should be > 0", field="min_rate", expected="> 0", actual=min_rate
-            )
+            msg = "Minimum rate in PIDRateEstimator should be > 0"
+            raise ConfigError(msg, field="min_rate", expected="> 0", actual=min_rate)
         self.batch_interval_ms = int(batch_interval_ms)
         self.proportional = float(proportional)
         self.integral = float(integral)

@@ -96,9 +96,11 @@ def _int(options: dict[str, str], key: str, name: str, *, positive: bool = False
     try:
         value = int(options[key].strip())
     except ValueError:
-        raise KafkaOptionError(f"Option '{name}' must be an integer, got {options[key]!r}", option=name) from None
+        msg = f"Option '{name}' must be an integer, got {options[key]!r}"
+        raise KafkaOptionError(msg, option=name) from None
     if positive and value <= 0:
-        raise KafkaOptionError(f"{name} must be positive", option=name)
+        msg = f"{name} must be positive"
+        raise KafkaOptionError(msg, option=name)
     return value
 
 
@@ -108,7 +110,8 @@ def _bool(options: dict[str, str], key: str, name: str, default: bool) -> bool:
         return default
     if raw.strip().lower() in ("true", "false"):
         return raw.strip().lower() == "true"
-    raise KafkaOptionError(f"Option '{name}' must be 'true' or 'false', got {raw!r}", option=name)
+    msg = f"Option '{name}' must be 'true' or 'false', got {raw!r}"
+    raise KafkaOptionError(msg, option=name)
 
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h|d)?\s*$", re.I)
@@ -118,7 +121,8 @@ _DURATION_MS = {None: 1, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_
 def _duration_ms(raw: str, name: str) -> int:
     match = _DURATION.match(raw)
     if not match:
-        raise KafkaOptionError(f"Option '{name}' must be a duration such as '15m', '30s' or '500ms', got {raw!r}", option=name)
+        msg = f"Option '{name}' must be a duration such as '15m', '30s' or '500ms', got {raw!r}"
+        raise KafkaOptionError(msg, option=name)
     return int(match.group(1)) * _DURATION_MS[(match.group(2) or "").lower() or None]
 
 
@@ -142,9 +146,12 @@ def _kafka_params(options: dict[str, str], allowed: dict[str, str], what: str) -
             value = int(raw)
         params[python_name] = value
     if unsupported:
-        raise KafkaOptionError(
+        msg = (
             f"Kafka option(s) {sorted('kafka.' + k for k in unsupported)} are not supported by this "
-            f"{what} (it runs on kafka-python). Supported: {sorted('kafka.' + k for k in allowed)}.",
+            f"{what} (it runs on kafka-python). Supported: {sorted('kafka.' + k for k in allowed)}."
+        )
+        raise KafkaOptionError(
+            msg,
             option="kafka." + sorted(unsupported)[0],
         )
     return params
@@ -153,9 +160,12 @@ def _kafka_params(options: dict[str, str], allowed: dict[str, str], what: str) -
 def _check_unknown(options: dict[str, str], known: set[str], what: str) -> None:
     unknown = sorted(k for k in options if k not in known and not k.startswith("kafka."))
     if unknown:
+        msg = (
+            f"Unrecognized options for the Kafka {what}: {unknown}. "
+            f"Known options: {sorted(known - {'path', 'checkpointlocation'})} and kafka.* client settings."
+        )
         raise KafkaOptionError(
-            f"Unrecognized options for the Kafka {what}: {unknown}. Known options: {sorted(known - {'path', 'checkpointlocation'})} "
-            "and kafka.* client settings.",
+            msg,
             option=unknown[0],
         )
 
@@ -169,8 +179,9 @@ def _partition_offsets(raw: str, name: str) -> dict[tuple[str, int], int]:
             for partition, offset in partitions.items()
         }
     except (ValueError, AttributeError, TypeError):
+        msg = f"Expected e.g. {{\"topicA\":{{\"0\":23,\"1\":-1}},\"topicB\":{{\"0\":-2}}}}, got {raw} (option '{name}')"
         raise KafkaOptionError(
-            f"Expected e.g. {{\"topicA\":{{\"0\":23,\"1\":-1}},\"topicB\":{{\"0\":-2}}}}, got {raw} (option '{name}')",
+            msg,
             option=name,
         ) from None
 
@@ -193,8 +204,9 @@ class OffsetSpec:
 def _offset_spec(options: dict[str, str], prefix: str, default: str) -> OffsetSpec:
     strategy = options.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
     if strategy not in ("error", "latest"):
+        msg = f"startingOffsetsByTimestampStrategy must be 'error' or 'latest', got {strategy!r}"
         raise KafkaOptionError(
-            f"startingOffsetsByTimestampStrategy must be 'error' or 'latest', got {strategy!r}",
+            msg,
             option="startingOffsetsByTimestampStrategy",
         )
     if f"{prefix}timestamp" in options:
@@ -203,7 +215,9 @@ def _offset_spec(options: dict[str, str], prefix: str, default: str) -> OffsetSp
     if f"{prefix}offsetsbytimestamp" in options:
         name = f"{prefix}OffsetsByTimestamp"
         return OffsetSpec(
-            "timestamps", _partition_offsets(options[f"{prefix}offsetsbytimestamp"], name), by_timestamp_strategy=strategy
+            "timestamps",
+            _partition_offsets(options[f"{prefix}offsetsbytimestamp"], name),
+            by_timestamp_strategy=strategy,
         )
     raw = options.get(f"{prefix}offsets", default).strip()
     if raw.lower() in ("earliest", "latest"):
@@ -247,15 +261,21 @@ class SourceSettings:
         _check_unknown(opts, _SOURCE_KEYS, "source")
         strategies = [k for k in ("subscribe", "subscribepattern", "assign") if k in opts]
         if not strategies:
-            raise KafkaOptionError(
+            msg = (
                 "One of the following options must be specified for Kafka source: subscribe, subscribepattern, "
-                "assign. See the docs for more details.",
+                "assign. See the docs for more details."
+            )
+            raise KafkaOptionError(
+                msg,
                 option="subscribe",
             )
         if len(strategies) > 1:
-            raise KafkaOptionError(
+            msg = (
                 "Only one of the following options can be specified for Kafka source: subscribe, "
-                "subscribepattern, assign. See the docs for more details.",
+                "subscribepattern, assign. See the docs for more details."
+            )
+            raise KafkaOptionError(
+                msg,
                 option=strategies[1],
             )
         strategy = strategies[0]
@@ -265,79 +285,95 @@ class SourceSettings:
         assigned: tuple[tuple[str, int], ...] = ()
         if strategy == "assign":
             if not value.strip().startswith("{"):
-                raise KafkaOptionError(
-                    f"No topicpartitions to assign as specified value for option 'assign' is '{value}'", option="assign"
-                )
+                msg = f"No topicpartitions to assign as specified value for option 'assign' is '{value}'"
+                raise KafkaOptionError(msg, option="assign")
             try:
                 assigned = tuple(sorted((t, int(p)) for t, ps in json.loads(value).items() for p in ps))
             except (ValueError, AttributeError, TypeError):
-                raise KafkaOptionError(
-                    f"Expected e.g. {{\"topicA\":[0,1],\"topicB\":[0,1]}}, got {value}", option="assign"
-                ) from None
+                msg = f"Expected e.g. {{\"topicA\":[0,1],\"topicB\":[0,1]}}, got {value}"
+                raise KafkaOptionError(msg, option="assign") from None
         elif strategy == "subscribe":
             topics = tuple(t.strip() for t in value.split(",") if t.strip())
             if not topics:
-                raise KafkaOptionError(
-                    f"No topics to subscribe to as specified value for option 'subscribe' is '{value}'", option="subscribe"
-                )
+                msg = f"No topics to subscribe to as specified value for option 'subscribe' is '{value}'"
+                raise KafkaOptionError(msg, option="subscribe")
         else:
             pattern = value.strip()
             if not pattern:
+                msg = f"Pattern to subscribe is empty as specified value for option 'subscribePattern' is '{value}'"
                 raise KafkaOptionError(
-                    f"Pattern to subscribe is empty as specified value for option 'subscribePattern' is '{value}'",
+                    msg,
                     option="subscribePattern",
                 )
             try:
                 re.compile(pattern)
             except re.error as exc:
-                raise KafkaOptionError(f"subscribePattern {pattern!r} is not a valid regex: {exc}", option="subscribePattern") from None
+                msg = f"subscribePattern {pattern!r} is not a valid regex: {exc}"
+                raise KafkaOptionError(msg, option="subscribePattern") from None
 
         min_partitions = _int(opts, "minpartitions", "minPartitions")
         if min_partitions is not None and min_partitions <= 0:
-            raise KafkaOptionError("minPartitions must be positive", option="minPartitions")
+            msg = "minPartitions must be positive"
+            raise KafkaOptionError(msg, option="minPartitions")
         max_partitions = _int(opts, "maxpartitions", "maxPartitions")
         if max_partitions is not None and max_partitions <= 0:
-            raise KafkaOptionError("maxPartitions must be positive", option="maxPartitions")
+            msg = "maxPartitions must be positive"
+            raise KafkaOptionError(msg, option="maxPartitions")
         if max_partitions is not None and min_partitions is not None and min_partitions > max_partitions:
-            raise KafkaOptionError(
+            msg = (
                 f"minPartitions ({min_partitions}) is greater than maxPartitions ({max_partitions}); set at most one "
-                "of them, or minPartitions <= maxPartitions",
+                "of them, or minPartitions <= maxPartitions"
+            )
+            raise KafkaOptionError(
+                msg,
                 option="maxPartitions",
             )
         max_records = _int(opts, "maxrecordsperpartition", "maxRecordsPerPartition")
         if max_records is not None and max_records <= 0:
-            raise KafkaOptionError("maxrecordsperpartition must be positive", option="maxRecordsPerPartition")
+            msg = "maxrecordsperpartition must be positive"
+            raise KafkaOptionError(msg, option="maxRecordsPerPartition")
 
         if "kafka.group.id" in opts:
             raise KafkaOptionError(_GROUP_ID_MESSAGE, option="kafka.group.id")
         if "kafka.auto.offset.reset" in opts:
             raise KafkaOptionError(_AUTO_OFFSET_RESET_MESSAGE, option="kafka.auto.offset.reset")
         if "kafka.key.deserializer" in opts:
-            raise KafkaOptionError(
+            msg = (
                 "Kafka option 'key.deserializer' is not supported as keys are deserialized as byte arrays with "
-                "ByteArrayDeserializer. Use DataFrame operations to explicitly deserialize the keys.",
+                "ByteArrayDeserializer. Use DataFrame operations to explicitly deserialize the keys."
+            )
+            raise KafkaOptionError(
+                msg,
                 option="kafka.key.deserializer",
             )
         if "kafka.value.deserializer" in opts:
-            raise KafkaOptionError(
+            msg = (
                 "Kafka option 'value.deserializer' is not supported as values are deserialized as byte arrays with "
-                "ByteArrayDeserializer. Use DataFrame operations to explicitly deserialize the values.",
+                "ByteArrayDeserializer. Use DataFrame operations to explicitly deserialize the values."
+            )
+            raise KafkaOptionError(
+                msg,
                 option="kafka.value.deserializer",
             )
         for java_name in ("enable.auto.commit", "interceptor.classes"):
             if f"kafka.{java_name}" in opts:
-                raise KafkaOptionError(f"Kafka option '{java_name}' is not supported", option=f"kafka.{java_name}")
+                msg = f"Kafka option '{java_name}' is not supported"
+                raise KafkaOptionError(msg, option=f"kafka.{java_name}")
         if "kafka.bootstrap.servers" not in opts:
+            msg = "Option 'kafka.bootstrap.servers' must be specified for configuring Kafka consumer"
             raise KafkaOptionError(
-                "Option 'kafka.bootstrap.servers' must be specified for configuring Kafka consumer",
+                msg,
                 option="kafka.bootstrap.servers",
             )
         max_per_trigger = _int(opts, "maxoffsetspertrigger", "maxOffsetsPerTrigger", positive=True)
         min_per_trigger = _int(opts, "minoffsetspertrigger", "minOffsetsPerTrigger", positive=True)
         if max_per_trigger is not None and min_per_trigger is not None and min_per_trigger > max_per_trigger:
-            raise KafkaOptionError(
+            msg = (
                 f"The value of minOffsetPerTrigger({min_per_trigger}) is higher than the "
-                f"maxOffsetsPerTrigger({max_per_trigger}).",
+                f"maxOffsetsPerTrigger({max_per_trigger})."
+            )
+            raise KafkaOptionError(
+                msg,
                 option="minOffsetsPerTrigger",
             )
         client = _kafka_params(opts, _CLIENT_KEYS, "source")
@@ -345,42 +381,52 @@ class SourceSettings:
 
         if streaming:
             if "endingoffsets" in opts:
-                raise KafkaOptionError("ending offset not valid in streaming queries", option="endingOffsets")
+                msg = "ending offset not valid in streaming queries"
+                raise KafkaOptionError(msg, option="endingOffsets")
             if "endingoffsetsbytimestamp" in opts or "endingtimestamp" in opts:
-                raise KafkaOptionError("ending timestamp not valid in streaming queries", option="endingOffsetsByTimestamp")
+                msg = "ending timestamp not valid in streaming queries"
+                raise KafkaOptionError(msg, option="endingOffsetsByTimestamp")
             starting = _offset_spec(opts, "starting", "latest")
             ending = OffsetSpec("latest")
         else:
             starting = _offset_spec(opts, "starting", "earliest")
             ending = _offset_spec(opts, "ending", "latest")
             if starting.kind == "latest":
-                raise KafkaOptionError("starting offset can't be latest for batch queries on Kafka", option="startingOffsets")
+                msg = "starting offset can't be latest for batch queries on Kafka"
+                raise KafkaOptionError(msg, option="startingOffsets")
             for (topic, partition), offset in starting.offsets.items():
                 if starting.kind == "offsets" and offset == LATEST:
+                    msg = f"startingOffsets for {topic}-{partition} can't be latest for batch queries on Kafka"
                     raise KafkaOptionError(
-                        f"startingOffsets for {topic}-{partition} can't be latest for batch queries on Kafka",
+                        msg,
                         option="startingOffsets",
                     )
             if ending.kind == "earliest":
-                raise KafkaOptionError("ending offset can't be earliest for batch queries on Kafka", option="endingOffsets")
+                msg = "ending offset can't be earliest for batch queries on Kafka"
+                raise KafkaOptionError(msg, option="endingOffsets")
             for (topic, partition), offset in ending.offsets.items():
                 if ending.kind == "offsets" and offset == EARLIEST:
+                    msg = f"ending offset for {topic}-{partition} can't be earliest for batch queries on Kafka"
                     raise KafkaOptionError(
-                        f"ending offset for {topic}-{partition} can't be earliest for batch queries on Kafka",
+                        msg,
                         option="endingOffsets",
                     )
             if starting.kind == "offsets" and ending.kind == "offsets":
                 if set(starting.offsets) != set(ending.offsets):
-                    raise KafkaOptionError(
+                    msg = (
                         "The topic-partitions of startingOffsets and endingOffsets differ: "
-                        f"{sorted(starting.offsets)} vs {sorted(ending.offsets)}",
+                        f"{sorted(starting.offsets)} vs {sorted(ending.offsets)}"
+                    )
+                    raise KafkaOptionError(
+                        msg,
                         option="endingOffsets",
                     )
                 for tp, start in starting.offsets.items():
                     end = ending.offsets[tp]
                     if start >= 0 and end >= 0 and start > end:
+                        msg = f"startingOffsets for {tp[0]}-{tp[1]} ({start}) is greater than its endingOffsets ({end})"
                         raise KafkaOptionError(
-                            f"startingOffsets for {tp[0]}-{tp[1]} ({start}) is greater than its endingOffsets ({end})",
+                            msg,
                             option="startingOffsets",
                         )
         return cls(
@@ -399,7 +445,9 @@ class SourceSettings:
             min_partitions=min_partitions,
             max_partitions=max_partitions,
             max_records_per_partition=max_records,
-            poll_timeout_ms=_int(opts, "kafkaconsumer.polltimeoutms", "kafkaConsumer.pollTimeoutMs", positive=True) or 120_000,
+            poll_timeout_ms=(
+                _int(opts, "kafkaconsumer.polltimeoutms", "kafkaConsumer.pollTimeoutMs", positive=True) or 120_000
+            ),
             client=client,
         )
 
@@ -428,8 +476,9 @@ class SinkSettings:
             if f"kafka.{java_name}" in opts:
                 raise KafkaOptionError(message, option=f"kafka.{java_name}")
         if "kafka.bootstrap.servers" not in opts:
+            msg = "Option 'kafka.bootstrap.servers' must be specified for configuring Kafka producer"
             raise KafkaOptionError(
-                "Option 'kafka.bootstrap.servers' must be specified for configuring Kafka producer",
+                msg,
                 option="kafka.bootstrap.servers",
             )
         params = _kafka_params(opts, {**_CLIENT_KEYS, **_PRODUCER_KEYS}, "sink")

@@ -30,7 +30,8 @@ import re
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from itertools import pairwise
+from typing import Any, cast
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -84,7 +85,9 @@ _ARROW_FIELDS = [
     pa.field("timestamp", pa.timestamp("us", tz="UTC")),
     pa.field("timestampType", pa.int32()),
 ]
-_ARROW_HEADERS = pa.field("headers", pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])))
+_ARROW_HEADERS = pa.field(
+    "headers", pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
+)
 _ARROW_BATCH_ROWS = 20_000
 
 log = logging.getLogger(__name__)
@@ -156,10 +159,13 @@ class _Offsets:
         if spec.kind == "offsets":
             wanted = {TopicPartition(t, p): o for (t, p), o in spec.offsets.items()}
             if self.settings.strategy != "assign" and set(wanted) != set(tps):
-                raise KafkaOptionError(
+                msg = (
                     f"If {role}Offsets contains specific offsets, you must specify all TopicPartitions.\n"
                     f"Use -1 for latest, -2 for earliest.\nSpecified: {sorted(map(tuple, wanted))} "
-                    f"Assigned: {sorted(map(tuple, tps))}",
+                    f"Assigned: {sorted(map(tuple, tps))}"
+                )
+                raise KafkaOptionError(
+                    msg,
                     option=f"{role}Offsets",
                 )
             earliest = self.earliest(list(wanted))
@@ -185,13 +191,16 @@ class _Offsets:
     def _resolve_timestamps(self, spec: OffsetSpec, tps: list[TopicPartition], *, role: str) -> Offsets:
         """Spark's timestamp-based offsets: the first offset at or after the time, else by strategy."""
         if spec.kind == "timestamp":
-            wanted = {tp: spec.timestamp for tp in tps}
+            wanted = {tp: cast(int, spec.timestamp) for tp in tps}  # set whenever kind is "timestamp"
         else:
             wanted = {TopicPartition(t, p): ts for (t, p), ts in spec.offsets.items()}
             if self.settings.strategy != "assign" and set(wanted) != set(tps):
-                raise KafkaOptionError(
+                msg = (
                     f"If {role}OffsetsByTimestamp contains specific timestamps, you must specify all "
-                    f"TopicPartitions.\nSpecified: {sorted(map(tuple, wanted))} Assigned: {sorted(map(tuple, tps))}",
+                    f"TopicPartitions.\nSpecified: {sorted(map(tuple, wanted))} Assigned: {sorted(map(tuple, tps))}"
+                )
+                raise KafkaOptionError(
+                    msg,
                     option=f"{role}OffsetsByTimestamp",
                 )
         resolved: Offsets = {}
@@ -204,10 +213,13 @@ class _Offsets:
                 elif role == "ending" or spec.by_timestamp_strategy == "latest":
                     resolved[tp] = latest[tp]
                 else:
-                    raise KafkaOptionError(
+                    msg = (
                         f"No offset matched from request of topic-partition {tp.topic}-{tp.partition} and "
                         f"timestamp {timestamp}. Set startingOffsetsByTimestampStrategy to 'latest' to start from the "
-                        "latest offset in that case.",
+                        "latest offset in that case."
+                    )
+                    raise KafkaOptionError(
+                        msg,
                         option=f"{role}Timestamp",
                     )
         return resolved
@@ -216,7 +228,9 @@ class _Offsets:
 def _data_loss(settings: SourceSettings, message: str, tp: TopicPartition, expected: int, available: int) -> None:
     """Spark's ``reportDataLoss``: raise with failOnDataLoss=true, else log and go on."""
     if settings.fail_on_data_loss:
-        raise KafkaDataLoss(message, topic=tp.topic, partition=tp.partition, expected_from=expected, available_from=available)
+        raise KafkaDataLoss(
+            message, topic=tp.topic, partition=tp.partition, expected_from=expected, available_from=available
+        )
     log.warning(
         "%s. Some data may have been lost because they are not available in Kafka any more; either the data was "
         "aged out by Kafka or the topic may have been deleted before all the data in the topic was processed. If "
@@ -231,11 +245,12 @@ def rate_limit(limit: int, start: Offsets, until: Offsets, new_start: Offsets) -
     Each share is rounded down, except a share below 1, which rounds up (no partition starves), so the
     total may exceed ``limit`` slightly: lags [9990, 9, 1] with limit 100 give [99, 1, 1].
     """
-    sizes = {}
+    sizes, begins = {}, {}
     for tp, end in until.items():
         begin = start.get(tp, new_start.get(tp))
         if begin is not None and end - begin > 0:
             sizes[tp] = end - begin
+            begins[tp] = begin
     total = float(sum(sizes.values()))
     if total < 1:
         return dict(until)
@@ -244,10 +259,9 @@ def rate_limit(limit: int, start: Offsets, until: Offsets, new_start: Offsets) -
         if tp not in sizes:
             limited[tp] = end
             continue
-        begin = start.get(tp, new_start.get(tp))
         prorate = limit * (sizes[tp] / total)
         share = int(prorate) if prorate >= 1 else (1 if prorate > 0 else 0)
-        limited[tp] = min(end, begin + share)
+        limited[tp] = min(end, begins[tp] + share)
     return limited
 
 
@@ -274,14 +288,17 @@ class KafkaInputPartition(InputPartition):
 def split_ranges(
     ranges: list[KafkaInputPartition], min_partitions: int | None, max_records: int | None
 ) -> list[KafkaInputPartition]:
-    """Spark's ``KafkaOffsetRangeCalculator``: split ranges by ``maxRecordsPerPartition``, then until there
-    are at least ``minPartitions`` (each range into parts in proportion to its size, at least one)."""
+    """Spark's ``KafkaOffsetRangeCalculator``: ranges split by ``maxRecordsPerPartition``, then ``minPartitions``.
+
+    First into pieces of at most ``max_records`` records; then, if there are fewer than ``min_partitions``
+    ranges, each range into parts in proportion to its size (at least one). Empty ranges are dropped.
+    """
     ranges = [r for r in ranges if r.until_offset > r.from_offset]
 
     def divide(r: KafkaInputPartition, parts: int) -> list[KafkaInputPartition]:
         size = r.until_offset - r.from_offset
         bounds = [r.from_offset + size * i // parts for i in range(parts + 1)]
-        return [KafkaInputPartition(r.topic, r.partition, a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+        return [KafkaInputPartition(r.topic, r.partition, a, b) for a, b in pairwise(bounds) if b > a]
 
     if max_records:
         ranges = [piece for r in ranges for piece in divide(r, -(-(r.until_offset - r.from_offset) // max_records))]
@@ -307,8 +324,9 @@ class KafkaInputGroup(InputPartition):
 
 
 def group_ranges(ranges: list[KafkaInputPartition], max_partitions: int | None) -> list[InputPartition]:
-    """At most ``max_partitions`` tasks: ranges grouped whole (never split), the largest first into the
-    smallest group; each group reads its ranges in topic-partition order. Deterministic for the same ranges.
+    """At most ``max_partitions`` tasks: ranges grouped whole (never split), largest first into the smallest group.
+
+    Each group reads its ranges in topic-partition order. Deterministic for the same ranges.
 
     Each task of a Python source costs a round trip to a Python worker whatever it reads, so a batch on
     8 Kafka partitions and 2 cores runs faster as 2 tasks than as 8.
@@ -380,7 +398,9 @@ def _read_with(kafka: Kafka, settings: SourceSettings, part: KafkaInputPartition
     schema = pa.schema(fields)
     start, until = part.from_offset, part.until_offset
     try:
-        records = kafka.read_range(part.topic, part.partition, start, until, idle_timeout_s=settings.poll_timeout_ms / 1000)
+        records = kafka.read_range(
+            part.topic, part.partition, start, until, idle_timeout_s=settings.poll_timeout_ms / 1000
+        )
         yield from _batches(records, schema, settings.include_headers)
     except OffsetOutOfRange as exc:
         beginning, end = exc.available
@@ -388,11 +408,17 @@ def _read_with(kafka: Kafka, settings: SourceSettings, part: KafkaInputPartition
         if start < beginning:
             _data_loss(settings, f"Cannot fetch offset {start} of {tp.topic}-{tp.partition}", tp, start, beginning)
         else:
-            _data_loss(settings, f"Offsets up to {until} of {tp.topic}-{tp.partition} are not in Kafka (end {end})", tp, until, end)
+            missing = f"Offsets up to {until} of {tp.topic}-{tp.partition} are not in Kafka (end {end})"
+            _data_loss(settings, missing, tp, until, end)
         # failOnDataLoss=false: read what is still there, as Spark's consumer does.
         lo, hi = max(start, beginning), min(until, end)
         if lo < hi:
             yield from _batches(kafka.read_range(part.topic, part.partition, lo, hi), schema, settings.include_headers)
+
+
+def _record_batch(columns: list[list[Any]], schema: pa.Schema) -> pa.RecordBatch:
+    arrays = [pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def _batches(records: Iterator[Any], schema: pa.Schema, include_headers: bool) -> Iterator[pa.RecordBatch]:
@@ -410,11 +436,11 @@ def _batches(records: Iterator[Any], schema: pa.Schema, include_headers: bool) -
         if headers is not None:
             headers.append([{"key": k, "value": v} for k, v in (record.headers or [])])
         if len(offset) >= _ARROW_BATCH_ROWS:
-            yield pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schema)], schema=schema)
+            yield _record_batch(columns, schema)
             for column in columns:
                 column.clear()
     if offset:
-        yield pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schema)], schema=schema)
+        yield _record_batch(columns, schema)
 
 
 # -- readers --------------------------------------------------------------------------------------------
@@ -435,12 +461,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return {"settings": self.settings}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["settings"])
+        type(self).__init__(self, state["settings"])
 
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict:  # noqa: N802 - PySpark's name
         return offsets_to_json(self._offsets.resolve(self.settings.starting, role="starting"))
 
-    def getDefaultReadLimit(self) -> ReadLimit:
+    def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802 - PySpark's name
         s = self.settings
         if s.max_offsets_per_trigger is not None:
             return ReadMaxRows(s.max_offsets_per_trigger)
@@ -448,10 +474,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return ReadMinRows(s.min_offsets_per_trigger)
         return ReadAllAvailable()
 
-    def prepareForTriggerAvailableNow(self) -> None:
+    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802 - PySpark's name
         self._available_now = True
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:  # noqa: N802 - PySpark's name
         start_offsets = offsets_from_json(start)
         if self._available_now:
             if self._available_now_target is None:
@@ -463,7 +489,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if isinstance(limit, ReadAllAvailable):
             return offsets_to_json(latest)
         s = self.settings
-        if s.min_offsets_per_trigger is not None and not self._available_now and self._delay_batch(start_offsets, latest):
+        if (
+            s.min_offsets_per_trigger is not None
+            and not self._available_now
+            and self._delay_batch(start_offsets, latest)
+        ):
             return offsets_to_json(start_offsets)
         if isinstance(limit, ReadMaxRows):
             new = [tp for tp in latest if tp not in start_offsets]
@@ -475,7 +505,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         tps = self._offsets.partitions()
         gone = [tp for tp in start if tp not in set(tps)]
         for tp in gone:
-            _data_loss(self.settings, f"{tp.topic}-{tp.partition} is gone. Some data may have been missed", tp, start[tp], 0)
+            _data_loss(
+                self.settings, f"{tp.topic}-{tp.partition} is gone. Some data may have been missed", tp, start[tp], 0
+            )
         return self._offsets.latest(tps)
 
     def _delay_batch(self, start: Offsets, latest: Offsets) -> bool:
@@ -490,7 +522,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._last_trigger_ms = now
         return False
 
-    def reportLatestOffset(self) -> dict | None:
+    def reportLatestOffset(self) -> dict | None:  # noqa: N802 - PySpark's name
         return offsets_to_json(self._latest) if self._latest else None
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
@@ -540,18 +572,21 @@ def _check_write_schema(schema: StructType, settings: SinkSettings) -> None:
     """Spark's ``KafkaWriter.validateQuery``, with its messages."""
     fields = {f.name.lower(): f.dataType for f in schema.fields}
     if "topic" not in fields and settings.topic is None:
-        raise KafkaSinkError(
-            "topic option required when no 'topic' attribute is present. Use the topic option for setting a topic."
-        )
+        msg = "topic option required when no 'topic' attribute is present. Use the topic option for setting a topic."
+        raise KafkaSinkError(msg)
     if "topic" in fields and not isinstance(fields["topic"], StringType):
-        raise KafkaSinkError(f"Topic type must be a string, got {fields['topic'].simpleString()}")
+        msg = f"Topic type must be a string, got {fields['topic'].simpleString()}"
+        raise KafkaSinkError(msg)
     if "value" not in fields:
-        raise KafkaSinkError("Required attribute 'value' not found")
+        msg = "Required attribute 'value' not found"
+        raise KafkaSinkError(msg)
     for name in ("key", "value"):
         if name in fields and not isinstance(fields[name], StringType | BinaryType):
-            raise KafkaSinkError(f"{name} attribute type must be a string or binary, got {fields[name].simpleString()}")
+            msg = f"{name} attribute type must be a string or binary, got {fields[name].simpleString()}"
+            raise KafkaSinkError(msg)
     if "partition" in fields and not isinstance(fields["partition"], IntegerType):
-        raise KafkaSinkError(f"partition attribute type must be an int, got {fields['partition'].simpleString()}")
+        msg = f"partition attribute type must be an int, got {fields['partition'].simpleString()}"
+        raise KafkaSinkError(msg)
 
 
 class _WriteCommit(WriterCommitMessage):
@@ -576,23 +611,27 @@ def _write_rows(settings: SinkSettings, rows: Iterator[Any]) -> _WriteCommit:
             # As in Spark, the topic option overrides the topic column.
             topic = settings.topic or data.get("topic")
             if topic is None:
-                raise KafkaSinkError("null topic present in the data. Use the topic option for setting a topic.")
+                msg = "null topic present in the data. Use the topic option for setting a topic."
+                raise KafkaSinkError(msg)
             key, value = data.get("key"), data.get("value")
             sender.send(
                 topic,
                 key=key.encode() if isinstance(key, str) else (bytes(key) if key is not None else None),
                 value=value.encode() if isinstance(value, str) else (bytes(value) if value is not None else None),
                 partition=data.get("partition"),
-                headers=[(h["key"], bytes(h["value"]) if h["value"] is not None else None) for h in data.get("headers") or []],
+                headers=[
+                    (h["key"], bytes(h["value"]) if h["value"] is not None else None) for h in data.get("headers") or []
+                ],
                 on_done=done,
             )
             sent += 1
         outstanding = sender.flush(120.0)
         if failed or outstanding:
-            raise KafkaSinkError(
+            msg = (
                 f"{len(failed) + outstanding} of {sent} records were not acknowledged by Kafka (first error: "
                 f"{failed[0] if failed else 'no answer'}); the batch fails and is retried from its offsets."
             )
+            raise KafkaSinkError(msg)
     finally:
         sender.close(timeout_s=10)
     return _WriteCommit(sent)
@@ -607,10 +646,10 @@ class KafkaStreamWriter(DataSourceStreamWriter):
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
         return _write_rows(self.settings, iterator)
 
-    def commit(self, messages: list, batchId: int) -> None:
+    def commit(self, messages: list, batchId: int) -> None:  # noqa: N803 - PySpark's name
         """Every record was acknowledged in ``write``; nothing is left to do."""
 
-    def abort(self, messages: list, batchId: int) -> None:
+    def abort(self, messages: list, batchId: int) -> None:  # noqa: N803 - PySpark's name
         """Records already sent stay in Kafka: the sink is at-least-once."""
 
 
@@ -632,28 +671,35 @@ class KafkaDataSource(DataSource):
 
     @classmethod
     def name(cls) -> str:
+        """The format name the source is registered under (``kafka-py``)."""
         return SOURCE_NAME
 
     def schema(self) -> str:
+        """Spark's Kafka source schema (with ``headers`` when ``includeHeaders`` is set), options validated."""
         # Options are validated here because errors raised in schema() surface at load(); raised later they
         # surface asynchronously. Whether the query is a stream is not known yet, so validate as one unless
         # batch-only options are present; the reader validates again for its own kind.
-        streaming = not any(k.lower() in ("endingoffsets", "endingoffsetsbytimestamp", "endingtimestamp") for k in self.options)
+        batch_only = ("endingoffsets", "endingoffsetsbytimestamp", "endingtimestamp")
+        streaming = not any(k.lower() in batch_only for k in self.options)
         settings = SourceSettings.from_options(self.options, streaming=streaming)
         return KAFKA_SCHEMA + (_HEADERS_DDL if settings.include_headers else "")
 
-    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 - PySpark's name
+        """The reader of a streaming query (``spark.readStream``)."""
         return KafkaStreamReader(SourceSettings.from_options(self.options, streaming=True))
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        """The reader of a batch query (``spark.read``), bounded by the starting and ending offsets."""
         return KafkaBatchReader(SourceSettings.from_options(self.options, streaming=False))
 
-    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:  # noqa: N802 - PySpark's name
+        """The sink of ``writeStream``, after checking ``schema`` has the columns the Kafka sink needs."""
         settings = SinkSettings.from_options(self.options)
         _check_write_schema(schema, settings)
         return KafkaStreamWriter(settings)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        """The sink of ``write``, after checking ``schema`` has the columns the Kafka sink needs."""
         settings = SinkSettings.from_options(self.options)
         _check_write_schema(schema, settings)
         return KafkaBatchWriter(settings)
@@ -687,8 +733,11 @@ def source_format(spark: Any) -> str:
 
 
 def offsets_behind_latest(source_progress: Any) -> dict[str, float] | None:
-    """``min/max/avgOffsetsBehindLatest`` of one source in a StreamingQueryProgress, as Spark's Kafka
-    source reports them (PySpark 4.3's Python data sources cannot publish source metrics themselves)."""
+    """``min/max/avgOffsetsBehindLatest`` of one source in a StreamingQueryProgress, as Spark's Kafka source has.
+
+    PySpark 4.3's Python data sources cannot publish source metrics themselves, so they are computed here
+    from the progress's ``latestOffset`` and ``endOffset`` (None when either is missing or empty).
+    """
     if not source_progress.latestOffset or not source_progress.endOffset:
         return None
     latest = offsets_from_json(source_progress.latestOffset)
@@ -734,10 +783,10 @@ def GroupOffsetCommitter(spark: Any, group_id: str, bootstrap_servers: str, *, q
             # One handle for the listener's life: progress events arrive on Spark's single listener thread.
             self._kafka = Kafka(bootstrap_servers)
 
-        def onQueryStarted(self, event: Any) -> None:
+        def onQueryStarted(self, event: Any) -> None:  # noqa: N802 - PySpark's name
             pass
 
-        def onQueryProgress(self, event: Any) -> None:
+        def onQueryProgress(self, event: Any) -> None:  # noqa: N802 - PySpark's name
             progress = event.progress
             if query_name is not None and progress.name != query_name:
                 return
@@ -753,10 +802,10 @@ def GroupOffsetCommitter(spark: Any, group_id: str, bootstrap_servers: str, *, q
                 if figures is not None:
                     self.behind_latest[str(progress.id)] = figures
 
-        def onQueryIdle(self, event: Any) -> None:
+        def onQueryIdle(self, event: Any) -> None:  # noqa: N802 - PySpark's name
             pass
 
-        def onQueryTerminated(self, event: Any) -> None:
+        def onQueryTerminated(self, event: Any) -> None:  # noqa: N802 - PySpark's name
             pass
 
     listener = _Committer()

@@ -21,8 +21,9 @@ __all__ = ["ParquetBatchSink", "read_batches"]
 
 
 class ParquetBatchSink:
-    """``foreachBatch`` callable writing each batch with :func:`kit.sink.write_batch` (columns ``batch``
-    and ``emitted_at`` in front of the frame's own).
+    """``foreachBatch`` callable writing each batch with :func:`kit.sink.write_batch`.
+
+    The files have the columns ``batch`` and ``emitted_at`` in front of the frame's own.
 
     Args:
         directory: output directory (created if absent). With a cluster master it must be a path every
@@ -33,4 +34,5 @@ class ParquetBatchSink:
         self.directory = str(directory)
 
     def __call__(self, frame: Any, batch_id: int) -> None:
+        """Write micro-batch ``batch_id``: ``frame`` is collected to the driver and written there."""
         write_batch(self.directory, batch_id, frame.toPandas())

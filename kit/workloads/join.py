@@ -64,7 +64,9 @@ def oracle(frame: pd.DataFrame, dataset: DatasetSpec) -> OracleResult:
     late = (is_view | is_click) & (times <= watermark)
 
     kept = events[~late]
-    views = kept[kept["event_type"] == "view"].rename(columns={"event_id": "impression_id", "event_time": "impression_time"})
+    views = kept[kept["event_type"] == "view"].rename(
+        columns={"event_id": "impression_id", "event_time": "impression_time"}
+    )
     clicks = kept[kept["event_type"] == "click"].rename(columns={"event_id": "click_id", "event_time": "click_time"})
     pairs = views.merge(clicks, on=["ad_id", "user"])
     pairs = pairs[pairs["click_time"].between(pairs["impression_time"], pairs["impression_time"] + WITHIN_MS)]

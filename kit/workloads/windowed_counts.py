@@ -35,6 +35,8 @@ __all__ = ["SPEC", "WINDOWS", "late_detail", "oracle"]
 WINDOWS: tuple[tuple[str, int, int], ...] = (("tumbling", 10_000, 10_000), ("sliding", 10_000, 5_000))
 """``(window_kind, size_ms, slide_ms)`` of every window kind the workload counts in."""
 
+_WATERMARK_DELAY_MS = 5_000  # SPEC.watermark_delay_ms, as an int (the field is None for other workloads)
+
 
 def late_detail(kind: str, window_start: int) -> str:
     """How a late drop names the window it was dropped from, e.g. ``"sliding:1767225605000"``."""
@@ -44,7 +46,7 @@ def late_detail(kind: str, window_start: int) -> str:
 def oracle(frame: pd.DataFrame, dataset: DatasetSpec) -> OracleResult:
     """Count valid events per key and window; drop them from windows already behind the watermark."""
     events, rejects = parse_dataset(frame)
-    delay = SPEC.watermark_delay_ms
+    delay = _WATERMARK_DELAY_MS
     final_watermark = int(events["event_time"].max()) - delay if len(events) else -(2**62)
     counted, late = [], []
     for kind, size, slide in WINDOWS:
@@ -61,7 +63,10 @@ def oracle(frame: pd.DataFrame, dataset: DatasetSpec) -> OracleResult:
     late_dropped = pd.DataFrame(
         {
             "seq": dropped["seq"].astype("int64"),
-            "window": [late_detail(k, s) for k, s in zip(dropped["window_kind"], dropped["window_start"].tolist())],
+            "window": [
+                late_detail(k, s)
+                for k, s in zip(dropped["window_kind"], dropped["window_start"].tolist(), strict=True)
+            ],
         }
     )
     return OracleResult(sorted_rows(SPEC, rows), rejects, late_dropped.reset_index(drop=True))
@@ -75,7 +80,7 @@ SPEC = WorkloadSpec(
     value_columns=("count",),
     output_mode="append",
     granularity="count per key per event-time window (each window emitted once, when final)",
-    watermark_delay_ms=5_000,
+    watermark_delay_ms=_WATERMARK_DELAY_MS,
     oracle=oracle,
     legacy=(
         Variant("default", "build"),

@@ -32,6 +32,8 @@ __all__ = ["SPEC", "WINDOW_MS", "oracle"]
 WINDOW_MS = 10_000
 """Size of the tumbling event-time windows."""
 
+_WATERMARK_DELAY_MS = 5_000  # SPEC.watermark_delay_ms, as an int (the field is None for other workloads)
+
 
 def oracle(frame: pd.DataFrame, dataset: DatasetSpec) -> OracleResult:
     """Count the views per campaign and window; drop views whose window the watermark had passed."""
@@ -42,8 +44,8 @@ def oracle(frame: pd.DataFrame, dataset: DatasetSpec) -> OracleResult:
     # The watermark comes from the joined views only: recompute the running maximum over them.
     times = views["event_time"].to_numpy(dtype=np.int64)
     prior_max = np.concatenate([[-(2**62)], np.maximum.accumulate(times)[:-1]]) if len(times) else times
-    watermark_then = prior_max - SPEC.watermark_delay_ms
-    final_watermark = int(times.max()) - SPEC.watermark_delay_ms if len(times) else -(2**62)
+    watermark_then = prior_max - _WATERMARK_DELAY_MS
+    final_watermark = int(times.max()) - _WATERMARK_DELAY_MS if len(times) else -(2**62)
     views["window_start"] = times - times % WINDOW_MS
     ends = views["window_start"].to_numpy() + WINDOW_MS
     too_late = ends <= watermark_then
@@ -61,6 +63,6 @@ SPEC = WorkloadSpec(
     value_columns=("count",),
     output_mode="append",
     granularity="view count per campaign per event-time window (each window emitted once, when final)",
-    watermark_delay_ms=5_000,
+    watermark_delay_ms=_WATERMARK_DELAY_MS,
     oracle=oracle,
 )

@@ -9,8 +9,8 @@ smaller of the two inputs' (Spark's default policy), and a row at or behind it i
 is append mode: each pair is emitted once, in the micro-batch where its second row arrives.
 
 Both topics are read by one Kafka source (:meth:`modern.workloads.Source.events_together`), so a rate limit
-cannot let one input run ahead of the other in event time. The price: both sides of the join scan that source, so every record is
-fetched and parsed twice, and the query's ``numInputRows`` counts it twice.
+cannot let one input run ahead of the other in event time. The price: both sides of the join scan that source, so every
+record is fetched and parsed twice, and the query's ``numInputRows`` counts it twice.
 
 Example::
 
