@@ -82,6 +82,7 @@ _SEND_CHUNK_BYTES = 64 * 1024
 # in the bridge.
 _SOCKET_SEND_BUFFER_BYTES = 16 * 1024
 _WATCHDOG_PERIOD_S = 1.0
+_SERVER_STOP_TIMEOUT_S = 30.0
 
 
 # -- errors ----------------------------------------------------------------------------------------------------
@@ -465,8 +466,13 @@ class ReceiverBridge:
             log.error("%s", self._error, exc_info=exc)
             self._close_consumer(rewind=False)
             return
-        self._server_thread.join()
-        self._close_consumer(rewind=True)
+        # The server leaves its loop within half a watchdog period of the stop; past the deadline it is stuck (a
+        # blocked write), may still hand records over, and rewinding would commit a position it then passes.
+        self._server_thread.join(_SERVER_STOP_TIMEOUT_S)
+        if self._server_thread.is_alive():
+            log.error("receiver bridge %s: its server did not stop within %g s; closing the consumer without "
+                      "committing (the group re-reads from its last commit)", self.address, _SERVER_STOP_TIMEOUT_S)
+        self._close_consumer(rewind=not self._server_thread.is_alive())
         with _BRIDGES_LOCK:
             _BRIDGES.pop(self.id, None)
 

@@ -46,6 +46,7 @@ from typing import Any, Literal, Protocol, SupportsIndex, TypeAlias, cast, runti
 
 from kafka.errors import KafkaError
 
+from kit.engine import redacted_dsn
 from kit.errors import ConfigError
 from kit.kafka import Kafka, TopicPartition
 from legacy.errors import (
@@ -667,12 +668,6 @@ def _batch_time_ms(batch_time: object) -> int:
             field="batch_time", expected="int >= 0 | datetime", actual=batch_time,
         )
     return ms
-
-
-def redacted_dsn(dsn: str) -> str:
-    """``dsn`` as written, with its password replaced by ``***`` (key=value and URL forms)."""
-    dsn = re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]+)", r"\1***", dsn)
-    return re.sub(r"(://[^:/@?]*):[^@/?]*@", r"\1:***@", dsn)
 
 
 class SqlOffsetStore(OffsetStore):
