@@ -2,6 +2,7 @@
 
 Modules (import them directly; this package imports nothing heavy on purpose):
     kit.errors   — KitError and its subclasses
+    kit.engine   — the Engine protocol every engine implements, DriverConfig
     kit.broker   — EmbeddedBroker (Tansu), kafka_or_embedded
     kit.kafka    — Kafka: topics, exact offsets, read_range
     kit.spark    — spark_session, spark_context, streaming_context

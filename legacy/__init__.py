@@ -8,7 +8,9 @@ Public modules:
   checkpoint written by other job code);
 * :mod:`legacy.rate` -- Spark's direct-stream rate limit and PID estimator as pure functions;
 * :mod:`legacy.inspect` -- what a DStream checkpoint holds, read with Spark's own ``Checkpoint`` reader;
-* :mod:`legacy.errors` -- the errors the DStream side raises.
+* :mod:`legacy.runner` -- the jobs of a run in one StreamingContext, with idempotent outputs and offset stores;
+* :mod:`legacy.engine` -- :class:`kit.engine.Engine` over the runner (what ``compare`` drives);
+* :mod:`legacy.errors` -- the errors the DStream side raises (base :class:`~legacy.errors.LegacyError`).
 
 Example (a Spark 2.4 job, only the import changed):
     >>> from legacy.kafka import KafkaUtils, OffsetRange                                   # doctest: +SKIP
@@ -18,4 +20,4 @@ Example (a Spark 2.4 job, only the import changed):
 See ``docs/legacy.md``.
 """
 
-__all__: list[str] = ["errors", "inspect", "kafka", "rate"]
+__all__: list[str] = ["engine", "errors", "inspect", "kafka", "rate", "runner"]
