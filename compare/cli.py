@@ -33,18 +33,24 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
 )
 from rich.table import Table
 
 from kit.errors import KitError
+
+if TYPE_CHECKING:
+    from legacy.inspect import LegacyCheckpoint
+    from modern.inspect import ModernCheckpoint
 
 __all__ = ["main"]
 
@@ -286,8 +292,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     topic = f"dmk-demo-{int(time.time())}"
     with _kafka(args) as bootstrap_servers:
         console.print(f"2. Kafka: {bootstrap_servers}")
-        settings = ReplaySettings(topic=topic, partitions=spec.partitions)
-        result, frame = _do_replay(str(data), bootstrap_servers, settings, describe="3. replay")
+        replay_settings = ReplaySettings(topic=topic, partitions=spec.partitions)
+        result, frame = _do_replay(str(data), bootstrap_servers, replay_settings, describe="3. replay")
         console.print(
             f"   {result.records:,} records acknowledged in {result.seconds:.2f} s "
             f"({result.rate_rps:,.0f} rec/s); end offsets {dict(sorted(result.end_offsets.items()))}"
@@ -300,7 +306,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 expected = frame.loc[result.log["partition"].to_numpy() == partition]
                 got = list(kafka.read_range(topic, partition, 0, end))
                 same = len(got) == len(expected) and all(
-                    r.key == k and r.value == v for r, k, v in zip(got, expected["key"], expected["value"])
+                    r.key == k and r.value == v
+                    for r, k, v in zip(got, expected["key"], expected["value"], strict=True)
                 )
                 mismatches += 0 if same else 1
                 for record in got:
@@ -314,28 +321,29 @@ def cmd_demo(args: argparse.Namespace) -> int:
         exact = mismatches == 0
         for step, workload in enumerate(args.workloads, start=5):
             console.print(f"{step}. dmk compare {workload}: legacy and modern driver processes on a live replay")
-            settings = CompareSettings(
+            compare_settings = CompareSettings(
                 workload, out_dir=workdir / f"compare-{workload}", dataset_file=str(data),
                 bootstrap_servers=bootstrap_servers, master=args.master,
             )
             progress, update = _compare_progress()
             with progress:
-                result = run_compare(settings, update)
-            figures = result.metrics["engines"]
-            verdict = "[green]legacy = modern = oracle[/green]" if result.equivalent else "[red]DIFFERENT[/red]"
+                compared = run_compare(compare_settings, update)
+            figures = compared.metrics["engines"]
+            verdict = "[green]legacy = modern = oracle[/green]" if compared.equivalent else "[red]DIFFERENT[/red]"
             console.print(
-                f"   {verdict}: {result.metrics['oracle']['rows']:,} rows, "
-                f"{result.metrics['oracle']['dead_letters']:,} dead letters; latency p99 legacy "
-                f"{figures['legacy']['latency_ms']['p99']:,.0f} ms, modern {figures['modern']['latency_ms']['p99']:,.0f} ms; "
-                f"report {result.out_dir / 'report.html'}"
+                f"   {verdict}: {compared.metrics['oracle']['rows']:,} rows, "
+                f"{compared.metrics['oracle']['dead_letters']:,} dead letters; latency p99 legacy "
+                f"{figures['legacy']['latency_ms']['p99']:,.0f} ms, "
+                f"modern {figures['modern']['latency_ms']['p99']:,.0f} ms; "
+                f"report {compared.out_dir / 'report.html'}"
             )
-            exact = exact and result.equivalent
+            exact = exact and compared.equivalent
     return 0 if exact else 1
 
 
 def _compare_progress() -> tuple[Progress, Callable[[str, int, int], None]]:
     progress = _progress()
-    tasks: dict[str, int] = {}
+    tasks: dict[str, TaskID] = {}
     started: dict[str, float] = {}
 
     def update(name: str, done: int, total: int) -> None:
@@ -353,13 +361,17 @@ def _compare_progress() -> tuple[Progress, Callable[[str, int, int], None]]:
 def _settings_from_args(args: argparse.Namespace):
     from compare.run import CompareSettings
 
-    out = Path(args.out) if args.out else Path("runs") / f"{args.workload.replace(':', '.')}-{time.strftime('%Y%m%d-%H%M%S')}"
+    out = (
+        Path(args.out) if args.out
+        else Path("runs") / f"{args.workload.replace(':', '.')}-{time.strftime('%Y%m%d-%H%M%S')}"
+    )
     dataset = None if args.dataset else _spec_from_args(args)
     return CompareSettings(
         workload=args.workload, out_dir=out, dataset=dataset, dataset_file=args.dataset,
         bootstrap_servers=args.bootstrap_servers, rate_rps=args.rate, burst=args.burst,
         partitions=args.partitions or 4, legacy=args.legacy, modern=args.modern, oracle=args.oracle,
-        legacy_mode=args.legacy_mode, offset_store=args.offset_store, batch_seconds=args.batch_seconds, trigger=args.trigger,
+        legacy_mode=args.legacy_mode, offset_store=args.offset_store, batch_seconds=args.batch_seconds,
+        trigger=args.trigger,
         concurrent=args.concurrent, kill_driver=args.kill_driver, pause_broker_s=args.pause_broker,
         seed=args.seed, timeout_s=args.timeout, master=args.master, broker_port=args.broker_port,
         checkpoint_dir=args.checkpoint_dir,
@@ -376,7 +388,8 @@ def _print_summary(run_dir: Path, metrics: dict) -> None:
     for row in summary_rows(metrics):
         table.add_row(*row)
     console.print(table)
-    console.print(f"{verdict}  report: {run_dir / 'report.md'}  {run_dir / 'report.html'}  metrics: {run_dir / 'metrics.json'}")
+    console.print(f"{verdict}  report: {run_dir / 'report.md'}  {run_dir / 'report.html'}  "
+                  f"metrics: {run_dir / 'metrics.json'}")
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -416,14 +429,17 @@ def cmd_checkpoint_inspect(args: argparse.Namespace) -> int:
         # A URI (hdfs://, s3a://...): Spark's file system reads it; only legacy checkpoints are read that way.
         from legacy.inspect import inspect_legacy_checkpoint
 
-        found = [inspect_legacy_checkpoint(args.directory, spark_context("dmk-checkpoint-inspect", args.master))]
-        print(json.dumps(found[0].to_json(), indent=2) if args.json else found[0].describe())
+        checkpoint = inspect_legacy_checkpoint(args.directory, spark_context("dmk-checkpoint-inspect", args.master))
+        print(json.dumps(checkpoint.to_json(), indent=2) if args.json else checkpoint.describe())
         return 0
     directory = Path(args.directory)
     if not directory.is_dir():
-        raise ConfigError(f"{directory} is not a directory; give a legacy checkpoint directory (checkpoint-<time> "
-                          "files) or a Structured Streaming checkpoint location", field="directory",
-                          expected="a directory", actual=str(directory))
+        msg = (
+            f"{directory} is not a directory; give a legacy checkpoint directory (checkpoint-<time> "
+            "files) or a Structured Streaming checkpoint location"
+        )
+        raise ConfigError(msg, field="directory", expected="a directory", actual=str(directory))
+    found: list[LegacyCheckpoint | ModernCheckpoint]
     if _is_legacy_checkpoint(directory):
         from legacy.inspect import inspect_legacy_checkpoint
 
@@ -436,12 +452,12 @@ def cmd_checkpoint_inspect(args: argparse.Namespace) -> int:
         is_query = (directory / "offsets").is_dir() or (directory / "metadata").is_file()
         if not is_query and not queries:
             entries = sorted(p.name for p in directory.iterdir())[:8]
-            raise ConfigError(
+            msg = (
                 f"{directory} is neither a DStream checkpoint (checkpoint-<time> files) nor a Structured Streaming "
                 f"checkpoint location (metadata, offsets/, commits/); it holds {entries or 'nothing'}. Pass the "
-                "directory given to ssc.checkpoint() / getOrCreate, or a query's checkpointLocation.",
-                field="directory", expected="a checkpoint directory", actual=entries,
+                "directory given to ssc.checkpoint() / getOrCreate, or a query's checkpointLocation."
             )
+            raise ConfigError(msg, field="directory", expected="a checkpoint directory", actual=entries)
         targets = [directory] if is_query or not queries else queries
         spark = spark_session("dmk-checkpoint-inspect", args.master) if args.master and args.row_counts else None
         found = [inspect_modern_checkpoint(str(t), spark, row_counts=args.row_counts) for t in targets]
@@ -465,8 +481,8 @@ def cmd_cutover(args: argparse.Namespace) -> int:
     from kit.errors import ConfigError
 
     if args.seed_state and not args.workload:
-        raise ConfigError("--seed-state needs --workload: the legacy job whose totals seed the modern query",
-                          field="workload", expected="a workload name or package.module:SPEC", actual=None)
+        msg = "--seed-state needs --workload: the legacy job whose totals seed the modern query"
+        raise ConfigError(msg, field="workload", expected="a workload name or package.module:SPEC", actual=None)
     if args.seed_state:
         carried_spec(args.workload)  # refuse before --discard-beyond deletes anything
     source = PositionSource(args.source, args.where, consumer=args.consumer, topics=tuple(args.topic or ()),
@@ -517,7 +533,9 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         return 0
     if args.cluster_command == "stop":
         stopped = cluster.stop()
-        console.print(f"stopped {len(stopped)} Spark daemon(s)" if stopped else f"no cluster runs from {cluster.directory}")
+        console.print(
+            f"stopped {len(stopped)} Spark daemon(s)" if stopped else f"no cluster runs from {cluster.directory}"
+        )
         return 0
     status = cluster.status()
     if args.json:
@@ -545,17 +563,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     if args.from_results:
         if not args.readme:
-            raise ConfigError("--from-results regenerates a README table: give --readme FILE too")
+            msg = "--from-results regenerates a README table: give --readme FILE too"
+            raise ConfigError(msg)
         path = Path(args.from_results)
         try:
             results = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as err:
-            raise ConfigError(f"cannot read the results file {path}: {err}; give a file dmk bench wrote") from err
+            msg = f"cannot read the results file {path}: {err}; give a file dmk bench wrote"
+            raise ConfigError(msg) from err
         update_readme(Path(args.readme), results)
         console.print(f"{args.readme}: performance table regenerated from {path}")
         return 0
     if args.readme and not Path(args.readme).is_file():
-        raise ConfigError(f"--readme {args.readme} is not a file")
+        msg = f"--readme {args.readme} is not a file"
+        raise ConfigError(msg)
     settings = BenchSettings(
         out_dir=Path(args.out), records=args.records, partitions=args.partitions, quick=args.quick,
         bootstrap_servers=args.bootstrap_servers, master=args.master, latency_seconds=args.latency_seconds,
@@ -569,8 +590,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     console.print(readme_table(results), markup=False)
     for target in results["targets"]:
         state = {True: "met", False: f"MISSED (x{target['missed_by_factor']})", None: "not measured"}[target["met"]]
-        console.print(f"target: {target['target']}: {target['value']} {target['unit']} (goal {target['goal']}): {state}",
-                      markup=False)
+        console.print(f"target: {target['target']}: {target['value']} {target['unit']} (goal {target['goal']}): "
+                      f"{state}", markup=False)
     console.print(f"results: {path} (and {path.parent / 'latest.json'}, latest.md)")
     if args.readme:
         update_readme(Path(args.readme), results)
@@ -647,7 +668,8 @@ def build_parser() -> argparse.ArgumentParser:
         "process, diff both against the exact pandas oracle, measure latency and throughput, and write a run "
         "directory (report.md, report.html, metrics.json, diff/). Exit code 0 iff both engines equal the oracle.",
     )
-    cmp.add_argument("workload", help="a built-in workload (running_counts, windowed_counts, sessions, dedup, ysb, join) or package.module:SPEC")
+    cmp.add_argument("workload", help="a built-in workload (running_counts, windowed_counts, sessions, dedup, ysb, "
+                     "join) or package.module:SPEC")
     cmp.add_argument("--dataset", metavar="FILE", help="a dataset file from `dmk gen` (default: generate one)")
     cmp.add_argument("--records", type=int, default=20_000, help="records to generate (default 20000)")
     cmp.add_argument("--seed", type=int, default=11, help="dataset seed, also seeds fault points (default 11)")
@@ -657,7 +679,8 @@ def build_parser() -> argparse.ArgumentParser:
         cmp.add_argument("--" + name.replace("_", "-"), dest=name, type=_GEN_KNOBS[name][0], default=default,
                          help=_GEN_KNOBS[name][1] + f" (default {default})")
     cmp.add_argument("--out", metavar="RUN_DIR", help="run directory (default runs/<workload>-<time>)")
-    cmp.add_argument("--rate", type=float, help="replay rate, dataset records/s (default: 3/4 of what the batch caps let through, 750 for the default dataset)")
+    cmp.add_argument("--rate", type=float, help="replay rate, dataset records/s (default: 3/4 of what the batch caps "
+                     "let through, 750 for the default dataset)")
     cmp.add_argument("--burst", action="store_true", help="produce the whole dataset before the driver starts")
     cmp.add_argument(
         "--legacy-mode", default="direct", metavar="MODE",
@@ -671,13 +694,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cmp.add_argument("--batch-seconds", type=float, default=1.0, help="legacy batch interval (default 1.0)")
     cmp.add_argument("--trigger", default="0 seconds", help="modern processing-time trigger (default '0 seconds')")
-    cmp.add_argument("--concurrent", action="store_true", help="run both engines at once (default: one after the other)")
+    cmp.add_argument("--concurrent", action="store_true",
+                     help="run both engines at once (default: one after the other)")
     cmp.add_argument("--kill-driver", type=int, default=0, metavar="N", help="SIGKILL and restart each driver N times")
-    cmp.add_argument("--pause-broker", type=float, default=0.0, metavar="SECONDS", help="SIGSTOP the embedded broker this long mid-replay")
+    cmp.add_argument("--pause-broker", type=float, default=0.0, metavar="SECONDS",
+                     help="SIGSTOP the embedded broker this long mid-replay")
     cmp.add_argument("--legacy", metavar="MOD:FN", help="your legacy job, fn(ssc, source) -> DStream (docs/compare.md)")
     cmp.add_argument("--modern", metavar="MOD:FN", help="your modern job, fn(spark, source) -> DataFrame")
-    cmp.add_argument("--oracle", metavar="MOD:FN", help="your oracle, fn(frame, dataset_spec) -> OracleResult or DataFrame")
-    cmp.add_argument("--timeout", type=float, default=600.0, help="bound on each driver's start and drain, s (default 600)")
+    cmp.add_argument("--oracle", metavar="MOD:FN",
+                     help="your oracle, fn(frame, dataset_spec) -> OracleResult or DataFrame")
+    cmp.add_argument("--timeout", type=float, default=600.0,
+                     help="bound on each driver's start and drain, s (default 600)")
     cmp.add_argument("--master", help="Spark master for the drivers (default $DMK_SPARK_MASTER or local[2])")
     cmp.add_argument("--checkpoint-dir", metavar="URI", help="root of both engines' checkpoints (default: the run "
                      "directory); a URI every node reaches on a multi-host cluster (docs/deploy.md)")
@@ -730,25 +757,33 @@ def build_parser() -> argparse.ArgumentParser:
                      "modern query to continue (workloads whose state is totals)")
     cut.add_argument("--workload", help="the workload of --seed-state (name or package.module:SPEC)")
     cut.add_argument("--json", action="store_true", help="print the whole plan as JSON")
-    cut.add_argument("--master", help="checkpoint: Spark master to read it with (default $DMK_SPARK_MASTER or local[2])")
+    cut.add_argument("--master",
+                     help="checkpoint: Spark master to read it with (default $DMK_SPARK_MASTER or local[2])")
     cut.add_argument("--bootstrap-servers", default=os.environ.get(BOOTSTRAP_ENV), metavar="HOST:PORT",
                      help=f"Kafka holding the topics (env {BOOTSTRAP_ENV}); needed for every source but checkpoint")
     cut.set_defaults(func=cmd_cutover)
 
     ben = commands.add_parser(
-        "bench", help="throughput, latency and state growth of both engines against the raw Kafka client (docs/bench.md)"
+        "bench",
+        help="throughput, latency and state growth of both engines against the raw Kafka client (docs/bench.md)",
     )
-    ben.add_argument("--records", type=int, help="records of the pre-loaded topic (default 1,000,000; --quick 200,000)")
+    ben.add_argument("--records", type=int,
+                     help="records of the pre-loaded topic (default 1,000,000; --quick 200,000)")
     ben.add_argument("--partitions", type=int, default=8, help="partitions of every benchmark topic (default 8)")
-    ben.add_argument("--quick", action="store_true", help="the short run: 200k records, 10 s latency runs at each engine's default batch interval or trigger")
-    ben.add_argument("--latency-seconds", type=float, help="length of each latency run's replay (default 30; --quick 10)")
+    ben.add_argument("--quick", action="store_true", help="the short run: 200k records, 10 s latency runs at each "
+                     "engine's default batch interval or trigger")
+    ben.add_argument("--latency-seconds", type=float,
+                     help="length of each latency run's replay (default 30; --quick 10)")
     ben.add_argument("--latency-rate", type=float, default=5_000.0,
                      help="records/s of every latency run's replay, the same for both engines (default 5,000)")
     ben.add_argument("--state-keys", type=int, help="keys the running_counts state grows to (default --records)")
-    ben.add_argument("--workloads", default=",".join(("running_counts", "ysb")), help="comma-separated (default running_counts,ysb)")
-    ben.add_argument("--out", default=str(Path("benchmarks") / "results"), help="results directory (default benchmarks/results)")
+    ben.add_argument("--workloads", default=",".join(("running_counts", "ysb")),
+                     help="comma-separated (default running_counts,ysb)")
+    ben.add_argument("--out", default=str(Path("benchmarks") / "results"),
+                     help="results directory (default benchmarks/results)")
     ben.add_argument("--readme", metavar="FILE", help="regenerate FILE's performance table from the results")
-    ben.add_argument("--from-results", metavar="JSON", help="run nothing: regenerate --readme's table from this results file")
+    ben.add_argument("--from-results", metavar="JSON",
+                     help="run nothing: regenerate --readme's table from this results file")
     ben.add_argument("--timeout", type=float, default=1800, help="bound on each wait for an engine, s (default 1800)")
     ben.add_argument("--master", help="Spark master (default $DMK_SPARK_MASTER or local[2])")
     _add_bootstrap(ben)
@@ -759,7 +794,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name, text in (("start", "start a master and workers on loopback"), ("stop", "stop them, leaving no process"),
                        ("status", "what runs: workers, cores, applications (exit code 1 if nothing)")):
         sub = clu_commands.add_parser(name, help=text)
-        sub.add_argument("--dir", help="the cluster's directory: state, logs (default $DMK_CLUSTER_DIR or ~/.dmk/cluster)")
+        sub.add_argument("--dir",
+                         help="the cluster's directory: state, logs (default $DMK_CLUSTER_DIR or ~/.dmk/cluster)")
         if name == "start":
             sub.add_argument("--workers", type=int, default=2, help="workers (default 2)")
             sub.add_argument("--cores", type=int, default=1, help="cores per worker (default 1)")

@@ -1,5 +1,7 @@
-"""``dmk cutover``: where a stopped DStream job left off, as the ``startingOffsets`` of its Structured Streaming
-successor — and its state, for workloads whose state is totals.
+"""``dmk cutover``: where a stopped DStream job left off, as ``startingOffsets`` for its successor, and its state.
+
+The position becomes the ``startingOffsets`` of its Structured Streaming successor; the state is carried over
+for workloads whose state is totals.
 
 The last step of a migration: stop the legacy job, start the modern query exactly where it stopped, with no
 record processed twice and none skipped. :func:`read_position` reads the legacy job's last completed position
@@ -74,21 +76,28 @@ class PositionSource:
 
     def __post_init__(self) -> None:
         if self.kind not in SOURCES:
-            raise ConfigError(f"the position source must be one of {', '.join(SOURCES)}, got {self.kind!r}",
-                              field="kind", expected=SOURCES, actual=self.kind)
+            msg = f"the position source must be one of {', '.join(SOURCES)}, got {self.kind!r}"
+            raise ConfigError(msg, field="kind", expected=SOURCES, actual=self.kind)
         if self.kind == "checkpoint":
             return
         if not self.topics:
-            raise ConfigError(f"a {self.kind} store is read per topic: name the legacy job's topics (--topic)",
-                              field="topics", expected="one or more topics", actual=())
+            msg = f"a {self.kind} store is read per topic: name the legacy job's topics (--topic)"
+            raise ConfigError(msg, field="topics", expected="one or more topics", actual=())
         if not self.bootstrap_servers:
-            raise ConfigError(f"reading a {self.kind} store needs Kafka's address to list the topics' partitions "
-                              "(--bootstrap-servers)", field="bootstrap_servers", expected="host:port", actual=None)
+            msg = (
+                f"reading a {self.kind} store needs Kafka's address to list the topics' partitions "
+                "(--bootstrap-servers)"
+            )
+            raise ConfigError(msg, field="bootstrap_servers", expected="host:port", actual=None)
         if self.kind in ("zookeeper", "sqlite", "postgresql") and not self.consumer:
-            raise ConfigError(f"a {self.kind} store keeps offsets per job: name the legacy job (--consumer, the "
-                              "name it commits under)", field="consumer", expected="the job's name", actual=None)
+            msg = (
+                f"a {self.kind} store keeps offsets per job: name the legacy job (--consumer, the "
+                "name it commits under)"
+            )
+            raise ConfigError(msg, field="consumer", expected="the job's name", actual=None)
 
     def describe(self) -> str:
+        """The source in words, for messages (a PostgreSQL DSN with its password redacted)."""
         if self.kind == "checkpoint":
             return f"checkpoint {self.where}"
         if self.kind == "kafka":
@@ -147,9 +156,11 @@ class CutoverPlan:
         return result
 
     def starting_offsets_json(self) -> str:
+        """:meth:`starting_offsets` as compact JSON, the value of the Kafka source's ``startingOffsets`` option."""
         return json.dumps(self.starting_offsets(), separators=(",", ":"))
 
     def to_json(self) -> dict:
+        """The whole plan as a JSON object (``dmk cutover --json``)."""
         return {
             "source": self.position.source.describe(),
             "startingOffsets": self.starting_offsets(),
@@ -183,27 +194,27 @@ def _checkpoint_position(source: PositionSource, allow_pending: bool) -> LegacyP
 
     checkpoint = inspect_legacy_checkpoint(source.where)
     if not checkpoint.direct_streams:
-        raise ConfigError(
+        msg = (
             f"the checkpoint {source.where} has no direct Kafka stream of the kit's (legacy.kafka), so it holds no "
-            "offsets; a receiver job keeps its position in its consumer group: use the kafka source",
-            field="checkpoint", expected="a checkpoint with direct streams", actual=source.where,
+            "offsets; a receiver job keeps its position in its consumer group: use the kafka source"
         )
+        raise ConfigError(msg, field="checkpoint", expected="a checkpoint with direct streams", actual=source.where)
     positions = last_completed_position(checkpoint)
     offsets = {(t, int(p)): int(o) for pos in positions for t, parts in pos.offsets.items() for p, o in parts.items()}
     pending = tuple(sorted({t for pos in positions for t in (*pos.pending_with_records, *pos.pending_unknown)}))
     if not pending:
         return LegacyPosition(source, offsets, exact=True)
     if not allow_pending:
-        raise CutoverAmbiguous(
+        msg = (
             f"the checkpoint {source.where} lists {len(pending)} pending batch(es) holding records (batch times "
             f"{', '.join(map(str, pending[:5]))}{' ...' if len(pending) > 5 else ''}): the legacy job had started "
             "them and not completed them, so their outputs may be partial. Resolve it one of three ways: restart the "
             "legacy job from this checkpoint and stop it gracefully (ssc.stop(stopGraceFully=True)) once they are "
             "done, then cut over again; or, if its outputs are in the kit's layout, pass --legacy-output DIR "
             "--discard-beyond --allow-pending (their outputs are removed, the modern query produces them again); "
-            "or pass --allow-pending and make your sink drop or overwrite the outputs of those batch times.",
-            reason="pending batches", batches=pending,
+            "or pass --allow-pending and make your sink drop or overwrite the outputs of those batch times."
         )
+        raise CutoverAmbiguous(msg, reason="pending batches", batches=pending)
     # Batches complete in time order, one at a time: the position is where the earliest of them starts.
     return LegacyPosition(source, offsets, exact=True, pending=pending)
 
@@ -212,6 +223,8 @@ def _store_position(source: PositionSource) -> LegacyPosition:
     from kit.kafka import Kafka
     from legacy.offsets import open_store
 
+    # PositionSource refuses a store without Kafka's address, and only stores come here.
+    assert source.bootstrap_servers is not None, "a store's PositionSource has bootstrap_servers"
     with Kafka(source.bootstrap_servers) as kafka:
         partitions = {topic: kafka.partitions(topic) for topic in source.topics}
     with open_store(source.kind, source.where, source.consumer or source.where,
@@ -219,12 +232,12 @@ def _store_position(source: PositionSource) -> LegacyPosition:
         stored = {(tp[0], tp[1]): offset for tp, offset in store.load(list(source.topics)).items()}
     empty = [topic for topic in source.topics if not any(t == topic for t, _ in stored)]
     if empty:
-        raise CutoverAmbiguous(
+        msg = (
             f"the {source.describe()} holds no offsets for {', '.join(map(repr, empty))}: the legacy job never "
             "committed a batch of them, or --consumer/--topic name another job. Check the names; if the job really "
-            "processed nothing, start the modern query with startingOffsets=earliest.",
-            reason="nothing stored",
+            "processed nothing, start the modern query with startingOffsets=earliest."
         )
+        raise CutoverAmbiguous(msg, reason="nothing stored")
     offsets = {(topic, p): stored.get((topic, p), EARLIEST) for topic, parts in partitions.items() for p in parts}
     return LegacyPosition(source, offsets, exact=source.kind in ("sqlite", "postgresql"))
 
@@ -233,8 +246,11 @@ def _store_position(source: PositionSource) -> LegacyPosition:
 
 
 def _export_committed(source: PositionSource, out: Path) -> None:
-    """A transactional legacy job's outputs live in its database until its driver exports them on stop, which a
-    killed driver never did: export them, so the outputs in ``out`` are the committed ones."""
+    """Export a transactional legacy job's committed outputs from its database into ``out``.
+
+    Those outputs live in the database until the driver exports them on stop, which a killed driver never did:
+    exported here, the outputs in ``out`` are the committed ones.
+    """
     from legacy.offsets import open_store
     from legacy.runner import export_committed_outputs
 
@@ -288,26 +304,33 @@ def plan_cutover(
 
     out = Path(legacy_output)
     if not out.is_dir():
-        raise ConfigError(f"--legacy-output {out} is not a directory (the legacy job's output root, with "
-                          "progress.<input>/ and one directory per output)", field="legacy_output",
-                          expected="a directory", actual=str(out))
+        msg = (
+            f"--legacy-output {out} is not a directory (the legacy job's output root, with "
+            "progress.<input>/ and one directory per output)"
+        )
+        raise ConfigError(msg, field="legacy_output", expected="a directory", actual=str(out))
     if position.source.kind in ("sqlite", "postgresql"):
         _export_committed(position.source, out)
     progress = read_progress(out)
     if progress.empty:
-        raise ConfigError(f"{out} has no progress.<input>/ batch files: it is not a legacy output root of the kit's "
-                          "(legacy.runner)", field="legacy_output", expected="progress.<input>/", actual=str(out))
-    tps = set(zip(progress["topic"], progress["partition"].astype(int)))
+        msg = (
+            f"{out} has no progress.<input>/ batch files: it is not a legacy output root of the kit's "
+            "(legacy.runner)"
+        )
+        raise ConfigError(msg, field="legacy_output", expected="progress.<input>/", actual=str(out))
+    tps = set(zip(progress["topic"], progress["partition"].astype(int), strict=True))
     unknown = sorted(tp for tp in tps if tp not in position.offsets)
     if unknown:
-        raise CutoverAmbiguous(
+        msg = (
             f"{out} holds batches of {unknown}, for which the position has no offset: the legacy job read more "
-            "topics than --topic names (name them all), or these outputs belong to another job",
-            reason="partitions missing from the position",
+            "topics than --topic names (name them all), or these outputs belong to another job"
         )
+        raise CutoverAmbiguous(msg, reason="partitions missing from the position")
     within: list[int] = []
     for batch_ms, ranges in progress.groupby("batch"):
-        untils = {(t, int(p)): int(u) for t, p, u in ranges[["topic", "partition", "until_offset"]].itertuples(index=False)}
+        untils = {
+            (t, int(p)): int(u) for t, p, u in ranges[["topic", "partition", "until_offset"]].itertuples(index=False)
+        }
         if all(until <= position.offsets[tp] for tp, until in untils.items()):
             within.append(int(batch_ms))
     # The position must be a batch boundary: where the last batch within it ends, or where the first begins.
@@ -317,29 +340,30 @@ def plan_cutover(
         else progress.groupby(["topic", "partition"])["from_offset"].min()
     )
     off = {(t, int(p)): int(b) for (t, p), b in boundary.items()
-           if position.offsets[(t, int(p))] != int(b) and not (not within and position.offsets[(t, int(p))] == EARLIEST)}
+           if position.offsets[(t, int(p))] != int(b)
+           and not (not within and position.offsets[(t, int(p))] == EARLIEST)}
     if off:
-        raise CutoverAmbiguous(
+        msg = (
             f"the position is not where a completed batch in {out} ends (partition -> batch boundary: {off}, "
             f"position: { {tp: position.offsets[tp] for tp in off} }): the store and these outputs belong to "
             "different jobs or runs, or the job was killed between committing a batch and writing its progress "
-            "file (restart it and let it complete a batch). Check --consumer/--topic and --legacy-output.",
-            reason="position inside a batch",
+            "file (restart it and let it complete a batch). Check --consumer/--topic and --legacy-output."
         )
+        raise CutoverAmbiguous(msg, reason="position inside a batch")
     last = max(within) if within else None
     files = _batch_files(out)
     beyond = tuple(sorted(b for b in files if last is None or b > last))
     holding = tuple(b for b in beyond if _has_rows(files[b]))
     discarded: list[str] = []
     if holding and not discard_beyond:
-        raise CutoverAmbiguous(
+        msg = (
             f"{out} holds outputs of {len(holding)} batch(es) beyond the position (batch times "
             f"{', '.join(map(str, holding[:5]))}{' ...' if len(holding) > 5 else ''}): partial output of a pending "
             "batch, or a batch whose offsets were not committed. The modern query will process their records again. "
             "Pass --discard-beyond to delete those outputs (and their progress files), or restart the legacy job so "
-            "that it commits them and stop it gracefully.",
-            reason="outputs beyond the position", batches=holding,
+            "that it commits them and stop it gracefully."
         )
+        raise CutoverAmbiguous(msg, reason="outputs beyond the position", batches=holding)
     if discard_beyond:
         for batch_ms in beyond:
             for path in files[batch_ms]:
@@ -359,16 +383,16 @@ def carried_spec(workload: str) -> workloads.WorkloadSpec:
     """
     spec = workloads.get(workload)
     if spec.carry.how != "totals":
-        raise ConfigError(
-            f"{spec.name}'s state is {spec.carry.how}: {spec.carry.note}", field="workload",
-            expected="a workload whose state is totals", actual=spec.carry.how,
-        )
+        msg = f"{spec.name}'s state is {spec.carry.how}: {spec.carry.note}"
+        raise ConfigError(msg, field="workload", expected="a workload whose state is totals", actual=spec.carry.how)
     return spec
 
 
 def seed_state(plan: CutoverPlan, workload: str, target: str | Path) -> int:
-    """Write the legacy job's last rows of ``workload`` (within the position) as the modern query's initial
-    state (``ModernRunConfig.initial_state``); returns the number of keys.
+    """Write the legacy job's last rows of ``workload`` as the modern query's initial state; returns the key count.
+
+    The rows are each key's last within the position; the modern query reads them as
+    ``ModernRunConfig.initial_state``.
 
     Raises:
         ConfigError: no ``legacy_output`` in the plan, or the workload's state is not totals
@@ -376,8 +400,8 @@ def seed_state(plan: CutoverPlan, workload: str, target: str | Path) -> int:
     """
     spec = carried_spec(workload)
     if plan.legacy_output is None:
-        raise ConfigError("seeding the state reads the legacy job's outputs: pass --legacy-output",
-                          field="legacy_output", expected="a directory", actual=None)
+        msg = "seeding the state reads the legacy job's outputs: pass --legacy-output"
+        raise ConfigError(msg, field="legacy_output", expected="a directory", actual=None)
     rows = read_batches(Path(plan.legacy_output) / spec.name)
     if not rows.empty and plan.last_batch_ms is not None:
         rows = rows[rows["batch"] <= plan.last_batch_ms]
@@ -394,19 +418,22 @@ def seed_state(plan: CutoverPlan, workload: str, target: str | Path) -> int:
 
 
 def write_options(plan: CutoverPlan, target: str | Path) -> dict:
-    """Merge ``startingOffsets`` into the JSON object of Kafka source options at ``target`` (created if absent),
-    replacing any other starting option (``startingTimestamp``...); returns the options written."""
+    """Merge ``startingOffsets`` into the JSON object of Kafka source options at ``target``; returns the options.
+
+    The file is created if absent. Any other starting option (``startingTimestamp``...) is replaced; the options
+    returned are those written.
+    """
     path = Path(target)
     options: dict = {}
     if path.exists():
         try:
             options = json.loads(path.read_text(encoding="utf-8"))
         except ValueError as err:
-            raise ConfigError(f"{path} is not a JSON object of source options ({err}); fix or remove it",
-                              field="options", expected="a JSON object", actual=str(path)) from None
+            msg = f"{path} is not a JSON object of source options ({err}); fix or remove it"
+            raise ConfigError(msg, field="options", expected="a JSON object", actual=str(path)) from None
         if not isinstance(options, dict):
-            raise ConfigError(f"{path} holds a JSON {type(options).__name__}, not an object of source options",
-                              field="options", expected="a JSON object", actual=type(options).__name__)
+            msg = f"{path} holds a JSON {type(options).__name__}, not an object of source options"
+            raise ConfigError(msg, field="options", expected="a JSON object", actual=type(options).__name__)
     # Spark gives startingTimestamp and startingOffsetsByTimestamp precedence over startingOffsets, and
     # options are case-insensitive: any earlier starting point would silently win.
     for key in [k for k in options if k.lower().startswith("starting")]:
@@ -418,8 +445,10 @@ def write_options(plan: CutoverPlan, target: str | Path) -> dict:
 
 
 def union_of_outputs(spec: workloads.WorkloadSpec, legacy: pd.DataFrame, modern: pd.DataFrame) -> pd.DataFrame:
-    """The final result of a job cut over from ``legacy`` to ``modern`` rows (:func:`kit.sink.read_batches`
-    frames): every legacy batch comes before every modern one, then :func:`kit.workloads.final_result`."""
+    """The final result of a job cut over from ``legacy`` to ``modern`` rows (:func:`kit.sink.read_batches` frames).
+
+    Every legacy batch comes before every modern one, then :func:`kit.workloads.final_result` applies.
+    """
     frames = [f for f in (legacy, modern) if not f.empty]
     if not frames:
         return workloads.final_result(spec, pd.DataFrame())

@@ -32,7 +32,9 @@ import pandas as pd
 
 from kit.errors import ConfigError, KitError
 
-__all__ = ["OutputDiff", "OutputsDiffer", "ThreeWayDiff", "assert_equivalent", "diff_outputs", "render_three_way", "three_way"]
+__all__ = [
+    "OutputDiff", "OutputsDiffer", "ThreeWayDiff", "assert_equivalent", "diff_outputs", "render_three_way", "three_way",
+]
 
 _OCCURRENCE = "__occurrence"
 
@@ -85,7 +87,10 @@ class OutputDiff:
         columns = [*self.keys, *self.values]
 
         def elements(frame: pd.DataFrame) -> str:
-            shown = ", ".join("(" + ", ".join(_fmt(v) for v in row) + ")" for row in frame[columns].head(limit).itertuples(index=False))
+            shown = ", ".join(
+                "(" + ", ".join(_fmt(v) for v in row) + ")"
+                for row in frame[columns].head(limit).itertuples(index=False)
+            )
             more = f", ... {len(frame) - limit} more" if len(frame) > limit else ""
             return f"[{shown}{more}]"
 
@@ -147,11 +152,12 @@ def _differs(left: np.ndarray, right: np.ndarray, precision: float | None) -> np
     unequal = ~np.asarray(a == b, dtype=bool)  # elementwise: the values' own ==, as _same
     if precision is not None and len(a):
         floats = np.fromiter(
-            (isinstance(x, (float, np.floating)) or isinstance(y, (float, np.floating)) for x, y in zip(a, b)),
+            (isinstance(x, (float, np.floating)) or isinstance(y, (float, np.floating))
+             for x, y in zip(a, b, strict=True)),
             dtype=bool, count=len(a),
         )
         if floats.any():
-            unequal[floats] = [not _same(x, y, precision) for x, y in zip(a[floats], b[floats])]
+            unequal[floats] = [not _same(x, y, precision) for x, y in zip(a[floats], b[floats], strict=True)]
     differs[both] = unequal
     return differs
 
@@ -188,7 +194,8 @@ def diff_outputs(
     for side, frame in (("expected", expected), ("actual", actual)):
         absent = [c for c in [*keys, *values] if c not in frame.columns]
         if absent:
-            raise KitError(f"diff: the {side} rows lack column(s) {absent}; they have {list(frame.columns)}")
+            msg = f"diff: the {side} rows lack column(s) {absent}; they have {list(frame.columns)}"
+            raise KitError(msg)
     # Values as objects: an outer merge would otherwise turn int columns into floats (NaN for "no row").
     left = _with_occurrence(expected[[*keys, *values]].astype({v: object for v in values}), keys)
     right = _with_occurrence(actual[[*keys, *values]].astype({v: object for v in values}), keys)
@@ -201,7 +208,9 @@ def diff_outputs(
     unexpected = only_right[keys + [f"{v}_actual" for v in values]].set_axis([*keys, *values], axis=1)
     differs = np.zeros(len(both), dtype=bool)
     for v in values:
-        differs |= _differs(both[f"{v}_expected"].to_numpy(dtype=object), both[f"{v}_actual"].to_numpy(dtype=object), precision)
+        differs |= _differs(
+            both[f"{v}_expected"].to_numpy(dtype=object), both[f"{v}_actual"].to_numpy(dtype=object), precision
+        )
     pairs = [c for v in values for c in (f"{v}_expected", f"{v}_actual")]
     mismatched = both.loc[differs, [*keys, *pairs]]
     return OutputDiff(
@@ -223,8 +232,10 @@ def assert_equivalent(
     precision: float | None = None,
     limit: int = 20,
 ) -> OutputDiff:
-    """:func:`diff_outputs`, raising :class:`OutputsDiffer` (a report of at most ``limit`` rows per kind)
-    when the outputs differ. Returns the (equal) diff otherwise."""
+    """:func:`diff_outputs`, raising :class:`OutputsDiffer` when the outputs differ.
+
+    The error's report shows at most ``limit`` rows per kind. Returns the (equal) diff otherwise.
+    """
     diff = diff_outputs(expected, actual, keys, values, precision=precision)
     if not diff.equal:
         raise OutputsDiffer(_report(diff, limit), diff)
@@ -314,8 +325,8 @@ def render_three_way(diff: ThreeWayDiff, limit: int = 20) -> str:
     header = [" / ".join(keys), "legacy", "modern", "oracle"]
     rows = [[" / ".join(k), *("; ".join(s.get(k, ["-"])) for s in sides)] for k in differing[:limit]]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
-    lines = [" | ".join(h.ljust(w) for h, w in zip(header, widths)), "-|-".join("-" * w for w in widths)]
-    lines += [" | ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    lines = [" | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)), "-|-".join("-" * w for w in widths)]
+    lines += [" | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
     if len(differing) > limit:
         lines.append(f"... {len(differing) - limit} more differing keys omitted")
     if not differing:

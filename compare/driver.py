@@ -107,7 +107,7 @@ def run(config: DriverConfig) -> int:
         _drive(config, out)
     except _Stop:
         return 143
-    except BaseException as err:  # reported to the harness, which shows it as the run's error
+    except BaseException as err:  # noqa: BLE001 - any failure goes to the harness, which shows it as the run's error
         write_json(out / CONTROL / FAILED, {"error": type(err).__name__, "message": str(err).strip()[:4000]})
         traceback.print_exc()
         return 1

@@ -1,5 +1,7 @@
-"""The engines ``compare`` can run, by name: every run, measurement and report goes through
-:class:`kit.engine.Engine`, so nothing in ``compare`` asks which engine it holds.
+"""The engines ``compare`` can run, by name.
+
+Every run, measurement and report goes through :class:`kit.engine.Engine`, so nothing in ``compare`` asks which
+engine it holds.
 
 Example:
     >>> get_engine("legacy").batches_by_clock

@@ -38,8 +38,9 @@ PARTITIONS = 4
 
 
 def batch_caps(dataset: DatasetSpec, partitions: int, batch_seconds: float = 1.0) -> tuple[int, int]:
-    """``(legacy maxRatePerPartition, modern maxOffsetsPerTrigger)`` keeping every batch within half the
-    dataset's lateness margin of event time.
+    """``(legacy maxRatePerPartition, modern maxOffsetsPerTrigger)`` keeping batches short in event time.
+
+    Every batch stays within half the dataset's lateness margin of event time.
 
     Spark judges a batch's late rows by the watermark of two batches back. A batch longer in event time than
     the margin around the allowed lateness can therefore admit a too-late record (or drop an on-time one),
@@ -54,7 +55,9 @@ def batch_caps(dataset: DatasetSpec, partitions: int, batch_seconds: float = 1.0
 
 
 # For TEST_DATASET: 250 records/s per partition (1000 records per 1 s batch, 2 s of event time) and 800.
-LEGACY_MAX_RATE_PER_PARTITION, MAX_OFFSETS_PER_TRIGGER = batch_caps(DatasetSpec.from_profile("messy", **TEST_DATASET), PARTITIONS)
+LEGACY_MAX_RATE_PER_PARTITION, MAX_OFFSETS_PER_TRIGGER = batch_caps(
+    DatasetSpec.from_profile("messy", **TEST_DATASET), PARTITIONS
+)
 
 
 def dataset_spec(profile: str, **overrides: object) -> DatasetSpec:
@@ -69,24 +72,29 @@ class EngineRun:
     engine: str
     out_dir: Path
     replay: ReplayResult
-    jobs: tuple[tuple[str, str], ...]
+    jobs: tuple[tuple[str | workloads.WorkloadSpec, str | Callable], ...]
 
     def rows(self, workload: str, variant: str = "default") -> pd.DataFrame:
+        """The output rows of the job ``(workload, variant)``, every batch's."""
         return read_batches(self.out_dir / workloads.job_id(workload, variant))
 
     def late(self, workload: str, variant: str = "default") -> pd.DataFrame:
+        """The records the job ``(workload, variant)`` dropped as too late (empty, with the columns, if none)."""
         rows = read_batches(self.out_dir / f"{workloads.job_id(workload, variant)}.late")
         return rows if not rows.empty else pd.DataFrame(columns=["event_id", "topic", "partition", "offset", "detail"])
 
     def dead_letters(self) -> pd.DataFrame:
+        """The malformed records of every input, the dead letters (empty, with the columns, if none)."""
         frames = [read_batches(d) for d in sorted(glob.glob(str(self.out_dir / "dead_letters.*")))]
         frames = [f for f in frames if not f.empty]
-        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["topic", "partition", "offset", "reason"])
+        if not frames:
+            return pd.DataFrame(columns=["topic", "partition", "offset", "reason"])
+        return pd.concat(frames, ignore_index=True)
 
     def seqs_of(self, located: pd.DataFrame) -> pd.Series:
         """Dataset ``seq`` of rows carrying ``topic, partition, offset`` (via the replay log)."""
         log = self.replay.log.set_index(["topic", "partition", "offset"])["seq"]
-        keys = list(zip(located["topic"], located["partition"].astype(int), located["offset"].astype(int)))
+        keys = list(zip(located["topic"], located["partition"].astype(int), located["offset"].astype(int), strict=True))
         return pd.Series(log.loc[keys].to_numpy() if keys else [], dtype="int64")
 
 

@@ -1,6 +1,7 @@
-"""What a run measured, from what its engines wrote: latency, percentiles, batch timelines, input coverage,
-rows lost and duplicated. Engine-neutral: the engine's own reading of its logs comes from
-:class:`kit.engine.Engine`.
+"""What a run measured, from what its engines wrote.
+
+The figures: latency and its percentiles, batch timelines, input coverage, rows lost and duplicated.
+Engine-neutral: the engine's own reading of its logs comes from :class:`kit.engine.Engine`.
 
 Example:
     >>> import pandas as pd
@@ -63,8 +64,10 @@ def dead_letters(out_dir: Path) -> pd.DataFrame:
 
 
 def timeline(engine: Engine, out_dir: Path) -> pd.DataFrame:
-    """One row per batch of a run's first job: ``completed_ms, records, duration_ms, scheduling_delay_ms``
-    (for the report's plots)."""
+    """One row per batch of a run's first job, for the report's plots.
+
+    Columns: ``completed_ms, records, duration_ms, scheduling_delay_ms``.
+    """
     spans = engine.batch_spans(out_dir)
     return pd.DataFrame({
         "completed_ms": spans["ended_ms"].astype("int64"),
@@ -107,7 +110,7 @@ def lost_and_duplicated(diff: OutputDiff) -> tuple[int, int]:
             expected, actual = row[f"{column}_expected"], row[f"{column}_actual"]
             numeric = (int, float, np.number)
             if isinstance(expected, numeric) and isinstance(actual, numeric) and expected != actual:
-                lost += actual < expected
-                duplicated += actual > expected
+                lost += int(actual < expected)
+                duplicated += int(actual > expected)
                 break
     return lost, duplicated

@@ -1,5 +1,6 @@
-"""pytest plugin (entry point ``pytest11``, loaded automatically once the kit is installed): equivalence tests
-for your own DStream → Structured Streaming migrations, in your CI.
+"""pytest plugin: equivalence tests for your own DStream → Structured Streaming migrations, in your CI.
+
+Its entry point is ``pytest11``, so pytest loads it automatically once the kit is installed.
 
 Fixtures:
     ``kafka_broker``        session: bootstrap servers of an embedded Tansu broker, or of ``--kafka-bootstrap``
@@ -40,6 +41,7 @@ BOOTSTRAP_ENV = "DMK_TEST_BOOTSTRAP_SERVERS"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add ``--kafka-bootstrap``: a running Kafka for the fixtures instead of the embedded broker."""
     parser.addoption(
         "--kafka-bootstrap",
         default=os.environ.get(BOOTSTRAP_ENV),
@@ -90,9 +92,11 @@ def _dataset(dataset: Any) -> tuple[Any, pd.DataFrame]:
         return spec, generate(spec)
     if isinstance(dataset, (str, os.PathLike)):
         return DatasetSpec.from_dict(read_manifest(dataset)["spec"]), read_dataset(dataset)
-    raise ConfigError(
-        f"dataset must be 'clean', 'messy', a kit.dataset.DatasetSpec or a dataset file path, not {type(dataset).__name__}"
+    msg = (
+        "dataset must be 'clean', 'messy', a kit.dataset.DatasetSpec or a dataset file path, "
+        f"not {type(dataset).__name__}"
     )
+    raise ConfigError(msg)
 
 
 @pytest.fixture
@@ -126,10 +130,11 @@ def _spec_for(spec: Any, legacy_fn: Callable) -> Any:
     module = getattr(legacy_fn, "__module__", "")
     if module.startswith("legacy.workloads."):
         return workloads.get(module.rsplit(".", 1)[1])
-    raise ConfigError(
+    msg = (
         "assert_equivalent needs the workload's contract (key and value columns, output mode): pass "
         "spec='running_counts' (a built-in workload name) or spec=your kit.workloads.WorkloadSpec"
     )
+    raise ConfigError(msg)
 
 
 @pytest.fixture
@@ -148,7 +153,9 @@ def assert_equivalent(kafka_broker: str, spark: Any, tmp_path: Path) -> Callable
     from compare.harness import run_engine
     from kit import workloads
 
-    def check(legacy_fn: Callable, modern_fn: Callable, dataset: Any, oracle: Callable | None = None, *, spec: Any = None) -> Any:
+    def check(
+        legacy_fn: Callable, modern_fn: Callable, dataset: Any, oracle: Callable | None = None, *, spec: Any = None,
+    ) -> Any:
         contract = _spec_for(spec, legacy_fn)
         dataset_spec, frame = _dataset(dataset)
         finals = {}
@@ -159,15 +166,18 @@ def assert_equivalent(kafka_broker: str, spark: Any, tmp_path: Path) -> Callable
             )
             finals[engine] = workloads.final_result(contract, run.rows(contract.name))
         expected = (oracle or contract.oracle)(frame, dataset_spec)
-        rows = expected.rows if isinstance(expected, workloads.OracleResult) else workloads.sorted_rows(contract, expected)
+        rows = (
+            expected.rows if isinstance(expected, workloads.OracleResult)
+            else workloads.sorted_rows(contract, expected)
+        )
         diff = three_way(finals["legacy"], finals["modern"], rows, contract.key_columns, contract.value_columns)
         if not diff.equivalent:
-            raise OutputsDiffer(
+            msg = (
                 f"{contract.name}: the engines do not both equal the oracle\n"
                 f"legacy vs oracle: {diff.legacy.counts()}\nmodern vs oracle: {diff.modern.counts()}\n"
-                f"modern vs legacy: {diff.between.counts()}\n\n{render_three_way(diff)}",
-                diff.legacy if not diff.legacy.equal else diff.modern,
+                f"modern vs legacy: {diff.between.counts()}\n\n{render_three_way(diff)}"
             )
+            raise OutputsDiffer(msg, diff.legacy if not diff.legacy.equal else diff.modern)
         return diff
 
     return check

@@ -37,9 +37,11 @@ def load_metrics(run_dir: Path) -> dict:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ConfigError(f"{run_dir} is not a dmk compare run directory (no metrics.json); give the --out of a compare run") from None
+        msg = f"{run_dir} is not a dmk compare run directory (no metrics.json); give the --out of a compare run"
+        raise ConfigError(msg) from None
     except (OSError, ValueError) as err:
-        raise ConfigError(f"{path} cannot be read ({err}); re-run the compare") from None
+        msg = f"{path} cannot be read ({err}); re-run the compare"
+        raise ConfigError(msg) from None
 
 
 def _series(run_dir: Path, name: str) -> pd.DataFrame:
@@ -75,7 +77,8 @@ def _plots(run_dir: Path) -> dict[str, Path]:
         if batches.empty:
             return
         seconds = (batches["completed_ms"] - batches["completed_ms"].min()) / 1000
-        ax.plot(seconds, batches["duration_ms"], ".", label=f"{engine} batch duration", color=_COLORS[engine], markersize=3)
+        ax.plot(seconds, batches["duration_ms"], ".", label=f"{engine} batch duration", color=_COLORS[engine],
+                markersize=3)
         if batches["scheduling_delay_ms"].any():
             ax.plot(seconds, batches["scheduling_delay_ms"], "x", label=f"{engine} scheduling delay",
                     color=_COLORS[engine], markersize=3, alpha=0.5)
@@ -147,11 +150,11 @@ def _fmt(value: object) -> str:
     return str(value)
 
 
-def summary_rows(metrics: dict) -> list[tuple[str, str, str, str]]:
-    """``(figure, legacy, modern, oracle)`` rows of the summary table."""
+def summary_rows(metrics: dict) -> list[tuple[str, ...]]:
+    """``(figure, legacy, modern, oracle)`` rows of the summary table: a cell per engine, in :data:`ENGINES` order."""
     oracle = metrics["oracle"]
-    expected = {"rows_matched": oracle["rows"], "dead_letters": oracle["dead_letters"], "late_dropped": oracle["late_dropped"],
-                "rows_missing": 0, "rows_unexpected": 0, "rows_mismatched": 0}
+    expected = {"rows_matched": oracle["rows"], "dead_letters": oracle["dead_letters"],
+                "late_dropped": oracle["late_dropped"], "rows_missing": 0, "rows_unexpected": 0, "rows_mismatched": 0}
     rows = []
     for label, path in _ROWS:
         cells = [_fmt(_get(metrics["engines"].get(e, {}), path)) for e in ENGINES]
@@ -220,11 +223,13 @@ def render(run_dir: Path) -> tuple[Path, Path]:
         return f'<img alt="{html.escape(path.stem)}" src="data:image/png;base64,{data}">'
 
     table = "".join(
-        f"<tr><td>{html.escape(a)}</td><td>{html.escape(b)}</td><td>{html.escape(c)}</td><td>{html.escape(d)}</td></tr>"
+        f"<tr><td>{html.escape(a)}</td><td>{html.escape(b)}</td><td>{html.escape(c)}</td>"
+        f"<td>{html.escape(d)}</td></tr>"
         for a, b, c, d in rows
     )
     diff_html = "".join(
-        f"<h3>{html.escape(label)} ({total} rows)</h3>{frame.to_html(index=False, border=0)}" for label, frame, total in diffs
+        f"<h3>{html.escape(label)} ({total} rows)</h3>{frame.to_html(index=False, border=0)}"
+        for label, frame, total in diffs
     ) or "<p>None: legacy, modern and the oracle hold the same rows.</p>"
     color = "#2ca02c" if metrics["equivalent"] else "#d62728"
     page = f"""<!doctype html>

@@ -94,7 +94,9 @@ def _dataset(settings: CompareSettings, out: Path) -> tuple[DatasetSpec, pd.Data
     return spec, frame, str(path)
 
 
-def _oracle(settings: CompareSettings, spec: workloads.WorkloadSpec, frame: pd.DataFrame, dataset: DatasetSpec) -> workloads.OracleResult:
+def _oracle(
+    settings: CompareSettings, spec: workloads.WorkloadSpec, frame: pd.DataFrame, dataset: DatasetSpec,
+) -> workloads.OracleResult:
     if not settings.oracle:
         return spec.oracle(frame, dataset)
     fn = workloads.load_ref(settings.oracle, "oracle")
@@ -154,7 +156,9 @@ def _measure(
         "records": records,
         "dataset": dataset_path,
         # Rows equal the oracle on both engines, and so do the dead letters.
-        "equivalent": bool(diff.equivalent) and all(e["dead_letters"] == len(oracle.dead_letters) for e in engines.values()),
+        "equivalent": (
+            bool(diff.equivalent) and all(e["dead_letters"] == len(oracle.dead_letters) for e in engines.values())
+        ),
         "engines_agree": bool(diff.between.equal),
         "oracle": {
             "rows": len(oracle.rows),
@@ -185,7 +189,8 @@ def _measure(
 def _write_diff(out: Path, diff: ThreeWayDiff) -> None:
     target = out / "diff"
     target.mkdir(exist_ok=True)
-    for side, one in (("legacy_vs_oracle", diff.legacy), ("modern_vs_oracle", diff.modern), ("modern_vs_legacy", diff.between)):
+    sides = (("legacy_vs_oracle", diff.legacy), ("modern_vs_oracle", diff.modern), ("modern_vs_legacy", diff.between))
+    for side, one in sides:
         for kind in ("missing", "unexpected", "mismatched"):
             frame: pd.DataFrame = getattr(one, kind)
             frame.to_csv(target / f"{side}.{kind}.csv", index=False)
@@ -197,8 +202,9 @@ def _write_diff(out: Path, diff: ThreeWayDiff) -> None:
 
 
 def validate(settings: CompareSettings) -> tuple[workloads.WorkloadSpec, dict[str, workloads.Job]]:
-    """Check what can be checked before anything starts: the run directory, the workload, the job and oracle
-    references, the dataset file. Returns the spec and each engine's resolved job.
+    """Check what can be checked before anything starts; returns the spec and each engine's resolved job.
+
+    Checked: the run directory, the workload, the job and oracle references, the dataset file.
 
     Raises:
         ConfigError, DatasetError: as :func:`run_compare`.
@@ -248,7 +254,9 @@ def run_compare(
                            on_start=on_broker_start) as kafka:
         def one(name: str) -> None:
             jobs = [[settings.workload, settings.variant(name)]]
-            outcomes[name] = run_engine_process(get_engine(name), settings, routed, dataset, jobs, kafka, run_id, report)
+            outcomes[name] = run_engine_process(
+                get_engine(name), settings, routed, dataset, jobs, kafka, run_id, report
+            )
 
         if settings.concurrent:
             errors: list[BaseException] = []
@@ -256,7 +264,7 @@ def run_compare(
             def guarded(name: str) -> None:
                 try:
                     one(name)
-                except BaseException as err:
+                except BaseException as err:  # noqa: BLE001 - re-raised in the calling thread after the join
                     errors.append(err)
 
             threads = [threading.Thread(target=guarded, args=(e,), name=f"dmk-{e}") for e in ENGINES]

@@ -1,5 +1,6 @@
-"""What a ``dmk compare`` run does: :class:`CompareSettings`, validated before anything starts, and the
-default replay rate.
+"""What a ``dmk compare`` run does: :class:`CompareSettings`, validated before anything starts, and the replay rate.
+
+:func:`default_rate` is the replay rate when the settings give none.
 
 Example:
     >>> settings = CompareSettings("running_counts", out_dir=Path("runs/rc"), legacy_mode="direct-sqlite")
@@ -98,54 +99,64 @@ class CompareSettings:
 
     def __post_init__(self) -> None:
         if self.legacy_mode not in LEGACY_MODES:
-            raise ConfigError(
-                f"legacy mode {self.legacy_mode!r} is not supported by dmk compare; use one of {', '.join(LEGACY_MODES)}.",
-                field="legacy_mode", expected=tuple(LEGACY_MODES), actual=self.legacy_mode,
+            msg = (
+                f"legacy mode {self.legacy_mode!r} is not supported by dmk compare; "
+                f"use one of {', '.join(LEGACY_MODES)}."
             )
+            raise ConfigError(msg, field="legacy_mode", expected=tuple(LEGACY_MODES), actual=self.legacy_mode)
         if self.legacy_mode in NEEDS_STORE and not self.offset_store:
-            raise ConfigError(
-                f"--legacy-mode {self.legacy_mode} needs --offset-store: {NEEDS_STORE[self.legacy_mode]}",
-                field="offset_store", expected=NEEDS_STORE[self.legacy_mode], actual=None,
-            )
+            msg = f"--legacy-mode {self.legacy_mode} needs --offset-store: {NEEDS_STORE[self.legacy_mode]}"
+            raise ConfigError(msg, field="offset_store", expected=NEEDS_STORE[self.legacy_mode], actual=None)
         if self.legacy_mode == "direct" and self.offset_store:
-            raise ConfigError(
+            msg = (
                 "--legacy-mode direct keeps offsets in the checkpoint only; --offset-store goes with a store mode "
-                f"({', '.join(m for m in LEGACY_MODES if m != 'direct')})",
-                field="offset_store", expected=None, actual=self.offset_store,
+                f"({', '.join(m for m in LEGACY_MODES if m != 'direct')})"
             )
+            raise ConfigError(msg, field="offset_store", expected=None, actual=self.offset_store)
         if self.rate_rps is not None and not self.rate_rps > 0:
-            raise ConfigError(f"--rate must be > 0 records/s, got {self.rate_rps}")
+            msg = f"--rate must be > 0 records/s, got {self.rate_rps}"
+            raise ConfigError(msg)
         if self.partitions < 1:
-            raise ConfigError(f"--partitions must be >= 1, got {self.partitions}")
+            msg = f"--partitions must be >= 1, got {self.partitions}"
+            raise ConfigError(msg)
         if self.kill_driver < 0:
-            raise ConfigError(f"--kill-driver must be >= 0, got {self.kill_driver}")
+            msg = f"--kill-driver must be >= 0, got {self.kill_driver}"
+            raise ConfigError(msg)
         if (self.kill_driver or self.pause_broker_s) and self.burst:
-            raise ConfigError(
+            msg = (
                 "fault injection happens during the replay: give a --rate (records/s) so the replay lasts, "
                 "instead of a burst before start"
             )
+            raise ConfigError(msg)
         if self.pause_broker_s and self.bootstrap_servers:
-            raise ConfigError(
-                "--pause-broker freezes the embedded broker; it cannot pause a Kafka given with --bootstrap-servers"
-            )
+            msg = "--pause-broker freezes the embedded broker; it cannot pause a Kafka given with --bootstrap-servers"
+            raise ConfigError(msg)
         if self.broker_port and self.bootstrap_servers:
-            raise ConfigError("--broker-port is for the embedded broker; leave it out with --bootstrap-servers")
+            msg = "--broker-port is for the embedded broker; leave it out with --bootstrap-servers"
+            raise ConfigError(msg)
         if not self.batch_seconds > 0:
-            raise ConfigError(f"--batch-seconds must be > 0, got {self.batch_seconds}")
+            msg = f"--batch-seconds must be > 0, got {self.batch_seconds}"
+            raise ConfigError(msg)
         check_location(self.checkpoint_root, self.master, what="checkpoint root (--checkpoint-dir)")
         if not on_this_host(self.master) and (
-            not self.bootstrap_servers or any(h.split(":")[0] in ("127.0.0.1", "localhost") for h in self.bootstrap_servers.split(","))
+            not self.bootstrap_servers
+            or any(h.split(":")[0] in ("127.0.0.1", "localhost") for h in self.bootstrap_servers.split(","))
         ):
+            msg = (
+                f"the Spark master {self.master or '$DMK_SPARK_MASTER'} runs executors on other hosts, and they read "
+                "Kafka themselves: the embedded broker (or a Kafka on localhost) is out of their reach. Pass "
+                "--bootstrap-servers of a Kafka every node reaches."
+            )
             raise ConfigError(
-                f"the Spark master {self.master or '$DMK_SPARK_MASTER'} runs executors on other hosts, and they read Kafka "
-                "themselves: the embedded broker (or a Kafka on localhost) is out of their reach. Pass "
-                "--bootstrap-servers of a Kafka every node reaches.",
+                msg,
                 field="bootstrap_servers", expected="a Kafka reachable from every node", actual=self.bootstrap_servers,
             )
 
     def variant(self, engine: str) -> str:
-        """What ``engine`` runs: your builder (``legacy``/``modern``, a ``package.module:function``) or
-        ``"default"``, the spec's default variant."""
+        """What ``engine`` runs: your builder, or ``"default"``, the spec's default variant.
+
+        Your builder is ``legacy`` or ``modern``, a ``package.module:function`` reference.
+        """
         return {"legacy": self.legacy, "modern": self.modern}.get(engine) or "default"
 
     @property
@@ -159,9 +170,10 @@ DEFAULT_RATE_SHARE = 0.75
 
 
 def default_rate(dataset: DatasetSpec, batch_seconds: float = 1.0) -> float:
-    """The default replay rate (records/s): :data:`DEFAULT_RATE_SHARE` of what the batch caps
-    (:func:`compare.harness.batch_caps`) let through, half the lateness margin of event time per batch.
-    750 records/s for the default dataset.
+    """The default replay rate (records/s): :data:`DEFAULT_RATE_SHARE` of what the batch caps let through.
+
+    The caps (:func:`compare.harness.batch_caps`) let half the lateness margin of event time through per batch.
+    The rate is 750 records/s for the default dataset.
 
     At the caps' own rate an engine has no headroom: a backlog (the first batch's start-up, a pause, a
     restart) is never worked off, since no batch may take more than the rate brings in, and latency stays at

@@ -203,8 +203,11 @@ def driver_config(
     engine: Engine, settings: CompareSettings, topics: dict[str, str], dataset: DatasetSpec, jobs: list[list[str]],
     bootstrap_servers: str, run_id: str, replay_s: float,
 ) -> DriverConfig:
-    """The config of ``engine``'s driver in a compare run; ``replay_s``: how long the replay lasts once the
-    driver is ready (the driver waits that long, plus the timeout, for the drain)."""
+    """The config of ``engine``'s driver in a compare run.
+
+    ``replay_s``: how long the replay lasts once the driver is ready (the driver waits that long, plus the
+    timeout, for the drain).
+    """
     legacy_cap, modern_cap = batch_caps(dataset, settings.partitions, settings.batch_seconds)
     stream, offsets, wal = LEGACY_MODES[settings.legacy_mode]
     # Under a shared root, each run gets its own directory: a later run must not resume this one's state.
@@ -254,7 +257,8 @@ def run_engine_process(
     config = driver_config(engine, settings, topics, dataset, jobs, kafka.bootstrap_servers, run_id, replay_s)
     config_path = out / "driver-config.json"
     config.write(config_path)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    python_path = os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env = {**os.environ, "PYTHONPATH": python_path}
     if settings.offset_store:
         env[OFFSET_STORE_ENV] = settings.offset_store
     driver = DriverProcess(engine.name, config_path, out, settings.timeout_s, env)
@@ -328,7 +332,7 @@ def _replay_with_faults(
                     finally:
                         kafka.broker.resume()
                 time.sleep(0.05)
-        except BaseException as err:  # surfaced after the replay
+        except BaseException as err:  # noqa: BLE001 - any failure is surfaced after the replay, in the caller
             errors.append(err)
 
     thread = threading.Thread(target=faults, name=f"dmk-faults-{engine}", daemon=True)
