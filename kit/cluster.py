@@ -108,6 +108,7 @@ class LocalCluster:
 
     @property
     def state_path(self) -> Path:
+        """The JSON file recording the cluster started here: ``cluster.json`` in the cluster's directory."""
         return self.directory / "cluster.json"
 
     def state(self) -> ClusterState | None:
@@ -117,8 +118,11 @@ class LocalCluster:
         except FileNotFoundError:
             return None
         except ValueError as err:
-            raise ClusterError(f"{self.state_path} is not valid JSON ({err}); stop any Spark daemons by hand "
-                               "(pkill -f deploy.master.Master; pkill -f deploy.worker.Worker) and delete it") from None
+            msg = (
+                f"{self.state_path} is not valid JSON ({err}); stop any Spark daemons by hand "
+                "(pkill -f deploy.master.Master; pkill -f deploy.worker.Worker) and delete it"
+            )
+            raise ClusterError(msg) from None
         raw["worker_pids"] = tuple(raw["worker_pids"])
         return ClusterState(**raw)
 
@@ -155,15 +159,18 @@ class LocalCluster:
             ClusterError: a cluster is already running here, or a daemon did not come up (with its log's end).
         """
         if workers < 1 or cores < 1:
-            raise ConfigError(f"a cluster needs at least 1 worker with 1 core, got {workers} worker(s) with {cores} core(s)",
-                              field="workers", expected=">= 1", actual=(workers, cores))
+            msg = f"a cluster needs at least 1 worker with 1 core, got {workers} worker(s) with {cores} core(s)"
+            raise ConfigError(msg, field="workers", expected=">= 1", actual=(workers, cores))
         if not _MEMORY.match(memory):
-            raise ConfigError(f"--memory is Spark's notation, like 512m or 2g, got {memory!r}", field="memory",
-                              expected="<n>m or <n>g", actual=memory)
+            msg = f"--memory is Spark's notation, like 512m or 2g, got {memory!r}"
+            raise ConfigError(msg, field="memory", expected="<n>m or <n>g", actual=memory)
         existing = self.state()
         if existing is not None and self._any_alive(existing):
-            raise ClusterError(f"a cluster is already running from {self.directory} (master {existing.master_url}); "
-                               "run `dmk cluster stop` first, or pass another --dir")
+            msg = (
+                f"a cluster is already running from {self.directory} (master {existing.master_url}); "
+                "run `dmk cluster stop` first, or pass another --dir"
+            )
+            raise ClusterError(msg)
         self.directory.mkdir(parents=True, exist_ok=True)
         port, webui = _free_port(), _free_port()
         master_url = f"spark://127.0.0.1:{port}"
@@ -171,7 +178,8 @@ class LocalCluster:
             "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
             "--webui-port", str(webui),
         ])
-        state = ClusterState(master_url, f"http://127.0.0.1:{webui}", master_pid, (), cores, memory, str(self.directory))
+        state = ClusterState(master_url, f"http://127.0.0.1:{webui}", master_pid, (), cores, memory,
+                             str(self.directory))
         self._write(state)  # from here on, `stop` can clean up whatever starts
         try:
             self._wait(state, 0, timeout_s, self.directory / "master.log")
@@ -204,8 +212,11 @@ class LocalCluster:
             with urllib.request.urlopen(f"{state.webui_url}/json/", timeout=timeout_s) as response:  # noqa: S310 - loopback
                 return json.loads(response.read())
         except (OSError, ValueError) as err:
-            raise ClusterError(f"the master's web UI {state.webui_url} does not answer ({err}); see "
-                               f"{self.directory / 'master.log'}") from None
+            msg = (
+                f"the master's web UI {state.webui_url} does not answer ({err}); see "
+                f"{self.directory / 'master.log'}"
+            )
+            raise ClusterError(msg) from None
 
     def _wait(self, state: ClusterState, workers: int, timeout_s: float, log: Path) -> None:
         deadline = time.monotonic() + timeout_s
@@ -213,7 +224,8 @@ class LocalCluster:
         while time.monotonic() < deadline:
             for pid in (state.master_pid, *state.worker_pids):
                 if not _alive(pid):
-                    raise ClusterError(f"a Spark daemon (pid {pid}) exited while starting; its log ends:\n{_tail(log)}")
+                    msg = f"a Spark daemon (pid {pid}) exited while starting; its log ends:\n{_tail(log)}"
+                    raise ClusterError(msg)
             try:
                 view = self.master_json(state, timeout_s=2.0)
                 if view.get("status") == "ALIVE" and int(view.get("aliveworkers", 0)) >= workers:
@@ -221,8 +233,11 @@ class LocalCluster:
             except ClusterError as err:
                 last = err
             time.sleep(0.3)
-        raise ClusterError(f"the cluster did not have {workers} live worker(s) within {timeout_s:.0f} s ({last}); "
-                           f"its log ends:\n{_tail(log)}")
+        msg = (
+            f"the cluster did not have {workers} live worker(s) within {timeout_s:.0f} s ({last}); "
+            f"its log ends:\n{_tail(log)}"
+        )
+        raise ClusterError(msg)
 
     @staticmethod
     def _any_alive(state: ClusterState) -> bool:
@@ -252,7 +267,8 @@ class LocalCluster:
         """SIGKILL worker ``index`` and its executors (a crashed host, for fault tests); returns its pid."""
         state = self.state()
         if state is None or not 0 <= index < len(state.worker_pids):
-            raise ClusterError(f"no worker {index} in the cluster of {self.directory}")
+            msg = f"no worker {index} in the cluster of {self.directory}"
+            raise ClusterError(msg)
         pid = state.worker_pids[index]
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)

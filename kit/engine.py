@@ -36,7 +36,10 @@ import pandas as pd
 from kit.dataset import DatasetSpec
 from kit.errors import ConfigError
 
-__all__ = ["BATCH_SPAN_COLUMNS", "DriverConfig", "Engine", "EngineRun", "ProcessedRange", "redacted_dsn", "seconds", "written_lines"]
+__all__ = [
+    "BATCH_SPAN_COLUMNS", "DriverConfig", "Engine", "EngineRun", "ProcessedRange", "redacted_dsn", "seconds",
+    "written_lines",
+]
 
 ProcessedRange = tuple[str, int, int, int]
 """``(topic, partition, from_offset, until_offset)`` of the records one completed batch processed."""
@@ -192,8 +195,10 @@ class EngineRun(Protocol):
     def await_offsets(
         self, end_offsets: Mapping[str, Mapping[int, int]], *, timeout_s: float, extra_batches: int = 2
     ) -> None:
-        """Wait until every job has processed every topic up to ``end_offsets``, and the batches after that
-        apply the last watermark (legacy: ``extra_batches`` batches; modern: the query's no-data batch).
+        """Wait until every job has processed every topic up to ``end_offsets`` and applied the last watermark.
+
+        The watermark is applied by the batches after that: legacy runs ``extra_batches`` more batches, modern
+        the query's no-data batch.
 
         Raises:
             RunTimeout: not reached within ``timeout_s``; says where each job was.
@@ -238,15 +243,19 @@ class Engine(Protocol):
         """``config`` with its batch interval (or trigger) set to ``interval`` (``"0.5 s"``, ``"1 second"``)."""
 
     def batch_spans(self, out_dir: str | Path, job: str | None = None) -> pd.DataFrame:
-        """One row per completed batch of ``job`` (default: the run's first job), columns
-        :data:`BATCH_SPAN_COLUMNS`; ``scheduling_ms`` is the wait behind earlier batches."""
+        """One row per completed batch of ``job`` (default: the run's first job), columns :data:`BATCH_SPAN_COLUMNS`.
+
+        ``scheduling_ms`` is the wait behind earlier batches.
+        """
 
     def processed_records(self, out_dir: str | Path) -> int:
         """Input records the run's jobs have processed so far (read while the run goes on)."""
 
     def processed_ranges(self, out_dir: str | Path, job: str, checkpoint_dir: Path | None) -> list[ProcessedRange]:
-        """The ranges of every completed batch of ``job`` (a batch re-run after a restart counts once);
-        ``checkpoint_dir``: the run's local checkpoint, when it has one."""
+        """The ranges of every completed batch of ``job`` (a batch re-run after a restart counts once).
+
+        ``checkpoint_dir``: the run's local checkpoint, when it has one.
+        """
 
     def late_dropped(self, out_dir: str | Path, job: str) -> int:
         """Records ``job`` dropped as later than its watermark allows."""
@@ -270,13 +279,19 @@ def seconds(interval: str) -> float:
         msg = f"interval {interval!r} is not '<number> <unit>' with unit ms, s, seconds or minutes"
         raise ConfigError(msg, field="interval", expected="e.g. '1 second'", actual=interval)
     value, unit = match.groups()
-    scale = 0.001 if unit.startswith("m") and not unit.startswith("minute") else 60.0 if unit.startswith("minute") else 1.0
+    scale = (
+        0.001 if unit.startswith("m") and not unit.startswith("minute")
+        else 60.0 if unit.startswith("minute")
+        else 1.0
+    )
     return float(value) * scale
 
 
 def written_lines(path: Path) -> list[dict[str, Any]]:
-    """The complete JSON lines of a log another process may be appending to (a last line without its
-    newline is still being written, and is left out); ``[]`` when there is no log yet."""
+    """The complete JSON lines of a log another process may be appending to; ``[]`` when there is no log yet.
+
+    A last line without its newline is still being written, and is left out.
+    """
     if not path.exists():
         return []
     text = path.read_text(encoding="utf-8")
@@ -285,8 +300,9 @@ def written_lines(path: Path) -> list[dict[str, Any]]:
 
 
 def redacted_dsn(dsn: str) -> str:
-    """``dsn`` as written, with its password replaced by ``***`` (key=value and URL forms): how a config file
-    or a report shows an offset store's address.
+    """``dsn`` as written, with its password replaced by ``***`` (key=value and URL forms).
+
+    This is how a config file or a report shows an offset store's address.
 
     Example:
         >>> redacted_dsn("postgresql://dmk:secret@db:5432/offsets"), redacted_dsn("host=db password='s e'")

@@ -207,8 +207,10 @@ class RunTimeout(KitError):
 
 
 class CheckpointNotFound(KitError, FileNotFoundError):
-    """A checkpoint directory (a DStream checkpoint, or a query's ``checkpointLocation``) that does not exist,
-    is a file, or whose file system cannot be reached. The one class for both engines' checkpoints.
+    """A checkpoint directory that does not exist, is a file, or whose file system cannot be reached.
+
+    The directory is a DStream checkpoint or a query's ``checkpointLocation``: this is the one class for both
+    engines' checkpoints.
 
     Attributes:
         path: the directory as given (a path or a URI).

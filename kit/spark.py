@@ -24,7 +24,7 @@ import os
 import sys
 import warnings
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -91,9 +91,12 @@ _EXECUTOR_MODULES = ("pandas", "pyarrow", "kafka", *_SHIPPED_PACKAGES)
 
 
 def on_this_host(master: str | None = None) -> bool:
-    """Whether every process of ``master`` runs on this machine: ``local[...]``, or a ``spark://`` master on
-    loopback (a cluster on one host, like ``dmk cluster start``'s). A master on this host's name is not: its
-    workers may be anywhere (Spark's own scripts bind a master to the host name)."""
+    """Whether every process of ``master`` runs on this machine.
+
+    It does for ``local[...]``, and for a ``spark://`` master on loopback (a cluster on one host, like ``dmk
+    cluster start``'s). A master on this host's name does not: its workers may be anywhere (Spark's own scripts
+    bind a master to the host name).
+    """
     resolved = resolve_master(master)
     if resolved.startswith("local"):
         return True
@@ -128,17 +131,20 @@ def check_location(location: str, master: str | None = None, *, what: str = "che
         return location
     from kit.errors import ConfigError
 
-    raise ConfigError(
+    msg = (
         f"the {what} {location!r} is a local path, but the Spark master {resolve_master(master)} may run executors "
         "on other hosts, which cannot reach this machine's disk. Use a URI every node reaches (hdfs://..., "
-        "s3a://..., abfss://...), see docs/deploy.md.",
-        field=what, expected="a URI reachable from every node", actual=location,
+        "s3a://..., abfss://...), see docs/deploy.md."
     )
+    raise ConfigError(msg, field=what, expected="a URI reachable from every node", actual=location)
 
 
 def ship_kit(sc: SparkContext) -> str:
-    """Ship the kit's packages to ``sc``'s executors (``addPyFile`` of a zip built from the driver's copy);
-    returns the zip's path. The zip is cached by content under the temporary directory."""
+    """Ship the kit's packages to ``sc``'s executors; returns the zip's path.
+
+    The packages go as ``addPyFile`` of a zip built from the driver's copy. The zip is cached by content under
+    the temporary directory.
+    """
     import hashlib
     import importlib
     import tempfile
@@ -147,7 +153,8 @@ def ship_kit(sc: SparkContext) -> str:
 
     files: list[tuple[Path, str]] = []
     for package in _SHIPPED_PACKAGES:
-        root = Path(importlib.import_module(package).__file__).resolve().parent
+        # The kit's packages are regular packages (each with an __init__.py), so each has a __file__.
+        root = Path(cast(str, importlib.import_module(package).__file__)).resolve().parent
         files += [(f, f"{package}/{f.relative_to(root)}") for f in sorted(root.rglob("*"))
                   if f.is_file() and "__pycache__" not in f.parts and f.suffix in (".py", ".properties")]
     digest = hashlib.sha256()
@@ -186,32 +193,32 @@ def check_executors(sc: SparkContext) -> list[dict]:
     Raises:
         ConfigError: an executor cannot import the kit or a dependency, or runs another Python minor version.
     """
-    from kit.errors import ConfigError
-
     from py4j.protocol import Py4JJavaError
+
+    from kit.errors import ConfigError
 
     slots = max(int(sc.defaultParallelism), 1)
     try:
         seen = sc.parallelize(range(slots), slots).map(_probe).collect()
     except Py4JJavaError as err:  # the worker itself failed: no Python there, another version, no pyspark...
         lines = [line for line in str(err.java_exception).splitlines() if line.strip()][:3]
-        raise ConfigError(
+        msg = (
             f"executors could not run a Python task for the kit: {' / '.join(lines)}. Every worker needs Python "
             f"{sys.version_info[0]}.{sys.version_info[1]} with pyspark==4.3.*, pandas<3, pyarrow and kafka-python "
-            f"at {os.environ.get('PYSPARK_PYTHON', sys.executable)} (or set spark.pyspark.python); see docs/deploy.md.",
-            field="executors", expected="a Python that runs the kit", actual=lines,
-        ) from None
+            f"at {os.environ.get('PYSPARK_PYTHON', sys.executable)} (or set spark.pyspark.python); see docs/deploy.md."
+        )
+        raise ConfigError(msg, field="executors", expected="a Python that runs the kit", actual=lines) from None
     wrong = [s for s in seen if s["missing"] or s["python"] != list(sys.version_info[:2])]
     if wrong:
         first = wrong[0]
-        raise ConfigError(
+        msg = (
             f"executors on {sorted({s['host'] for s in wrong})} cannot run the kit: Python {first['python']} at "
-            f"{first['executable']} (the driver runs {list(sys.version_info[:2])}), missing {first['missing']}. Install "
-            "the kit's dependencies into that interpreter on every worker (pip install 'pyspark==4.3.*' 'pandas<3' "
-            "pyarrow kafka-python, or the kit itself), or point spark.pyspark.python at one that has them; the kit's "
-            "own packages are shipped with the job.",
-            field="executors", expected="the kit's modules importable", actual=first,
+            f"{first['executable']} (the driver runs {list(sys.version_info[:2])}), missing {first['missing']}. "
+            "Install the kit's dependencies into that interpreter on every worker (pip install 'pyspark==4.3.*' "
+            "'pandas<3' pyarrow kafka-python, or the kit itself), or point spark.pyspark.python at one that has "
+            "them; the kit's own packages are shipped with the job."
         )
+        raise ConfigError(msg, field="executors", expected="the kit's modules importable", actual=first)
     return seen
 
 
@@ -231,7 +238,9 @@ def _quiet_dstream_warning() -> None:
     warnings.filterwarnings("ignore", message=_DSTREAM_WARNING.replace(".", r"\."), category=FutureWarning)
 
 
-def kit_settings(master: str | None = None, conf: Mapping[str, Any] | None = None, *, ui: bool = False) -> dict[str, str]:
+def kit_settings(
+    master: str | None = None, conf: Mapping[str, Any] | None = None, *, ui: bool = False,
+) -> dict[str, str]:
     """The Spark settings the kit applies for ``master``: its defaults, overridden by ``conf``."""
     settings = dict(_BASE_CONF)
     settings["spark.master"] = resolve_master(master)
@@ -302,14 +311,16 @@ def spark_context(
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     context = SparkContext.getOrCreate(spark_conf(app_name, master, conf, ui=ui))
     context.setLogLevel(log_level)
-    if not context.master.startswith("local") and not getattr(context, "_dmk_kit_shipped", False):
+    # A running SparkContext always has a master (Spark refuses to start without one); pyspark types it Optional.
+    master_url = cast(str, context.master)
+    if not master_url.startswith("local") and not getattr(context, "_dmk_kit_shipped", False):
         try:
             ship_kit(context)
             check_executors(context)
         except BaseException:
             context.stop()
             raise
-        context._dmk_kit_shipped = True
+        context._dmk_kit_shipped = True  # type: ignore[attr-defined]  # the kit's marker on Spark's object
     return context
 
 
@@ -342,8 +353,10 @@ def streaming_context(
     if not batch_seconds > 0:
         from kit.errors import ConfigError
 
-        raise ConfigError(f"batch_seconds must be > 0, got {batch_seconds}")
+        msg = f"batch_seconds must be > 0, got {batch_seconds}"
+        raise ConfigError(msg)
     _quiet_dstream_warning()
     from pyspark.streaming import StreamingContext
 
-    return StreamingContext(spark_context(app_name, master, conf, **kwargs), batch_seconds)
+    # pyspark types batchDuration as int, but takes fractional seconds (it sends int(seconds * 1000) ms).
+    return StreamingContext(spark_context(app_name, master, conf, **kwargs), batch_seconds)  # type: ignore[arg-type]

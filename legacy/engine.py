@@ -90,8 +90,9 @@ def _run_config(config: DriverConfig, checkpoint: str) -> LegacyRunConfig:
 
 
 def _capped_context(sc: Any, run_config: LegacyRunConfig, store: Any, max_rate_per_partition: int | None) -> Any:
-    """:func:`legacy.runner.create_context` with its direct streams capped at ``max_rate_per_partition``
-    records/s per partition (None: uncapped).
+    """:func:`legacy.runner.create_context` with its direct streams capped at ``max_rate_per_partition``.
+
+    The cap is in records/s per partition; None leaves the streams uncapped.
 
     The cap is read from the live context's conf when the direct streams are created, so it is set for that
     moment only and restored after (a shared SparkContext keeps its own setting).
@@ -210,8 +211,10 @@ class LegacyEngine:
         return sum(row["records"] for row in written_lines(Path(out_dir) / BATCHES_LOG))
 
     def processed_ranges(self, out_dir: str | Path, job: str, checkpoint_dir: Path | None) -> list[ProcessedRange]:
-        """The ranges of the progress files: one per batch time (a regenerated batch replaces its file; a dead
-        receiver context's batches count too)."""
+        """The ranges of the progress files: one per batch time.
+
+        A regenerated batch replaces its file; a dead receiver context's batches count too.
+        """
         frame = read_progress(out_dir)
         if frame.empty:
             return []

@@ -55,11 +55,10 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
-from kit import workloads
 from kit.dataset import DatasetSpec
 from kit.errors import ConfigError, RunTimeout
 from kit.sink import encode_batch, write_batch, write_encoded
@@ -134,20 +133,21 @@ class LegacyRunConfig:
 
     def __post_init__(self) -> None:
         if self.offsets not in OFFSET_STORES:
-            raise ConfigError(f"offsets must be one of {', '.join(OFFSET_STORES)}, got {self.offsets!r}",
-                              field="offsets", expected=OFFSET_STORES, actual=self.offsets)
+            msg = f"offsets must be one of {', '.join(OFFSET_STORES)}, got {self.offsets!r}"
+            raise ConfigError(msg, field="offsets", expected=OFFSET_STORES, actual=self.offsets)
         if self.stream not in STREAMS:
-            raise ConfigError(f"stream must be one of {', '.join(STREAMS)}, got {self.stream!r}",
-                              field="stream", expected=STREAMS, actual=self.stream)
+            msg = f"stream must be one of {', '.join(STREAMS)}, got {self.stream!r}"
+            raise ConfigError(msg, field="stream", expected=STREAMS, actual=self.stream)
         if self.stream == "receiver" and self.offsets != "kafka":
-            raise ConfigError(
-                f"a receiver stream keeps its offsets in its Kafka consumer group: use offsets='kafka', not {self.offsets!r}",
-                field="offsets", expected="kafka", actual=self.offsets,
+            msg = (
+                "a receiver stream keeps its offsets in its Kafka consumer group: "
+                f"use offsets='kafka', not {self.offsets!r}"
             )
+            raise ConfigError(msg, field="offsets", expected="kafka", actual=self.offsets)
         if self.offsets in ("zookeeper", "postgresql") and not self.offset_store:
             where = "the ZooKeeper hosts (host:port)" if self.offsets == "zookeeper" else "a PostgreSQL DSN"
-            raise ConfigError(f"offsets={self.offsets!r} needs offset_store: {where}",
-                              field="offset_store", expected=where, actual=None)
+            msg = f"offsets={self.offsets!r} needs offset_store: {where}"
+            raise ConfigError(msg, field="offset_store", expected=where, actual=None)
 
     @property
     def consumer(self) -> str:
@@ -178,13 +178,14 @@ def _ms(time_: Any) -> int:
 
 
 def open_offset_store(config: LegacyRunConfig) -> Any:
-    """The offset store ``config`` names, opened; None for ``checkpoint`` and for receiver streams (their
-    consumer group keeps the offsets). Close it after the run.
+    """The offset store ``config`` names, opened; None for ``checkpoint`` and for receiver streams.
+
+    A receiver stream's consumer group keeps its offsets. Close the store after the run.
 
     Raises:
         OffsetStoreUnavailable: the store cannot be reached.
     """
-    from legacy.offsets import open_store
+    from legacy.offsets import SqlOffsetStore, open_store
 
     if config.offsets == "checkpoint" or config.stream == "receiver":
         return None
@@ -196,6 +197,7 @@ def open_offset_store(config: LegacyRunConfig) -> Any:
     store = open_store(config.offsets, where, config.consumer)
     if config.offsets not in TRANSACTIONAL:
         return store
+    store = cast(SqlOffsetStore, store)  # what open_store opens for the SQL kinds, the TRANSACTIONAL ones
     try:
         store.create_table(OUTPUTS_TABLE, "consumer TEXT NOT NULL, output TEXT NOT NULL, batch BIGINT NOT NULL, "
                                           "payload {blob} NOT NULL, PRIMARY KEY (consumer, output, batch)")
@@ -227,10 +229,11 @@ def attach_offset_store(config: LegacyRunConfig, store: Any) -> None:
 def _store_of(run: str) -> Any:
     store = _STORES.get(run)
     if store is None:
-        raise LegacyError(
+        msg = (
             f"no offset store is attached for the run writing to {run}: call legacy.runner.attach_offset_store("
             "config, open_offset_store(config)) before creating or restoring the StreamingContext"
         )
+        raise LegacyError(msg)
     return store
 
 
@@ -252,8 +255,9 @@ def _take_pending(run: str, batch_ms: int) -> dict[str, Any]:
 
 
 def export_outputs(config: LegacyRunConfig, store: Any) -> int:
-    """Write the outputs a transactional run committed to its database as batch files under ``out_dir`` (the
-    layout of the module docstring), so they read like any other run's.
+    """Write the outputs a transactional run committed to its database as batch files under ``out_dir``.
+
+    The files have the layout of the module docstring, so they read like any other run's.
 
     Returns:
         The batch files written; 0 in the other modes, whose outputs are files already.
@@ -264,8 +268,10 @@ def export_outputs(config: LegacyRunConfig, store: Any) -> int:
 
 
 def export_committed_outputs(store: Any, out_dir: str | Path) -> int:
-    """Write every output batch ``store`` (a SQL offset store) holds for its consumer as batch files under
-    ``out_dir``, replacing older copies; returns the number of files written."""
+    """Write every output batch ``store`` holds for its consumer as batch files under ``out_dir``.
+
+    ``store`` is a SQL offset store. Older copies of the files are replaced; returns the number of files written.
+    """
     rows = store.query(f"SELECT output, batch, payload FROM {OUTPUTS_TABLE} WHERE consumer = ?", (store.consumer,))
     for output, batch, payload in rows:
         write_encoded(Path(out_dir) / output, int(batch), bytes(payload))
@@ -293,8 +299,9 @@ def _from_offsets(config: LegacyRunConfig, store: Any) -> dict[str, dict | None]
 
 
 def _batch_writer(run: str, directory: Path, columns: tuple[str, ...], transactional: bool) -> Any:
-    """A ``foreachRDD`` function writing a DStream's rows as one batch file per batch time (in the
-    transactional modes: holding them for the batch's commit).
+    """A ``foreachRDD`` function writing a DStream's rows as one batch file per batch time.
+
+    In the transactional modes it holds them for the batch's commit instead.
 
     A plain function, not a callable object: PySpark's ``foreachRDD`` inspects ``func.__code__``.
     """
@@ -333,8 +340,10 @@ def _position(record: tuple) -> tuple[str, int, int]:
 
 
 def _received_ranges(rdd: Any) -> list[_Received]:
-    """The runs of consecutive offsets per partition in a receiver batch (receivers have no offset ranges;
-    a gap inside a batch shows as two runs)."""
+    """The runs of consecutive offsets per partition in a receiver batch.
+
+    Receivers have no offset ranges; a gap inside a batch shows as two runs.
+    """
     runs: list[_Received] = []
     for topic, partition, offset in sorted(set(rdd.map(_position).collect())):  # a record twice counts once
         if runs and (runs[-1].topic, runs[-1].partition, runs[-1].untilOffset) == (topic, partition, offset):
@@ -362,8 +371,11 @@ def _slide_ms(stream: Any) -> int:
 
 
 def _zero_time_ms() -> int:
-    """The running streaming context's zero time: Spark generates a DStream's RDD at batch time ``t`` only if
-    ``t - zero`` is a multiple of its slide (``DStream.isTimeValid``)."""
+    """The running streaming context's zero time.
+
+    Spark generates a DStream's RDD at batch time ``t`` only if ``t - zero`` is a multiple of its slide
+    (``DStream.isTimeValid``).
+    """
     from pyspark import SparkContext
 
     active = SparkContext._jvm.org.apache.spark.streaming.StreamingContext.getActive()  # type: ignore[union-attr]
@@ -373,8 +385,10 @@ def _zero_time_ms() -> int:
 def _committer(
     run: str, offsets: str, streams: Mapping[str, Any], progress: Mapping[str, Path], outputs: Mapping[str, int]
 ) -> Any:
-    """The batch's last output operation: check every output of the batch completed, commit its offsets where
-    the run keeps them (receivers: their group commits by itself), then write progress.
+    """The batch's last output operation: check its outputs completed, commit its offsets, write progress.
+
+    Every output of the batch must have completed. The offsets are committed where the run keeps them
+    (receivers: their group commits by itself).
 
     ``outputs`` maps each output to its DStream's slide: a windowed output sliding slower than the batches
     has no output operation in the batches between its slides (Spark generates no job), so it is awaited
@@ -393,17 +407,19 @@ def _committer(
 
 
 def _commit_batch(
-    run: str, offsets: str, handles: Mapping[str, Any], progress: Mapping[str, str], outputs: Iterable[str], batch_ms: int
+    run: str, offsets: str, handles: Mapping[str, Any], progress: Mapping[str, str], outputs: Iterable[str],
+    batch_ms: int,
 ) -> None:
     batch = _take_pending(run, batch_ms)
     ranges: dict[str, list] = batch["ranges"]
     # Spark runs a batch's later output operations even when an earlier one failed: commit nothing then.
     missing = sorted(set(outputs) - batch["written"]) + sorted(set(progress) - set(ranges))
     if missing:
-        raise LegacyError(
+        msg = (
             f"batch {batch_ms}: {', '.join(missing)} did not complete, so its offsets are not committed and the "
             "batch is not marked done; the error of the failed output operation is in the driver log"
         )
+        raise LegacyError(msg)
     every = [r for name in sorted(ranges) for r in ranges[name]]
     if offsets in TRANSACTIONAL:
         _commit_transaction(_store_of(run), batch_ms, every, batch["outputs"])
@@ -434,11 +450,13 @@ def _commit_transaction(store: Any, batch_ms: int, ranges: list, outputs: list) 
         stored = tx.stored_offsets()
         if any(stored.get((t, p), first) != first for t, p, first, _ in ranges):
             committed = tx.execute(
-                f"SELECT COUNT(*) FROM {OUTPUTS_TABLE} WHERE consumer = {mark} AND batch = {mark}", (store.consumer, batch_ms)
+                f"SELECT COUNT(*) FROM {OUTPUTS_TABLE} WHERE consumer = {mark} AND batch = {mark}",
+                (store.consumer, batch_ms),
             ).fetchone()[0]
             if committed:
                 tx.executemany(
-                    f'UPDATE {OFFSETS_TABLE} SET until_offset = {mark} WHERE consumer = {mark} AND topic = {mark} AND "partition" = {mark}',
+                    f"UPDATE {OFFSETS_TABLE} SET until_offset = {mark} "
+                    f'WHERE consumer = {mark} AND topic = {mark} AND "partition" = {mark}',
                     [(first, store.consumer, t, p) for t, p, first, _ in ranges],
                 )
         tx.executemany(
@@ -511,7 +529,8 @@ def create_context(sc: Any, config: LegacyRunConfig, store: Any = None) -> Any:
     if config.offsets in ("zookeeper", *TRANSACTIONAL):
         _store_of(run)
     store = store if store is not None else _STORES.get(run)
-    ssc = StreamingContext(sc, config.batch_seconds)
+    # pyspark types batchDuration as int, but takes fractional seconds (it sends int(seconds * 1000) ms).
+    ssc = StreamingContext(sc, config.batch_seconds)  # type: ignore[arg-type]
     ssc.checkpoint(str(config.checkpoint_dir))
     receiver = config.stream == "receiver"
     raw = _receiver_inputs(ssc, config) if receiver else _direct_inputs(ssc, config, store)
@@ -552,9 +571,11 @@ def read_progress(out_dir: str | Path) -> pd.DataFrame:
 
 
 class _ProgressPoll:
-    """:func:`read_progress` for a poll loop: each call reads only the progress files that are new or were
-    replaced since the last (a regenerated batch replaces its file), not every file of the run again. Rows
-    come input by input, batch file by batch file, in name order."""
+    """:func:`read_progress` for a poll loop: each call reads only the progress files new or replaced since the last.
+
+    A regenerated batch replaces its file; the run's other files are not read again. Rows come input by input,
+    batch file by batch file, in name order.
+    """
 
     def __init__(self, out_dir: str | Path) -> None:
         self._out = Path(out_dir)
@@ -619,10 +640,13 @@ def await_progress(
         progress = poll.rows()
         if not progress.empty:
             reached = {
-                (t, int(p)): int(u) for (t, p), u in progress.groupby(["topic", "partition"])["until_offset"].max().items()
+                (t, int(p)): int(u)
+                for (t, p), u in progress.groupby(["topic", "partition"])["until_offset"].max().items()
             }
             done = [
-                progress.loc[(progress["topic"] == t) & (progress["partition"] == p) & (progress["until_offset"] >= end), "batch"].min()
+                progress.loc[
+                    (progress["topic"] == t) & (progress["partition"] == p) & (progress["until_offset"] >= end), "batch"
+                ].min()
                 for t, parts in end_offsets.items()
                 for p, end in parts.items()
             ]
@@ -633,11 +657,10 @@ def await_progress(
                     return int(later[extra_batches - 1]) if extra_batches else at
         if time.monotonic() > deadline:
             expected = {(t, p): e for t, parts in end_offsets.items() for p, e in parts.items()}
-            raise RunTimeout(
+            msg = (
                 f"legacy run did not finish within {timeout_s:.0f} s: reached offsets {reached}, expected "
                 f"{expected} plus {extra_batches} more batch(es). Check the driver log; raise the timeout for "
-                "larger datasets.",
-                reached=reached,
-                expected=expected,
+                "larger datasets."
             )
+            raise RunTimeout(msg, reached=reached, expected=expected)
         time.sleep(poll_s)

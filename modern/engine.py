@@ -71,8 +71,10 @@ class ModernEngine:
         return spark_session(config.app_name, config.master)
 
     def start(self, spark: Any, config: DriverConfig, *, recover: bool = False) -> ModernRun:
-        """Start every job's query; each continues from its ``checkpointLocation`` whatever ``recover`` says
-        (a query always resumes its checkpoint)."""
+        """Start every job's query; each continues from its ``checkpointLocation`` whatever ``recover`` says.
+
+        A query always resumes its checkpoint.
+        """
         run_config = ModernRunConfig(
             config.bootstrap_servers, config.topics, config.out_dir, config.checkpoint_dir, config.dataset,
             config.jobs, trigger=config.trigger, source_options=config.source_options,

@@ -25,7 +25,7 @@ import dataclasses
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -201,8 +201,10 @@ class ModernCheckpoint:
 
     @property
     def uncommitted_batch_id(self) -> int | None:
-        """The newest batch if it was planned (offsets written) but not committed: a restart runs it again with
-        the same offsets. None when the newest batch is committed."""
+        """The newest batch if it was planned (offsets written) but not committed; None when it is committed.
+
+        A restart runs that batch again with the same offsets.
+        """
         if not self.batches or self.batches[-1].committed:
             return None
         return self.batches[-1].batch_id
@@ -221,8 +223,10 @@ class ModernCheckpoint:
 
 
 def list_query_checkpoints(directory: str | Path) -> list[Path]:
-    """The immediate subdirectories of ``directory`` that are query checkpoints (hold ``offsets/`` or
-    ``metadata``), sorted by name: the kit's runners write one per query, ``<checkpoint_dir>/<query name>``.
+    """The immediate subdirectories of ``directory`` that are query checkpoints, sorted by name.
+
+    A query checkpoint holds ``offsets/`` or ``metadata``. The kit's runners write one per query,
+    ``<checkpoint_dir>/<query name>``.
 
     Raises:
         CheckpointNotFound: ``directory`` does not exist or is a file.
@@ -551,12 +555,12 @@ def _time(ms: int | None) -> str:
         return "-"
     if ms == 0:
         return "0"
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
 def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return [indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    return [indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
 
 
 def _span(values: tuple[int, ...] | list[int]) -> str:

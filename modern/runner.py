@@ -122,15 +122,18 @@ def read_progress(out_dir: str | Path, name: str) -> list[dict]:
 
 
 def late_dropped(out_dir: str | Path, name: str) -> int:
-    """Rows query ``name``'s stateful operators dropped as later than the watermark (Spark's
-    ``numRowsDroppedByWatermark``, summed over batches and operators).
+    """Rows query ``name``'s stateful operators dropped as later than the watermark.
+
+    This is Spark's ``numRowsDroppedByWatermark``, summed over batches and operators.
 
     Spark counts the rows *entering* the operator: after partial aggregation for aggregations, so for a
     windowed count it can be fewer than the records dropped (several late records of one key and window in
     one batch count once).
     """
     return sum(
-        op.get("numRowsDroppedByWatermark", 0) for p in read_progress(out_dir, name) for op in p.get("stateOperators", [])
+        op.get("numRowsDroppedByWatermark", 0)
+        for p in read_progress(out_dir, name)
+        for op in p.get("stateOperators", [])
     )
 
 
@@ -150,17 +153,16 @@ def continue_totals(frame: Any, seed: Any, spec: workloads.WorkloadSpec) -> Any:
 
     carry = spec.carry
     if carry.how != "totals":
-        raise ConfigError(
-            f"{spec.name}: its state cannot be continued from the legacy job's rows ({carry.how}: {carry.note})",
-            field="initial_state", expected="a workload whose carry is 'totals'", actual=carry.how,
-        )
+        msg = f"{spec.name}: its state cannot be continued from the legacy job's rows ({carry.how}: {carry.note})"
+        raise ConfigError(msg, field="initial_state", expected="a workload whose carry is 'totals'", actual=carry.how)
     needed = [*spec.key_columns, *carry.sum_columns, "last_input_ts"]
     missing = [c for c in needed if c not in seed.columns]
     if missing:
-        raise ConfigError(
+        msg = (
             f"{spec.name}: the initial state lacks the columns {missing}; it needs {needed} (dmk cutover --seed-state "
-            "writes them)", field="initial_state", expected=needed, actual=list(seed.columns),
+            "writes them)"
         )
+        raise ConfigError(msg, field="initial_state", expected=needed, actual=list(seed.columns))
     if not seed.take(1):
         return frame  # nothing to continue from (the legacy job completed no batch with records)
     prior = seed.select(
@@ -174,14 +176,17 @@ def continue_totals(frame: Any, seed: Any, spec: workloads.WorkloadSpec) -> Any:
 
 
 def _process_all_available(name: str, query: Any, timeout_s: float) -> None:
-    """``query.processAllAvailable()`` within ``timeout_s``: Spark's own call has no timeout, so it runs in a
-    thread that stopping the query ends (it then raises there, which is ignored)."""
+    """``query.processAllAvailable()`` within ``timeout_s``.
+
+    Spark's own call has no timeout, so it runs in a thread that stopping the query ends (it then raises there,
+    which is ignored).
+    """
     errors: list[BaseException] = []
 
     def wait() -> None:
         try:
             query.processAllAvailable()
-        except BaseException as err:  # surfaced below unless the wait timed out
+        except BaseException as err:  # noqa: BLE001 - any failure is surfaced below unless the wait timed out
             errors.append(err)
 
     waiter = threading.Thread(target=wait, name=f"dmk-process-all-{name}", daemon=True)
@@ -240,13 +245,13 @@ class ModernRun:
             writers[job.name] = self._writer(frame, job.name, job.spec.output_mode)
         if not in_parse:
             for name in list(source.used):
-                writers[f"dead_letters.{name}"] = self._writer(source.dead_letters(name), f"dead_letters.{name}", "append")
+                writers[f"dead_letters.{name}"] = self._writer(
+                    source.dead_letters(name), f"dead_letters.{name}", "append"
+                )
         unknown = sorted(set(config.initial_state) - set(writers))
         if unknown:
-            raise ConfigError(
-                f"initial_state names {unknown}, which are not jobs of this run; the jobs are {sorted(writers)}",
-                field="initial_state", expected=sorted(writers), actual=unknown,
-            )
+            msg = f"initial_state names {unknown}, which are not jobs of this run; the jobs are {sorted(writers)}"
+            raise ConfigError(msg, field="initial_state", expected=sorted(writers), actual=unknown)
         self._log = _ProgressLog(Path(config.out_dir) / "progress", set(writers))
         self.spark.streams.addListener(self._log.listener)
         for name, writer in writers.items():
@@ -265,9 +270,10 @@ class ModernRun:
     def await_offsets(
         self, end_offsets: Mapping[str, Mapping[int, int]], *, timeout_s: float, extra_batches: int = 2
     ) -> None:
-        """Wait until every query has processed its topics up to ``end_offsets``, then until it is idle
-        (``processAllAvailable``: the no-data batch that applies the last watermark has run too; that batch is
-        what the legacy runner's ``extra_batches`` stand for, so the argument is accepted and not needed).
+        """Wait until every query has processed its topics up to ``end_offsets``, then until it is idle.
+
+        Idle is ``processAllAvailable``: the no-data batch that applies the last watermark has run too. That
+        batch is what the legacy runner's ``extra_batches`` stand for, so the argument is accepted and not needed.
 
         Raises:
             StreamingQueryException: a query failed (Spark's exception, with its message).
@@ -287,10 +293,13 @@ class ModernRun:
                     _process_all_available(name, query, deadline - time.monotonic())
                     del pending[name]
             if pending and time.monotonic() > deadline:
-                raise RunTimeout(
+                msg = (
                     f"modern queries {sorted(pending)} did not reach the end offsets {dict(end_offsets)} within "
                     f"{timeout_s:.0f} s; they reached {({n: self._reached(q) for n, q in pending.items()})}. "
-                    "Check the driver log; raise the timeout for larger datasets.",
+                    "Check the driver log; raise the timeout for larger datasets."
+                )
+                raise RunTimeout(
+                    msg,
                     reached={n: self._reached(q) for n, q in pending.items()},
                     expected={t: dict(e) for t, e in end_offsets.items()},
                 )

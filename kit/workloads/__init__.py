@@ -32,7 +32,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -182,24 +182,16 @@ class WorkloadSpec:
         """
         chosen = {v.name: v for v in self.variants(engine)}
         if name not in chosen:
-            raise ConfigError(
-                f"workload {self.name!r} has no {engine} variant {name!r}; it has {', '.join(chosen)}.",
-                field="variant",
-                expected=tuple(chosen),
-                actual=name,
-            )
+            msg = f"workload {self.name!r} has no {engine} variant {name!r}; it has {', '.join(chosen)}."
+            raise ConfigError(msg, field="variant", expected=tuple(chosen), actual=name)
         return chosen[name]
 
     def check_inputs(self, topics: Mapping[str, str]) -> None:
         """Raise :class:`~kit.errors.ConfigError` unless ``topics`` (input name → topic) covers every input."""
         missing = [name for name in self.inputs if name not in topics]
         if missing:
-            raise ConfigError(
-                f"workload {self.name!r} reads inputs {list(self.inputs)}; no topic given for {missing}.",
-                field="topics",
-                expected=self.inputs,
-                actual=tuple(topics),
-            )
+            msg = f"workload {self.name!r} reads inputs {list(self.inputs)}; no topic given for {missing}."
+            raise ConfigError(msg, field="topics", expected=self.inputs, actual=tuple(topics))
 
     def route(self, frame: pd.DataFrame) -> pd.Series:
         """Input name of each row of a dataset frame (all ``inputs[0]`` for a single-input workload)."""
@@ -221,23 +213,22 @@ def load_ref(ref: str, what: str = "object") -> object:
     """
     module_name, colon, attribute = ref.partition(":")
     if not colon or not module_name or not attribute:
-        raise ConfigError(
-            f"{what} {ref!r} is not a reference of the form package.module:name.",
-            field=what, expected="package.module:name", actual=ref,
-        )
+        msg = f"{what} {ref!r} is not a reference of the form package.module:name."
+        raise ConfigError(msg, field=what, expected="package.module:name", actual=ref)
     try:
         module = importlib.import_module(module_name)
     except ImportError as err:
-        raise ConfigError(
+        msg = (
             f"{what} {ref!r}: cannot import {module_name!r} ({err}). Run from the directory that holds it, or "
-            "install it, so that this Python and Spark's Python workers can import it.",
-            field=what, expected="an importable module", actual=module_name,
-        ) from None
+            "install it, so that this Python and Spark's Python workers can import it."
+        )
+        raise ConfigError(msg, field=what, expected="an importable module", actual=module_name) from None
     target: object = module
     for part in attribute.split("."):
         if not hasattr(target, part):
+            msg = f"{what} {ref!r}: module {module_name!r} has no {attribute!r}."
             raise ConfigError(
-                f"{what} {ref!r}: module {module_name!r} has no {attribute!r}.",
+                msg,
                 field=what, expected=attribute, actual=sorted(n for n in dir(module) if not n.startswith("_")),
             )
         target = getattr(target, part)
@@ -254,19 +245,15 @@ def get(name: str) -> WorkloadSpec:
     if ":" in name:
         spec = load_ref(name, "workload")
         if not isinstance(spec, WorkloadSpec):
-            raise ConfigError(
-                f"workload {name!r} is a {type(spec).__name__}, not a kit.workloads.WorkloadSpec.",
-                field="workload", expected="WorkloadSpec", actual=type(spec).__name__,
-            )
+            msg = f"workload {name!r} is a {type(spec).__name__}, not a kit.workloads.WorkloadSpec."
+            raise ConfigError(msg, field="workload", expected="WorkloadSpec", actual=type(spec).__name__)
         return spec
     if name not in NAMES:
-        raise ConfigError(
+        msg = (
             f"unknown workload {name!r}; the workloads are: {', '.join(NAMES)} (or your own spec, given as "
-            "package.module:SPEC).",
-            field="workload",
-            expected=NAMES,
-            actual=name,
+            "package.module:SPEC)."
         )
+        raise ConfigError(msg, field="workload", expected=NAMES, actual=name)
     return importlib.import_module(f"kit.workloads.{name}").SPEC
 
 
@@ -308,11 +295,13 @@ def resolve(
     if callable(variant) or ":" in variant:
         build = load_ref(variant, f"{engine} job") if isinstance(variant, str) else variant
         if not callable(build):
-            raise ConfigError(f"{engine} job {variant!r} is not a function.", field=f"{engine} job", actual=variant)
+            msg = f"{engine} job {variant!r} is not a function."
+            raise ConfigError(msg, field=f"{engine} job", actual=variant)
         return Job(spec, spec.name, build, True)
     chosen = spec.variant(engine, variant)
     if ":" in chosen.function:
-        build = load_ref(chosen.function, f"{engine} job")
+        # A spec's variant names its builder function; load_ref is typed for any object.
+        build = cast(Callable, load_ref(chosen.function, f"{engine} job"))
     else:
         build = getattr(builders(spec.name), chosen.function)
     return Job(spec, job_id(spec.name, variant), build, chosen.equivalent)
@@ -333,10 +322,10 @@ def parse_dataset(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """
     good: list[dict] = []
     bad: list[tuple[int, str]] = []
-    for seq, value in zip(frame["seq"].tolist(), frame["value"].tolist()):
+    for seq, value in zip(frame["seq"].tolist(), frame["value"].tolist(), strict=True):
         event, reason = parse_event(value)
         if event is None:
-            bad.append((seq, reason))
+            bad.append((seq, cast(str, reason)))  # parse_event gives a reason whenever it gives no event
         else:
             good.append({"seq": seq, **{name: event[name] for name in REQUIRED_FIELDS}})
     events = pd.DataFrame(good, columns=["seq", *REQUIRED_FIELDS])

@@ -24,8 +24,8 @@ import zlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from kit.dataset import DatasetSpec
 from kit import workloads
+from kit.dataset import DatasetSpec
 from kit.errors import ConfigError
 from kit.events import parse_event
 
@@ -104,12 +104,8 @@ class Source:
             ConfigError: ``name`` is not an input of this run.
         """
         if name not in self._raw:
-            raise ConfigError(
-                f"workload asked for input {name!r}, but this run has only {sorted(self._raw)}.",
-                field="input",
-                expected=tuple(sorted(self._raw)),
-                actual=name,
-            )
+            msg = f"workload asked for input {name!r}, but this run has only {sorted(self._raw)}."
+            raise ConfigError(msg, field="input", expected=tuple(sorted(self._raw)), actual=name)
         if name not in self._parsed:
             # Parsed once per batch and cached: the workload and the dead-letter output both read it. Read in
             # no more tasks than the cluster has cores (see _at_most_one_task_per_core).
@@ -147,8 +143,9 @@ def event_time_operator(
     step: Callable[[Any, list[dict], int], tuple[Any, list, list]],
     shards: int = 4,
 ) -> tuple[Any, Any]:
-    """Run ``step`` over keyed state with a global event-time watermark: Structured Streaming's stateful
-    operator model, on DStreams.
+    """Run ``step`` over keyed state with a global event-time watermark.
+
+    This is Structured Streaming's stateful operator model, on DStreams.
 
     The watermark of batch N is the largest ``event_time`` of batches 0..N-1 minus ``delay_ms`` (Spark
     computes it the same way; it stays :data:`NO_WATERMARK` until events arrive). It is kept in
@@ -187,8 +184,10 @@ def event_time_operator(
 
 
 def resolve(workload: str | workloads.WorkloadSpec, variant: str | Callable = "default") -> workloads.Job:
-    """The job running ``variant`` of ``workload`` here: a variant of the spec (a builder in
-    ``legacy.workloads.<workload>``), or your own builder (``fn(ssc, source) -> DStream``, or its ``package.module:name``).
+    """The job running ``variant`` of ``workload`` here.
+
+    ``variant`` is a variant of the spec (a builder in ``legacy.workloads.<workload>``), or your own builder
+    (``fn(ssc, source) -> DStream``, or its ``package.module:name``).
 
     Raises:
         ConfigError: unknown workload or variant, or a reference that cannot be imported.

@@ -31,8 +31,8 @@ from typing import Any
 
 import pandas as pd
 
-from kit.dataset import DatasetSpec
 from kit import workloads
+from kit.dataset import DatasetSpec
 from kit.errors import ConfigError
 from kit.events import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, REQUIRED_FIELDS, parse_event
 
@@ -83,8 +83,10 @@ def _parse_values(values: pd.Series) -> pd.DataFrame:
 
 
 def _parse_and_dead_letter(directories: Mapping[str, str] | None) -> Any:
-    """The pandas UDF function of :func:`parse_value`: ``parse_event`` over the values it is sent and, given
-    directories (topic → directory), the malformed records written to their topic's directory as it finds them.
+    """The pandas UDF function of :func:`parse_value`: ``parse_event`` over the values it is sent.
+
+    Given ``directories`` (topic → directory), it also writes the malformed records to their topic's directory
+    as it finds them.
 
     The rows it is not sent (parsed in the JVM) come with a null topic. The dead letters are keyed files
     (:func:`kit.sink.write_keyed`): a task that runs again (a retried task, a batch re-run after a restart)
@@ -118,8 +120,9 @@ def _parse_and_dead_letter(directories: Mapping[str, str] | None) -> Any:
 
 def parse_value(value: Any, coordinates: tuple[Any, Any, Any] | None = None,
                 dead_letters: Mapping[str, str] | None = None) -> Any:
-    """The Column of :func:`kit.events.parse_event` over a binary ``value`` Column: a struct of the event
-    fields and ``reason`` (null for a valid event), exactly as ``parse_event`` decides.
+    """The Column of :func:`kit.events.parse_event` over a binary ``value`` Column, exactly as it decides.
+
+    The Column is a struct of the event fields and ``reason`` (null for a valid event).
 
     Valid records of the form :data:`CANONICAL_EVENT` are parsed in the JVM; the pandas UDF sees only the
     others' values (nulls cost next to nothing to ship to Python).
@@ -136,14 +139,19 @@ def parse_value(value: Any, coordinates: tuple[Any, Any, Any] | None = None,
     text = value.cast("string")
     canonical = F.coalesce(F.is_valid_utf8(text) & text.rlike(CANONICAL_EVENT), F.lit(False))
     fields = F.from_json(text, _EVENT_SCHEMA)
-    in_jvm = canonical & F.coalesce(fields["event_time"].between(EVENT_TIME_MIN_MS, EVENT_TIME_MAX_MS - 1), F.lit(False))
+    in_jvm = canonical & F.coalesce(
+        fields["event_time"].between(EVENT_TIME_MIN_MS, EVENT_TIME_MAX_MS - 1), F.lit(False)
+    )
     parsed_in_jvm = F.struct(
         *(fields[name].alias(name) for name in REQUIRED_FIELDS), F.lit(None).cast("string").alias("reason")
     )
-    udf = F.pandas_udf(_parse_and_dead_letter(dead_letters), _PARSED)
+    # PySpark's stubs lack the form that infers the UDF's kind from the function's type hints (no functionType).
+    udf = F.pandas_udf(_parse_and_dead_letter(dead_letters), _PARSED)  # type: ignore[call-overload]
     if dead_letters:
         udf = udf.asNondeterministic()
-    topic, partition, offset = coordinates or (F.lit(None).cast("string"), F.lit(None).cast("int"), F.lit(None).cast("long"))
+    topic, partition, offset = coordinates or (
+        F.lit(None).cast("string"), F.lit(None).cast("int"), F.lit(None).cast("long")
+    )
     sent = ~in_jvm
     in_python = udf(F.when(sent, topic), F.when(sent, partition), F.when(sent, offset), F.when(sent, value))
     return F.when(in_jvm, parsed_in_jvm).otherwise(in_python)
@@ -189,12 +197,8 @@ class Source:
 
         for name in names:
             if name not in self.topics:
-                raise ConfigError(
-                    f"workload asked for input {name!r}, but this run has only {sorted(self.topics)}.",
-                    field="input",
-                    expected=tuple(sorted(self.topics)),
-                    actual=name,
-                )
+                msg = f"workload asked for input {name!r}, but this run has only {sorted(self.topics)}."
+                raise ConfigError(msg, field="input", expected=tuple(sorted(self.topics)), actual=name)
             if name not in self.used:
                 self.used.append(name)
         fmt = source_format(self.spark)
@@ -211,9 +215,13 @@ class Source:
             reader = reader.option(option, value)
         directories = None
         if self.dead_letter_root is not None and with_dead_letters:
-            directories = {self.topics[name]: str(Path(self.dead_letter_root) / f"dead_letters.{name}") for name in names}
+            directories = {
+                self.topics[name]: str(Path(self.dead_letter_root) / f"dead_letters.{name}") for name in names
+            }
         parsed = parse_value(F.col("value"), (F.col("topic"), F.col("partition"), F.col("offset")), directories)
-        return reader.load().select("topic", "partition", "offset", F.col("timestamp").alias("kafka_ts"), parsed.alias("p"))
+        return reader.load().select(
+            "topic", "partition", "offset", F.col("timestamp").alias("kafka_ts"), parsed.alias("p")
+        )
 
     def events(self, name: str = "events") -> Any:
         """The valid events of input ``name``: a streaming DataFrame with :data:`EVENT_COLUMNS`.
@@ -224,8 +232,9 @@ class Source:
         return self.events_together(name)
 
     def events_together(self, *names: str) -> Any:
-        """The valid events of several inputs from *one* Kafka source subscribed to all their topics
-        (tell them apart by ``topic``, see :attr:`topics`).
+        """The valid events of several inputs from *one* Kafka source subscribed to all their topics.
+
+        Tell them apart by ``topic`` (see :attr:`topics`).
 
         A source applies ``maxOffsetsPerTrigger`` on its own; with one source per input, a backlog makes
         each read the same number of records per micro-batch, so the busier input falls behind the other
@@ -261,8 +270,10 @@ class Source:
 
 
 def resolve(workload: str | workloads.WorkloadSpec, variant: str | Callable = "default") -> workloads.Job:
-    """The job running ``variant`` of ``workload`` here: a variant of the spec (a builder in
-    ``modern.workloads.<workload>``), or your own builder (``fn(spark, source) -> DataFrame``, or its ``package.module:name``).
+    """The job running ``variant`` of ``workload`` here.
+
+    ``variant`` is a variant of the spec (a builder in ``modern.workloads.<workload>``), or your own builder
+    (``fn(spark, source) -> DataFrame``, or its ``package.module:name``).
 
     Raises:
         ConfigError: unknown workload or variant, or a reference that cannot be imported.
