@@ -28,7 +28,10 @@ import pandas as pd
 from kit.dataset import DatasetSpec
 from kit.workloads import OracleResult, WorkloadSpec, parse_dataset, sorted_rows
 
-__all__ = ["SPEC", "oracle"]
+__all__ = ["SPEC", "WATERMARK_DELAY_MS", "oracle"]
+
+WATERMARK_DELAY_MS = 5_000
+"""The allowed lateness: ``SPEC.watermark_delay_ms`` as an int (the field is None for workloads without event time)."""
 
 
 def oracle(frame: pd.DataFrame, dataset: DatasetSpec) -> OracleResult:
@@ -47,6 +50,6 @@ SPEC = WorkloadSpec(
     value_columns=("user", "key", "event_time"),
     output_mode="append",
     granularity="one row per distinct event_id",
-    watermark_delay_ms=5_000,
+    watermark_delay_ms=WATERMARK_DELAY_MS,
     oracle=oracle,
 )

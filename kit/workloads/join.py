@@ -40,6 +40,8 @@ from kit.workloads import OracleResult, WorkloadSpec, parse_dataset, sorted_rows
 
 WITHIN_MS = 60_000
 """A click joins impressions at most this long before it (inclusive)."""
+WATERMARK_DELAY_MS = 5_000
+"""The allowed lateness: ``SPEC.watermark_delay_ms`` as an int (the field is None for workloads without event time)."""
 
 
 def route(frame: pd.DataFrame) -> pd.Series:
@@ -85,7 +87,7 @@ SPEC = WorkloadSpec(
     value_columns=("ad_id", "user", "impression_time", "click_time"),
     output_mode="append",
     granularity="every (impression, click) pair",
-    watermark_delay_ms=5_000,
+    watermark_delay_ms=WATERMARK_DELAY_MS,
     oracle=oracle,
     router=route,
 )

@@ -28,7 +28,10 @@ import pandas as pd
 from kit.dataset import DatasetSpec
 from kit.workloads import OracleResult, Variant, WorkloadSpec, parse_dataset, sorted_rows
 
-__all__ = ["SPEC", "merge_session", "oracle"]
+__all__ = ["SPEC", "WATERMARK_DELAY_MS", "merge_session", "oracle"]
+
+WATERMARK_DELAY_MS = 5_000
+"""The allowed lateness: ``SPEC.watermark_delay_ms`` as an int (the field is None for workloads without event time)."""
 
 
 def merge_session(sessions: list[list[int]], t: int, kafka_ts: int, gap_ms: int) -> list[list[int]]:
@@ -77,7 +80,7 @@ SPEC = WorkloadSpec(
     value_columns=("session_end", "events"),
     output_mode="append",
     granularity="per session (user, start), emitted once when the watermark passes its end",
-    watermark_delay_ms=5_000,
+    watermark_delay_ms=WATERMARK_DELAY_MS,
     oracle=oracle,
     modern=(
         Variant("default", "build", note="groupBy(user, session_window(event_time, gap)).count(), append mode"),

@@ -30,12 +30,13 @@ import pandas as pd
 from kit.dataset import DatasetSpec
 from kit.workloads import OracleResult, Variant, WorkloadSpec, parse_dataset, sorted_rows, window_starts
 
-__all__ = ["SPEC", "WINDOWS", "late_detail", "oracle"]
+__all__ = ["SPEC", "WATERMARK_DELAY_MS", "WINDOWS", "late_detail", "oracle"]
 
 WINDOWS: tuple[tuple[str, int, int], ...] = (("tumbling", 10_000, 10_000), ("sliding", 10_000, 5_000))
 """``(window_kind, size_ms, slide_ms)`` of every window kind the workload counts in."""
 
-_WATERMARK_DELAY_MS = 5_000  # SPEC.watermark_delay_ms, as an int (the field is None for other workloads)
+WATERMARK_DELAY_MS = 5_000
+"""The allowed lateness: ``SPEC.watermark_delay_ms`` as an int (the field is None for workloads without event time)."""
 
 
 def late_detail(kind: str, window_start: int) -> str:
@@ -46,7 +47,7 @@ def late_detail(kind: str, window_start: int) -> str:
 def oracle(frame: pd.DataFrame, dataset: DatasetSpec) -> OracleResult:
     """Count valid events per key and window; drop them from windows already behind the watermark."""
     events, rejects = parse_dataset(frame)
-    delay = _WATERMARK_DELAY_MS
+    delay = WATERMARK_DELAY_MS
     final_watermark = int(events["event_time"].max()) - delay if len(events) else -(2**62)
     counted, late = [], []
     for kind, size, slide in WINDOWS:
@@ -80,7 +81,7 @@ SPEC = WorkloadSpec(
     value_columns=("count",),
     output_mode="append",
     granularity="count per key per event-time window (each window emitted once, when final)",
-    watermark_delay_ms=_WATERMARK_DELAY_MS,
+    watermark_delay_ms=WATERMARK_DELAY_MS,
     oracle=oracle,
     legacy=(
         Variant("default", "build"),

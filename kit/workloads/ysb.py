@@ -27,12 +27,13 @@ import pandas as pd
 from kit.dataset import DatasetSpec, ad_campaigns
 from kit.workloads import OracleResult, WorkloadSpec, parse_dataset, sorted_rows
 
-__all__ = ["SPEC", "WINDOW_MS", "oracle"]
+__all__ = ["SPEC", "WATERMARK_DELAY_MS", "WINDOW_MS", "oracle"]
 
 WINDOW_MS = 10_000
 """Size of the tumbling event-time windows."""
 
-_WATERMARK_DELAY_MS = 5_000  # SPEC.watermark_delay_ms, as an int (the field is None for other workloads)
+WATERMARK_DELAY_MS = 5_000
+"""The allowed lateness: ``SPEC.watermark_delay_ms`` as an int (the field is None for workloads without event time)."""
 
 
 def oracle(frame: pd.DataFrame, dataset: DatasetSpec) -> OracleResult:
@@ -44,8 +45,8 @@ def oracle(frame: pd.DataFrame, dataset: DatasetSpec) -> OracleResult:
     # The watermark comes from the joined views only: recompute the running maximum over them.
     times = views["event_time"].to_numpy(dtype=np.int64)
     prior_max = np.concatenate([[-(2**62)], np.maximum.accumulate(times)[:-1]]) if len(times) else times
-    watermark_then = prior_max - _WATERMARK_DELAY_MS
-    final_watermark = int(times.max()) - _WATERMARK_DELAY_MS if len(times) else -(2**62)
+    watermark_then = prior_max - WATERMARK_DELAY_MS
+    final_watermark = int(times.max()) - WATERMARK_DELAY_MS if len(times) else -(2**62)
     views["window_start"] = times - times % WINDOW_MS
     ends = views["window_start"].to_numpy() + WINDOW_MS
     too_late = ends <= watermark_then
@@ -63,6 +64,6 @@ SPEC = WorkloadSpec(
     value_columns=("count",),
     output_mode="append",
     granularity="view count per campaign per event-time window (each window emitted once, when final)",
-    watermark_delay_ms=_WATERMARK_DELAY_MS,
+    watermark_delay_ms=WATERMARK_DELAY_MS,
     oracle=oracle,
 )

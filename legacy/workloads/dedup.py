@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from kit.workloads.dedup import SPEC
+from kit.workloads.dedup import WATERMARK_DELAY_MS
 from legacy.workloads import event_time_operator
 
 __all__ = ["build"]
@@ -42,9 +42,9 @@ def _step(state: dict | None, new: list[dict], watermark: int, *, delay_ms: int)
 
 
 def build(ssc: Any, source: Any) -> Any:
-    step = functools.partial(_step, delay_ms=SPEC.watermark_delay_ms)
+    step = functools.partial(_step, delay_ms=WATERMARK_DELAY_MS)
     rows, late = event_time_operator(
-        source.events(), delay_ms=SPEC.watermark_delay_ms, key=lambda e: e["event_id"], step=step
+        source.events(), delay_ms=WATERMARK_DELAY_MS, key=lambda e: e["event_id"], step=step
     )
     source.drop_late(late)
     return rows

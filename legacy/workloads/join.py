@@ -38,7 +38,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from kit.workloads.join import SPEC, WITHIN_MS
+from kit.workloads.join import WATERMARK_DELAY_MS, WITHIN_MS
 from legacy.workloads import NO_WATERMARK
 
 __all__ = ["WINDOW_SLACK_S", "build", "window_seconds"]
@@ -49,7 +49,7 @@ WINDOW_SLACK_S = 10
 
 def window_seconds(batch_s: float) -> float:
     """The windowed join's length for a batch interval: 60 s + allowed lateness + slack, in whole batches."""
-    needed = WITHIN_MS / 1000 + SPEC.watermark_delay_ms / 1000 + WINDOW_SLACK_S
+    needed = WITHIN_MS / 1000 + WATERMARK_DELAY_MS / 1000 + WINDOW_SLACK_S
     return math.ceil(needed / batch_s) * batch_s
 
 
@@ -124,7 +124,7 @@ def build(ssc: Any, source: Any) -> Any:
     clicks = source.events("clicks").filter(lambda e: e["event_type"] == "click")
     events = views.union(clicks)
     marks = events.map(lambda e: (0, (_side(e), e["event_time"]))).updateStateByKey(
-        partial(_advance, SPEC.watermark_delay_ms), numPartitions=1
+        partial(_advance, WATERMARK_DELAY_MS), numPartitions=1
     )
     judged = events.transformWith(_judge, marks)
     source.drop_late(judged.filter(lambda p: not p[0]).map(lambda p: (p[1], None)))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from kit.workloads.sessions import SPEC, merge_session
+from kit.workloads.sessions import WATERMARK_DELAY_MS, merge_session
 from legacy.workloads import event_time_operator
 
 __all__ = ["build"]
@@ -51,7 +51,7 @@ def _step(state: dict | None, new: list[dict], watermark: int, *, gap_ms: int) -
 def build(ssc: Any, source: Any) -> Any:
     step = functools.partial(_step, gap_ms=source.dataset.session_gap_ms)
     rows, late = event_time_operator(
-        source.events(), delay_ms=SPEC.watermark_delay_ms, key=lambda e: e["user"], step=step
+        source.events(), delay_ms=WATERMARK_DELAY_MS, key=lambda e: e["user"], step=step
     )
     source.drop_late(late)
     return rows

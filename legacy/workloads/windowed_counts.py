@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kit.workloads.windowed_counts import SPEC, WINDOWS, late_detail
+from kit.workloads.windowed_counts import WATERMARK_DELAY_MS, WINDOWS, late_detail
 from legacy.workloads import event_time_operator
 
 __all__ = ["build", "build_naive"]
@@ -52,7 +52,7 @@ def _count_windows(state: dict | None, events: list[dict], watermark: int) -> tu
 
 def build(ssc: Any, source: Any) -> Any:
     rows, late = event_time_operator(
-        source.events(), delay_ms=SPEC.watermark_delay_ms, key=lambda e: e["key"], step=_count_windows
+        source.events(), delay_ms=WATERMARK_DELAY_MS, key=lambda e: e["key"], step=_count_windows
     )
     source.drop_late(late)
     return rows

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from kit.dataset import ad_campaigns
-from kit.workloads.ysb import SPEC, WINDOW_MS
+from kit.workloads.ysb import WATERMARK_DELAY_MS, WINDOW_MS
 from legacy.workloads import event_time_operator
 
 __all__ = ["build"]
@@ -66,7 +66,7 @@ def build(ssc: Any, source: Any) -> Any:
         .map(lambda kv: {**kv[1][0], "campaign_id": kv[1][1]})
     )
     rows, late = event_time_operator(
-        views, delay_ms=SPEC.watermark_delay_ms, key=lambda v: v["campaign_id"], step=_count_windows
+        views, delay_ms=WATERMARK_DELAY_MS, key=lambda v: v["campaign_id"], step=_count_windows
     )
     source.drop_late(late)
     return rows
