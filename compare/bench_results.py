@@ -243,8 +243,8 @@ def render_markdown(results: dict) -> str:
     lines += ["", f"## Latency at {load} (ms, output row emitted − newest input's Kafka timestamp)",
               "", "Per setting also: the median processing time of a batch with records and of one without (legacy), "
               "and the largest scheduling delay (legacy batches wait behind earlier ones).", "",
-              "| engine | workload | batches | input records/s | p50 | p95 | p99 | batch ms | idle batch ms "
-              "| max scheduling delay ms |",
+              "| engine | workload | batch interval or trigger | input records/s | p50 | p95 | p99 | batch ms "
+              "| idle batch ms | max scheduling delay ms |",
               "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for engine, by_workload in results["engines"].items():
         for workload, r in by_workload.items():

@@ -102,7 +102,7 @@ class PositionSource:
             return f"checkpoint {self.where}"
         if self.kind == "kafka":
             return f"Kafka consumer group {self.where!r}"
-        from legacy.offsets import redacted_dsn
+        from kit.engine import redacted_dsn
 
         where = redacted_dsn(self.where) if self.kind == "postgresql" else self.where
         return f"{self.kind} store {where} (job {self.consumer!r})"
