@@ -46,7 +46,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from kit.errors import KitError
+from kit.errors import ConfigError, KitError
 
 if TYPE_CHECKING:
     from legacy.inspect import LegacyCheckpoint
@@ -85,15 +85,17 @@ def _progress() -> Progress:
 
 
 @contextmanager
-def _progress_task(description: str, total: int):
-    """Yield an ``update(done, acknowledged)`` callback driving one progress bar."""
+def _progress_task(description: str, total: int | None):
+    """Yield an ``update(done, acknowledged, total=)`` callback driving one progress bar (total: once known)."""
     with _progress() as progress:
         task = progress.add_task(description, total=total, rate="")
         started = time.monotonic()
 
-        def update(done: int, acknowledged: int | None = None) -> None:
+        def update(done: int, acknowledged: int | None = None, *, total: int | None = None) -> None:
             shown = acknowledged if acknowledged is not None else done
             elapsed = max(time.monotonic() - started, 1e-9)
+            if total is not None:
+                progress.update(task, total=total)
             progress.update(task, completed=shown, rate=f"{shown / elapsed:,.0f} rec/s")
 
         yield update
@@ -186,8 +188,35 @@ def _print_replay(result) -> None:
     console.print(table)
 
 
+def cmd_capture(args: argparse.Namespace) -> int:
+    from kit.capture import Position, capture
+
+    start = Position.parse(args.from_) if args.from_ else None
+    end = Position.parse(args.until) if args.until else None
+    partitions = [int(p) for p in args.partitions.split(",") if p.strip()] if args.partitions else None
+    with _kafka(args) as bootstrap_servers, _progress_task(f"capture {args.topic} → {args.out}", None) as update:
+        result = capture(bootstrap_servers, args.topic, args.out, partitions=partitions, start=start, end=end,
+                         max_records=args.max_records, on_progress=lambda done, most: update(done, total=most))
+    table = Table(title=f"captured {args.topic!r} into {result.path}")
+    for column in ("partition", "from offset", "until offset", "records"):
+        table.add_column(column, justify="right")
+    for partition, (first, until) in sorted(result.ranges.items()):
+        table.add_row(str(partition), str(first), str(until), f"{result.counts[partition]:,}")
+    table.add_row("all", "", "", f"{result.records:,}")
+    console.print(table)
+    return 0
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
+    from kit.capture import is_capture
+
+    if is_capture(args.file):
+        return _replay_capture(args)
     from kit.replay import ReplaySettings
+
+    if args.speed is not None:
+        msg = f"--speed replays a capture's own timing; {args.file} is a dataset (dmk gen): use --rate"
+        raise ConfigError(msg)
 
     settings = ReplaySettings(
         topic=args.topic,
@@ -207,6 +236,24 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.log:
         result.log.to_parquet(args.log, index=False)
         console.print(f"per-record produce log: {args.log}")
+    return 0
+
+
+def _replay_capture(args: argparse.Namespace) -> int:
+    from kit.capture import read_capture, replay_capture
+
+    frame = read_capture(args.file)
+    speed = None if args.rate is not None else (args.speed or 1.0)
+    with _kafka(args) as bootstrap_servers:
+        with _progress_task(f"replay capture → {args.topic}", len(frame)) as update:
+            result = replay_capture(frame, bootstrap_servers, args.topic, speed=speed, rate_rps=args.rate,
+                                    partitions=args.partitions, on_progress=update)
+        if not args.bootstrap_servers:
+            err_console.print(
+                "[yellow]note: the embedded broker stops with this command, and its data with it; "
+                "run `dmk broker start` and pass --bootstrap-servers to keep a topic[/yellow]"
+            )
+    _print_replay(result)
     return 0
 
 
@@ -639,11 +686,28 @@ def build_parser() -> argparse.ArgumentParser:
         gen.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, help=text + " (default: profile's)")
     gen.set_defaults(func=cmd_gen)
 
-    rep = commands.add_parser("replay", help="produce a dataset file into a Kafka topic")
-    rep.add_argument("file", help="dataset file written by `dmk gen`")
+    cap = commands.add_parser("capture", help="snapshot a Kafka topic into a file, exactly (for dmk replay)")
+    cap.add_argument("topic", help="the topic to capture")
+    cap.add_argument("--out", required=True, help="capture file: .jsonl or .parquet (a manifest is written next to it)")
+    cap.add_argument("--partitions", help="comma-separated partitions (default: every one)")
+    cap.add_argument("--from", dest="from_", metavar="POSITION",
+                     help="start: an offset (1200), ts:<epoch ms> or an ISO time (2026-11-25T10:00:00Z); "
+                          "default the beginning")
+    cap.add_argument("--until", metavar="POSITION", help="end (exclusive), as --from; default the end at start-up")
+    cap.add_argument("--max-records", type=int, help="at most this many records from each partition")
+    _add_bootstrap(cap)
+    cap.set_defaults(func=cmd_capture)
+
+    rep = commands.add_parser("replay", help="produce a dataset file or a capture into a Kafka topic")
+    rep.add_argument("file", help="dataset file written by `dmk gen`, or a capture written by `dmk capture`")
     rep.add_argument("--topic", required=True, help="target topic (created if absent)")
-    rep.add_argument("--partitions", type=int, help="partitions of a new topic (default: the dataset's)")
-    rep.add_argument("--rate", type=float, help="target records/s (default: as fast as possible)")
+    rep.add_argument("--partitions", type=int,
+                     help="partitions of a new topic (default: the dataset's, or the capture's highest + 1)")
+    rep.add_argument("--rate", type=float, help="target records/s (default: as fast as possible; a capture: its own "
+                                                "timing)")
+    rep.add_argument("--speed", type=float,
+                     help="a capture: replay its records' original inter-arrival times this many times faster "
+                          "(default 1: as captured)")
     rep.add_argument(
         "--timestamps", choices=["produce", "event"], default="produce",
         help="record timestamp: produce time (default) or the event time",

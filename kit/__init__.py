@@ -9,6 +9,7 @@ Modules (import them directly; this package imports nothing heavy on purpose):
     kit.events   — the event contract (parse_event)
     kit.dataset  — DatasetSpec, generate, read/write dataset files
     kit.replay   — replay a dataset into a topic
+    kit.capture  — capture a topic into a file, exactly, and replay it
 """
 
 __all__: list[str] = []

@@ -59,6 +59,11 @@ class ReplaySettings:
         rate_rps: target records per second (token bucket); None sends as fast as the broker acknowledges.
         timestamps: record timestamp = ``"produce"`` time (default) or the dataset's ``"event"`` time.
         partition_by: ``"key"`` (default), ``"field"`` or ``"seq"`` (see the module docstring).
+        headers: ``"produced_at"`` (default): each record gets the :data:`PRODUCED_AT_HEADER` header;
+            ``"frame"``: the frame's ``headers`` column (a capture's own headers, :mod:`kit.capture`), as they are.
+        speed: pace by the frame's own timing instead of a rate: a record is sent ``(arrival − first arrival) /
+            speed`` after the start, its arrival being the frame's ``arrival_ms`` column (else ``timestamp_ms``).
+            None (default): no such pacing. Not with ``rate_rps``.
         acks: producer acks, default ``"all"``.
         flush_timeout_s: how long to wait for the last acknowledgements (default 120 s).
     """
@@ -68,6 +73,8 @@ class ReplaySettings:
     rate_rps: float | None = None
     timestamps: Literal["produce", "event"] = "produce"
     partition_by: Literal["key", "field", "seq"] = "key"
+    headers: Literal["produced_at", "frame"] = "produced_at"
+    speed: float | None = None
     acks: str | int = "all"
     flush_timeout_s: float = 120.0
 
@@ -83,6 +90,12 @@ class ReplaySettings:
             raise ConfigError(msg)
         if self.timestamps not in ("produce", "event"):
             msg = f"timestamps must be 'produce' or 'event', got {self.timestamps!r}"
+            raise ConfigError(msg)
+        if self.headers not in ("produced_at", "frame"):
+            msg = f"headers must be 'produced_at' or 'frame', got {self.headers!r}"
+            raise ConfigError(msg)
+        if self.speed is not None and (not self.speed > 0 or self.rate_rps is not None):
+            msg = f"speed must be > 0 and goes without rate_rps, got speed={self.speed}, rate_rps={self.rate_rps}"
             raise ConfigError(msg)
         if self.partition_by not in ("key", "field", "seq"):
             msg = f"partition_by must be 'key', 'field' or 'seq', got {self.partition_by!r}"
@@ -211,6 +224,15 @@ def _partitions_for(frame: pd.DataFrame, settings: ReplaySettings, partitions: i
     )
 
 
+def _due_seconds(frame: pd.DataFrame, speed: float) -> np.ndarray:
+    """Seconds after the start at which each row is due, from the frame's own timing scaled by ``speed``."""
+    column = "arrival_ms" if "arrival_ms" in frame else "timestamp_ms"
+    arrival = frame[column].to_numpy(dtype=np.int64)
+    if not len(arrival):
+        return np.zeros(0)
+    return np.maximum.accumulate(arrival - arrival[0]) / 1000.0 / speed
+
+
 def _default_partitions(frame: pd.DataFrame) -> int:
     if "partition" in frame and len(frame) and not frame["partition"].isna().all():
         return int(frame["partition"].max()) + 1
@@ -253,6 +275,8 @@ def replay(
         values = frame["value"].tolist()
         event_ts = frame["timestamp_ms"].to_numpy(dtype=np.int64) if settings.timestamps == "event" else None
         bucket = TokenBucket(settings.rate_rps) if settings.rate_rps else None
+        frame_headers = frame["headers"].tolist() if settings.headers == "frame" else None
+        due_s = _due_seconds(frame, settings.speed) if settings.speed is not None else None
         sender = kafka.sender(
             acks=settings.acks, linger_ms=5, batch_size=512 * 1024, max_block_s=settings.flush_timeout_s
         )
@@ -262,6 +286,8 @@ def replay(
             for seq in range(n):
                 if bucket is not None:
                     bucket.acquire()
+                elif due_s is not None and (wait := started + due_s[seq] - time.monotonic()) > 0:
+                    time.sleep(wait)
                 now_ms = time.time_ns() // 1_000_000
                 produced_ms[seq] = now_ms
                 try:
@@ -271,7 +297,8 @@ def replay(
                         value=values[seq],
                         partition=int(targets[seq]),
                         timestamp_ms=int(event_ts[seq]) if event_ts is not None else now_ms,
-                        headers=[(PRODUCED_AT_HEADER, str(now_ms).encode())],
+                        headers=(list(frame_headers[seq]) if frame_headers is not None
+                                 else [(PRODUCED_AT_HEADER, str(now_ms).encode())]),
                         on_done=functools.partial(acks.done, seq),
                     )
                 except Exception as exc:  # noqa: BLE001 - any send failure is counted and reported below
