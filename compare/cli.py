@@ -448,6 +448,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     with progress:
         result = run_compare(settings, update, on_broker_start=_announce_embedded_broker)
     _print_summary(result.out_dir, result.metrics)
+    if not result.metrics["faults_injected"]:
+        err_console.print("[red]INCOMPLETE: not every requested fault was injected; see report.md[/red]")
+        return 1
     return 0 if result.equivalent else 1
 
 

@@ -201,10 +201,14 @@ def render(run_dir: Path) -> tuple[Path, Path]:
     ]
     if settings.get("kill_driver") or settings.get("pause_broker_s"):
         md += [
-            f"Faults: driver SIGKILLed {settings.get('kill_driver')} time(s) per engine and restarted from its "
-            f"checkpoint; broker paused {settings.get('pause_broker_s')} s per replay.",
+            f"Faults asked for: driver SIGKILLed {settings.get('kill_driver')} time(s) per engine and restarted from "
+            f"its checkpoint; broker paused {settings.get('pause_broker_s')} s per replay. Injected: "
+            + "; ".join(_faults_injected(name, e) for name, e in metrics.get("engines", {}).items()) + ".",
             "",
         ]
+        if metrics.get("faults_injected") is False:
+            md += ["**INCOMPLETE: not every requested fault was injected, so the run did not test what was asked.**",
+                   ""]
     md += ["| figure | legacy | modern | oracle |", "|---|---:|---:|---:|"]
     md += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
     md += ["", "## Plots", ""]
@@ -248,3 +252,12 @@ td:first-child,th:first-child{{text-align:left}}.verdict{{color:{color};font-wei
     html_path = run_dir / "report.html"
     html_path.write_text(page, encoding="utf-8")
     return md_path, html_path
+
+
+def _faults_injected(engine: str, figures: dict) -> str:
+    """One engine's injected faults in words: kill and pause times, and how many came after the replay."""
+    kills = ", ".join(f"{t:g} s" for t in figures.get("kills_at_s", [])) or "none"
+    pauses = ", ".join(f"{t:g} s" for t in figures.get("broker_paused_at_s", [])) or "none"
+    late = figures.get("faults_after_replay", 0)
+    after = f" ({late} after the replay ended, before the drain)" if late else ""
+    return f"{engine} killed at {kills}, broker paused at {pauses}{after}"

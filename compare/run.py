@@ -143,6 +143,7 @@ def _measure(
             "restarts": outcome.restarts,
             "kills_at_s": outcome.kills,
             "broker_paused_at_s": outcome.pauses,
+            "faults_after_replay": outcome.faults_after_replay,
             "lost_rows": lost,
             "duplicated_rows": duplicated,
             "input_records_lost": never,
@@ -160,6 +161,11 @@ def _measure(
             bool(diff.equivalent) and all(e["dead_letters"] == len(oracle.dead_letters) for e in engines.values())
         ),
         "engines_agree": bool(diff.between.equal),
+        # Every requested fault was injected on every engine (else the run did not test what was asked).
+        "faults_injected": all(
+            len(o.kills) == settings.kill_driver and len(o.pauses) == (1 if settings.pause_broker_s else 0)
+            for o in outcomes.values()
+        ),
         "oracle": {
             "rows": len(oracle.rows),
             "dead_letters": len(oracle.dead_letters),

@@ -79,6 +79,8 @@ class EngineOutcome:
     done_ms: int = 0
     checkpoint_dir: Path | None = None
     """The engine's checkpoint root when it is a local directory (None for a URI)."""
+    faults_after_replay: int = 0
+    """Planned faults injected after the replay ended (their time came after it), before the drain."""
 
 
 class DriverProcess:
@@ -304,33 +306,39 @@ def _replay_with_faults(
     expected_s: float,
     outcome: EngineOutcome,
 ) -> ReplayResult:
-    """Run the replay while killing/restarting the driver and pausing the broker as planned."""
-    kills = _fault_plan(settings, engine, expected_s)
-    pause_at = expected_s / 2 if settings.pause_broker_s else None
+    """Run the replay while killing/restarting the driver and pausing the broker as planned.
+
+    Every planned fault is injected: one whose time the replay outlived (a restart that took longer than the
+    rest of the replay, a replay faster than planned) is injected right after the replay, before the drain,
+    and counted in :attr:`EngineOutcome.faults_after_replay`. A fault is done one at a time: a kill waits for
+    the restarted driver to be ready before the next.
+    """
+    plan = sorted([(t, "kill") for t in _fault_plan(settings, engine, expected_s)]
+                  + ([(expected_s / 2, "pause")] if settings.pause_broker_s else []))
     errors: list[BaseException] = []
     finished = threading.Event()
     started = time.monotonic()
 
+    def inject(kind: str) -> None:
+        at = round(time.monotonic() - started, 2)
+        if kind == "kill":
+            outcome.kills.append(at)
+            driver.kill()
+            driver.start()
+            driver.wait_for(READY, settings.timeout_s)
+        elif kafka.broker is not None:  # settings refuse a pause without the embedded broker
+            outcome.pauses.append(at)
+            kafka.broker.pause()
+            try:
+                time.sleep(settings.pause_broker_s)
+            finally:
+                kafka.broker.resume()
+
     def faults() -> None:
         try:
-            pending = list(kills)
-            paused = pause_at is None
-            while not finished.is_set() and (pending or not paused):
-                now = time.monotonic() - started
-                if pending and now >= pending[0]:
-                    pending.pop(0)
-                    outcome.kills.append(round(now, 2))
-                    driver.kill()
-                    driver.start()
-                    driver.wait_for(READY, settings.timeout_s)
-                elif not paused and pause_at is not None and now >= pause_at and kafka.broker is not None:
-                    paused = True
-                    outcome.pauses.append(round(now, 2))
-                    kafka.broker.pause()
-                    try:
-                        time.sleep(settings.pause_broker_s)
-                    finally:
-                        kafka.broker.resume()
+            while plan and not finished.is_set():
+                if time.monotonic() - started >= plan[0][0]:
+                    inject(plan.pop(0)[1])
                 time.sleep(0.05)
         except BaseException as err:  # noqa: BLE001 - any failure is surfaced after the replay, in the caller
             errors.append(err)
@@ -344,5 +352,7 @@ def _replay_with_faults(
         thread.join()
     if errors:
         raise errors[0]
+    while plan:  # the replay ended first: the rest now, so the run does what was asked
+        outcome.faults_after_replay += 1
+        inject(plan.pop(0)[1])
     return result
-

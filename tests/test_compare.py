@@ -74,7 +74,8 @@ def test_compare_with_a_driver_killed_loses_and_duplicates_nothing(
         # The restarted driver resumed: its log holds two starts.
         assert (out / engine / "driver.log").read_text().count("--- driver start") == 2
     _check_run_directory(out, metrics)
-    assert "EQUIVALENT" in printed
+    assert "EQUIVALENT" in printed and metrics["faults_injected"]
+    assert "Injected: legacy killed at" in (out / "report.md").read_text()
 
     # dmk report re-renders from the run directory alone.
     (out / "report.md").unlink()
@@ -103,6 +104,45 @@ def test_report_shows_a_difference(tmp_path: Path) -> None:
     assert "DIFFERENT" in text and "modern_vs_oracle: missing (1 rows)" in text and "1,875" in text
     assert "| lost output rows | 0 | 1 | – |" in text
     assert main(["report", str(tmp_path)]) == 1
+
+
+def test_faults_the_replay_outlives_are_injected_after_it(tmp_path: Path) -> None:
+    """A restart slower than the rest of the replay used to drop the kills still planned (the run then said
+    EQUIVALENT with fewer kills than asked): they are injected after the replay now, and counted."""
+    from compare.settings import CompareSettings
+    from compare.supervise import READY, EngineOutcome, _replay_with_faults
+    from kit.broker import KafkaEndpoint
+
+    events: list[str] = []
+
+    class Driver:
+        def kill(self) -> None:
+            events.append("kill")
+
+        def start(self) -> None:
+            events.append("start")
+
+        def wait_for(self, name: str, timeout_s: float) -> None:
+            events.append(name)
+
+    class Broker:
+        def pause(self) -> None:
+            events.append("pause")
+
+        def resume(self) -> None:
+            events.append("resume")
+
+    settings = CompareSettings("running_counts", out_dir=tmp_path / "run", kill_driver=2, pause_broker_s=0.01, seed=3)
+    outcome = EngineOutcome("legacy", tmp_path, replay=None)  # type: ignore[arg-type]
+    result = _replay_with_faults("legacy", settings, Driver(), KafkaEndpoint("127.0.0.1:1", Broker()),  # type: ignore[arg-type]
+                                 lambda: "replayed", 60.0, outcome)  # type: ignore[arg-type, return-value]
+    assert result == "replayed"
+    assert (len(outcome.kills), len(outcome.pauses), outcome.faults_after_replay) == (2, 1, 3)
+    assert events.count("kill") == 2 and events.count(READY) == 2 and events.count("pause") == 1
+    # Each kill restarts the driver and waits until it is ready before the next fault.
+    for i, event in enumerate(events):
+        if event == "kill":
+            assert events[i + 1:i + 3] == ["start", READY]
 
 
 def test_input_coverage_counts_records_never_processed_and_processed_twice() -> None:
