@@ -65,8 +65,9 @@ class DriverConfig:
         topics: input name → topic.
         out_dir: the run's output root (layout: :mod:`legacy.runner`, :mod:`modern.runner`).
         checkpoint_dir: the run's checkpoint directory (a local path or a URI every node reaches).
-        dataset: the spec of the replayed dataset (its event-time rules: lateness, watermark delay).
-        jobs: ``(workload, variant)`` pairs; default variant ``"default"``.
+        dataset: the spec of the replayed dataset (its event-time rules: lateness, watermark delay); the kit's
+            engines need it, a team's job script (:mod:`compare.jobs`) has none. Default: none.
+        jobs: ``(workload, variant)`` pairs of the kit's engines. Default: none.
         app_name: the Spark application name of a driver process. Default ``"dmk"``.
         master: the Spark master of a driver process (default ``$DMK_SPARK_MASTER`` or ``local[2]``).
         timeout_s: bound on every wait of the run (start, drain, the last batches). Default 600.
@@ -97,8 +98,8 @@ class DriverConfig:
     topics: Mapping[str, str]
     out_dir: str
     checkpoint_dir: str
-    dataset: DatasetSpec
-    jobs: Jobs
+    dataset: DatasetSpec | None = None
+    jobs: Jobs = ()
     app_name: str = "dmk"
     master: str | None = None
     timeout_s: float = 600.0
@@ -117,6 +118,17 @@ class DriverConfig:
     source_options: Mapping[str, Any] = field(default_factory=dict)
     initial_state: Mapping[str, str] = field(default_factory=dict)
     sys_path: tuple[str, ...] = ()
+
+    def require_dataset(self) -> DatasetSpec:
+        """The dataset spec, which the kit's engines need.
+
+        Raises:
+            ConfigError: the config has none.
+        """
+        if self.dataset is None:
+            msg = f"a {self.engine} run of the kit's workloads needs the replayed dataset's spec (dataset=DatasetSpec)"
+            raise ConfigError(msg, field="dataset", expected="a DatasetSpec", actual=None)
+        return self.dataset
 
     def to_json(self) -> str:
         """The config as a JSON object (``jobs`` must be names or references, not objects).
@@ -162,8 +174,8 @@ class DriverConfig:
         if missing:
             msg = f"the driver config lacks {missing}"
             raise ConfigError(msg, field="config", expected=sorted(required), actual=sorted(raw))
-        raw["dataset"] = DatasetSpec.from_dict(raw["dataset"])
-        raw["jobs"] = tuple(tuple(job) for job in raw["jobs"])
+        raw["dataset"] = DatasetSpec.from_dict(raw["dataset"]) if raw.get("dataset") is not None else None
+        raw["jobs"] = tuple(tuple(job) for job in raw.get("jobs", ()))
         raw["sys_path"] = tuple(raw.get("sys_path", ()))
         return cls(**raw)
 

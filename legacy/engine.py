@@ -83,7 +83,7 @@ def batch_listener(out: Path) -> Any:
 
 def _run_config(config: DriverConfig, checkpoint: str) -> LegacyRunConfig:
     return LegacyRunConfig(
-        config.bootstrap_servers, config.topics, config.out_dir, checkpoint, config.dataset, config.jobs,
+        config.bootstrap_servers, config.topics, config.out_dir, checkpoint, config.require_dataset(), config.jobs,
         batch_seconds=config.batch_seconds, kafka_params=config.kafka_params, offsets=config.offsets,
         offset_store=config.offset_store, stream=config.stream, job_name=config.job_name,
     )

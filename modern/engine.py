@@ -76,7 +76,7 @@ class ModernEngine:
         A query always resumes its checkpoint.
         """
         run_config = ModernRunConfig(
-            config.bootstrap_servers, config.topics, config.out_dir, config.checkpoint_dir, config.dataset,
+            config.bootstrap_servers, config.topics, config.out_dir, config.checkpoint_dir, config.require_dataset(),
             config.jobs, trigger=config.trigger, source_options=config.source_options,
             initial_state=config.initial_state,
         )
