@@ -454,6 +454,33 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0 if result.equivalent else 1
 
 
+def cmd_compare_jobs(args: argparse.Namespace) -> int:
+    from compare.jobs import JobsSettings, compare_jobs
+
+    settings = JobsSettings(
+        input_file=args.input, key=tuple(k.strip() for k in args.key.split(",") if k.strip()), legacy=args.legacy,
+        modern=args.modern, out_dir=Path(args.out or f"runs/jobs-{time.strftime('%Y%m%dT%H%M%S')}"), mode=args.mode,
+        output=args.output, partitions=args.partitions, rate_rps=args.rate, speed=args.speed, oracle=args.oracle,
+        settle_batches=args.settle_batches, bootstrap_servers=args.bootstrap_servers, timeout_s=args.timeout,
+    )
+    progress, update = _compare_progress()
+    with progress:
+        result = compare_jobs(settings, update, on_broker_start=_announce_embedded_broker)
+    jobs = result.metrics["jobs"]
+    metrics = result.metrics
+    table = Table(title=f"{metrics['input']}: {metrics['records']:,} records, by {', '.join(settings.key)}")
+    for column in ("figure", "legacy", "modern"):
+        table.add_column(column, justify="left" if column == "figure" else "right")
+    for label, key in (("output rows", "output_rows"), ("rows compared", "rows_compared"), ("seconds", "seconds")):
+        table.add_row(label, f"{jobs['legacy'][key]:,}", f"{jobs['modern'][key]:,}")
+    console.print(table)
+    if result.metrics["summary"]:
+        console.print(result.metrics["summary"], markup=False)
+    verdict = "[green]EQUIVALENT[/green]" if result.equivalent else "[red]DIFFERENT[/red]"
+    console.print(f"{verdict}  report: {result.out_dir / 'report.md'}  metrics: {result.out_dir / 'metrics.json'}")
+    return 0 if result.equivalent else 1
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from compare.report import load_metrics, render
 
@@ -778,6 +805,33 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--broker-port", type=int, help="port of the embedded broker (default: a free one)")
     _add_bootstrap(cmp)
     cmp.set_defaults(func=cmd_compare)
+
+    jobs = commands.add_parser(
+        "compare-jobs", help="your own DStream job and its Structured Streaming rewrite, unmodified, on a capture",
+        description="Run two job scripts, each in its own process with the kit's stand-ins (pyspark.streaming.kafka; "
+                    "format('kafka') without Spark's connector), on one replay each of a capture (dmk capture), and "
+                    "compare their outputs by key. Placeholders: {bootstrap}, {topic}, {output_topic}, {output_dir}, "
+                    "{checkpoint}. Exit 0 if equivalent, 1 if not, 2 on bad input or a job that crashed "
+                    "(docs/compare.md).")
+    jobs.add_argument("--input", required=True, metavar="FILE", help="a capture written by dmk capture")
+    jobs.add_argument("--key", required=True, metavar="COL[,COL]", help="the output's key fields")
+    jobs.add_argument("--legacy", required=True, metavar="CMD", help='e.g. "python jobs/legacy.py {bootstrap} {topic} '
+                      '{output_topic} {checkpoint}"')
+    jobs.add_argument("--modern", required=True, metavar="CMD", help="the Structured Streaming job's command, likewise")
+    jobs.add_argument("--mode", choices=("final", "all"), default="final",
+                      help="final: the last row per key (default); all: every row, as a multiset")
+    jobs.add_argument("--output", choices=("topic", "dir"), default="topic",
+                      help="where the jobs write: {output_topic} (JSON values, default) or files under {output_dir}")
+    jobs.add_argument("--out", help="run directory (default runs/jobs-<time>)")
+    jobs.add_argument("--partitions", type=int, help="input topic partitions (default: the capture's)")
+    jobs.add_argument("--rate", type=float, help="replay at this many records/s (default: as fast as possible)")
+    jobs.add_argument("--speed", type=float, help="replay the capture's own timing this many times faster")
+    jobs.add_argument("--oracle", metavar="MOD:FN", help="fn(capture frame) -> the expected rows (pandas)")
+    jobs.add_argument("--settle-batches", type=int, default=2,
+                      help="batches a DStream job must complete after consuming its input (default 2)")
+    jobs.add_argument("--timeout", type=float, default=600.0, help="bound on each wait, in seconds (default 600)")
+    _add_bootstrap(jobs)
+    jobs.set_defaults(func=cmd_compare_jobs)
 
     rpt = commands.add_parser("report", help="re-render report.md and report.html of a compare run directory")
     rpt.add_argument("run_dir", metavar="RUN_DIR")

@@ -14,6 +14,10 @@ Fixtures:
     ``assert_equivalent``   ``assert_equivalent(legacy_fn, modern_fn, dataset, oracle=None, *, spec=None)``: runs
                             both jobs on a live replay of ``dataset`` and fails with a readable three-way diff
                             unless both equal the oracle (and each other).
+    ``assert_jobs_equivalent``  ``assert_jobs_equivalent(legacy_cmd, modern_cmd, input_file, key=..., mode="final",
+                            **settings)``: your two job scripts, unmodified, on a capture (``dmk compare-jobs``);
+                            fails with the first differing keys unless their outputs agree. Returns the
+                            :class:`compare.jobs.JobsResult`.
 
 Example (``tests/test_my_migration.py``)::
 
@@ -179,5 +183,31 @@ def assert_equivalent(kafka_broker: str, spark: Any, tmp_path: Path) -> Callable
             )
             raise OutputsDiffer(msg, diff.legacy if not diff.legacy.equal else diff.modern)
         return diff
+
+    return check
+
+
+@pytest.fixture
+def assert_jobs_equivalent(kafka_broker: str, tmp_path: Path) -> Callable[..., Any]:
+    """``assert_jobs_equivalent(legacy_cmd, modern_cmd, input_file, key=..., mode="final", **settings)``.
+
+    Runs both job commands as ``dmk compare-jobs`` does (each its own process, the kit's stand-ins
+    installed) on one replay each of ``input_file`` (a ``dmk capture`` file), on the session's Kafka.
+    ``key`` is a column name or a tuple of them; ``settings`` are further :class:`compare.jobs.JobsSettings`
+    fields (``output``, ``oracle``, ``rate_rps``...). Fails with the run's report unless the outputs agree.
+    """
+    from compare.diff import OutputsDiffer
+    from compare.jobs import JobsSettings, compare_jobs
+
+    def check(legacy_cmd: str, modern_cmd: str, input_file: str | os.PathLike[str], *, key: str | tuple[str, ...],
+              mode: str = "final", **settings: Any) -> Any:
+        keys = (key,) if isinstance(key, str) else tuple(key)
+        result = compare_jobs(JobsSettings(
+            input_file=str(input_file), key=keys, legacy=legacy_cmd, modern=modern_cmd, mode=mode,
+            out_dir=tmp_path / f"jobs-{uuid.uuid4().hex[:6]}", bootstrap_servers=kafka_broker, **settings,
+        ))
+        if not result.equivalent:
+            raise OutputsDiffer((result.out_dir / "report.md").read_text(encoding="utf-8"), result.diff)
+        return result
 
     return check

@@ -80,6 +80,10 @@ def test_the_registry_holds_both_engines_and_refuses_impostors() -> None:
     assert [get_engine(name).name for name in ENGINES] == ["legacy", "modern"]
     assert all(isinstance(get_engine(name), Engine) for name in ENGINES)
     assert (get_engine("legacy").batches_by_clock, get_engine("modern").batches_by_clock) == (True, False)
+    from compare.jobs import ScriptEngine
+
+    script = ScriptEngine("legacy", "python job.py {bootstrap} {topic} {output_topic}")
+    assert isinstance(script, Engine) and script.batches_by_clock
     with pytest.raises(ConfigError, match="unknown engine 'spark1'; the engines are: legacy, modern"):
         get_engine("spark1")
     with pytest.raises(ConfigError, match="does not implement kit.engine.Engine"):

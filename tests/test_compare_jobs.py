@@ -1,0 +1,156 @@
+"""``dmk compare-jobs``: a team's own job scripts, unmodified, on a captured topic (examples/orders).
+
+The jobs run as their own processes with their own Spark, as ``dmk compare-jobs`` runs them; the bad-input
+tests use tiny scripts that start no Spark.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from compare.cli import main
+from compare.diff import OutputsDiffer
+from compare.jobs import _read_dir, _shape
+from examples.orders import expected_revenue, orders
+from kit.capture import capture, read_capture
+from kit.errors import ConfigError
+from kit.kafka import Kafka
+
+REPO = Path(__file__).resolve().parents[1]
+LEGACY = "python examples/orders/legacy_job.py {bootstrap} {topic} {output_topic} {checkpoint}"
+MODERN = "python examples/orders/modern_job.py {bootstrap} {topic} {output_topic} {checkpoint}"
+WRONG = "python examples/orders/modern_wrong.py {bootstrap} {topic} {output_topic} {checkpoint}"
+
+
+@pytest.fixture(scope="module")
+def captured(kafka_broker: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """1,500 orders (malformed ones among them) produced into a 3-partition topic, then captured."""
+    topic = f"orders-{tmp_path_factory.getbasetemp().name}"
+    with Kafka(kafka_broker) as kafka:
+        kafka.create_topic(topic, 3)
+        sender = kafka.sender(acks="all")
+        try:
+            for i, (key, value) in enumerate(orders(1_500)):
+                sender.send(topic, key=key, value=value, partition=i % 3)
+            assert sender.flush(30.0) == 0
+        finally:
+            sender.close()
+    return capture(kafka_broker, topic, tmp_path_factory.mktemp("capture") / "orders.jsonl").path
+
+
+def _run(out: Path, captured: Path, bootstrap: str, modern: str, *extra: str) -> tuple[int, dict]:
+    code = main(["compare-jobs", "--input", str(captured), "--key", "customer", "--out", str(out), "--legacy", LEGACY,
+                 "--modern", modern, "--bootstrap-servers", bootstrap, "--timeout", "300", *extra])
+    metrics = json.loads((out / "metrics.json").read_text()) if (out / "metrics.json").exists() else {}
+    return code, metrics
+
+
+@pytest.mark.kafka
+def test_the_example_pair_is_equivalent_on_a_captured_topic(
+    kafka_broker: str, captured: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REPO)
+    code, metrics = _run(tmp_path / "run", captured, kafka_broker, MODERN, "--oracle", "examples.orders:expected_revenue")
+    expected = expected_revenue(read_capture(captured))
+    assert code == 0 and metrics["equivalent"], (tmp_path / "run" / "report.md").read_text()
+    assert metrics["records"] == 1_500
+    assert metrics["modern_vs_legacy"] == {"rows_missing": 0, "rows_unexpected": 0, "rows_mismatched": 0,
+                                           "rows_matched": len(expected)}
+    assert metrics["oracle"]["legacy_vs_oracle"]["rows_matched"] == len(expected) == metrics["oracle"]["rows"]
+    for side in ("legacy", "modern"):
+        assert metrics["jobs"][side]["rows_compared"] == len(expected)
+        log = (tmp_path / "run" / side / "job.log").read_text()
+        assert "dmk: " in log  # the stand-in said what it stood in for
+    # The DStream job re-emits every key each batch; the query only the changed ones: both end on the totals.
+    assert metrics["jobs"]["legacy"]["output_rows"] > metrics["jobs"]["modern"]["output_rows"] >= len(expected)
+    assert "EQUIVALENT" in (tmp_path / "run" / "report.md").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.kafka
+def test_a_wrong_rewrite_is_reported_by_key(assert_jobs_equivalent, captured: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    with pytest.raises(OutputsDiffer) as caught:
+        assert_jobs_equivalent(LEGACY, WRONG, captured, key="customer")
+    frame = read_capture(captured)
+    expected = expected_revenue(frame)
+    # Exactly the customers with a multi-item order differ (the rewrite counts each order's first item only).
+    multi = set()
+    for value in frame["value"]:
+        try:
+            order = json.loads(value)
+        except (ValueError, TypeError):
+            continue
+        if (isinstance(order, dict) and isinstance(order.get("customer"), dict)
+                and isinstance(order.get("items"), list) and len(order["items"]) > 1):
+            multi.add(order["customer"]["id"])
+    diff = caught.value.diff
+    assert sorted(diff.mismatched["customer"]) == sorted(multi & set(expected["customer"])) != []
+    assert diff.missing.empty and diff.unexpected.empty
+    assert "DIFFERENT" in str(caught.value) and sorted(multi)[0] in str(caught.value)
+
+
+def _script(tmp_path: Path, body: str) -> str:
+    path = tmp_path / "job.py"
+    path.write_text(body)
+    return f"python {path} {{bootstrap}} {{topic}} {{output_topic}} {{checkpoint}}"
+
+
+@pytest.mark.kafka
+def test_a_job_that_crashes_or_never_reads_is_a_one_line_error(
+    kafka_broker: str, captured: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    crash = _script(tmp_path, "raise SystemExit('the job could not parse its arguments')\n")
+    code = main(["compare-jobs", "--input", str(captured), "--key", "customer", "--out", str(tmp_path / "a"),
+                 "--legacy", crash, "--modern", MODERN, "--bootstrap-servers", kafka_broker, "--timeout", "60"])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2 and "the legacy job exited with code 1 before it was done" in err
+    assert "the job could not parse its arguments" in err  # the tail of its log
+    idle = _script(tmp_path, "import time\ntime.sleep(600)\n")
+    code = main(["compare-jobs", "--input", str(captured), "--key", "customer", "--out", str(tmp_path / "b"),
+                 "--legacy", idle, "--modern", MODERN, "--bootstrap-servers", kafka_broker, "--timeout", "3"])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2 and "the legacy job reported no batch within 3 s" in err
+
+
+@pytest.mark.parametrize(("legacy", "message"), [
+    ("python job.py {bootstrap} {topic} {checkpoint}", "never names {output_topic}"),
+    ("python job.py {bootstrap} {topic} {output_topic} {brokers}", "names {brokers}; the placeholders are"),
+    ("spark-submit job.py {bootstrap} {topic} {output_topic}", "must run a Python script or module with python"),
+])
+def test_bad_commands_are_refused_before_anything_runs(
+    tmp_path: Path, legacy: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["compare-jobs", "--input", str(tmp_path / "x.jsonl"), "--key", "k", "--legacy", legacy,
+                 "--modern", MODERN, "--out", str(tmp_path / "run")])
+    assert code == 2 and message in " ".join(capsys.readouterr().err.split())
+
+
+def test_a_capture_that_does_not_parse_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "x.jsonl").write_text("not json\n")
+    (tmp_path / "x.jsonl.manifest.json").write_text(json.dumps({"format": "dmk-capture/1", "sha256": "0"}))
+    code = main(["compare-jobs", "--input", str(tmp_path / "x.jsonl"), "--key", "k", "--legacy", LEGACY,
+                 "--modern", MODERN, "--out", str(tmp_path / "run")])
+    assert code == 2 and "changed since it was captured" in " ".join(capsys.readouterr().err.split())
+
+
+def test_outputs_that_are_not_json_or_lack_the_key_are_named(tmp_path: Path) -> None:
+    out = tmp_path / "output"
+    (out / "batch-1").mkdir(parents=True)
+    (out / "batch-1" / "part-00000").write_text('{"customer": "c1", "revenue": 5}\n{"customer": "c2", "revenue": 7}\n')
+    (out / "batch-2").mkdir()
+    (out / "batch-2" / "part-00000").write_text('{"customer": "c1", "revenue": 9}\n')
+    (out / "batch-2" / "_SUCCESS").write_text("")
+    rows = _read_dir(out, "legacy")
+    assert _shape(rows, ("customer",), "final", "legacy").to_dict("records") == [
+        {"customer": "c1", "revenue": 9}, {"customer": "c2", "revenue": 7}]
+    assert len(_shape(rows, ("customer",), "all", "legacy")) == 3
+    with pytest.raises(ConfigError, match="has no 'client' field; it has \\['customer', 'revenue'\\]"):
+        _shape(rows, ("client",), "final", "legacy")
+    (out / "batch-3").mkdir()
+    (out / "batch-3" / "part-00000").write_text("c3,11\n")
+    with pytest.raises(ConfigError, match="batch-3/part-00000:1 is not a JSON object: 'c3,11'"):
+        _read_dir(out, "legacy")
