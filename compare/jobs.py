@@ -52,6 +52,7 @@ import pandas as pd
 
 from compare.diff import OutputDiff, diff_outputs
 from compare.errors import EngineFailed
+from compare.supervise import log_tail
 from kit import workloads
 from kit.broker import kafka_or_embedded
 from kit.capture import read_capture, replay_capture
@@ -70,7 +71,6 @@ MODES = ("final", "all")
 QUIET_S = 3.0
 """How long a query job must report no batch, after its input is consumed, to count as settled."""
 SIDES = ("legacy", "modern")
-_TAIL_LINES = 15
 
 
 @dataclass(frozen=True)
@@ -162,7 +162,7 @@ class ScriptRun:
         if self.process.poll() is not None:
             log = self.out / "job.log"
             msg = (f"the {self.engine.name} job exited with code {self.process.returncode} before it was done; last "
-                   f"lines of {log}:\n{_tail(log)}")
+                   f"lines of {log}:\n{log_tail(log)}")
             raise EngineFailed(msg, engine=self.engine.name, log=str(log))
 
     def await_started(self, timeout_s: float) -> None:
@@ -308,13 +308,6 @@ class ScriptEngine:
     def late_dropped(self, out_dir: str | Path, job: str) -> int:
         """Not known for a script (its own code decides what is late)."""
         return 0
-
-
-def _tail(path: Path, lines: int = _TAIL_LINES) -> str:
-    try:
-        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
 
 
 # -- outputs -----------------------------------------------------------------------------------------------

@@ -53,7 +53,10 @@ from kit.kafka import Kafka
 from kit.replay import ReplayResult, ReplaySettings, replay
 from kit.spark import has_scheme
 
-__all__ = ["MAX_RECOVERIES", "TRANSIENT_ERRORS", "DriverProcess", "EngineOutcome", "Progress", "run_engine_process"]
+__all__ = [
+    "MAX_RECOVERIES", "TRANSIENT_ERRORS", "DriverProcess", "EngineOutcome", "Progress", "log_tail",
+    "run_engine_process",
+]
 
 TRANSIENT_ERRORS = ("Python worker failed to connect back",)
 """Driver failures that say nothing about the job: Spark waits a fixed 10 s for a new Python process to
@@ -135,7 +138,7 @@ class DriverProcess:
             raise EngineFailed(msg, engine=self.engine, log=str(self.log_path))
         if self.process is not None and self.process.poll() is not None:
             msg = (f"the {self.engine} driver exited with code {self.process.returncode} before it was done; "
-                   f"last lines of {self.log_path}:\n{_tail(self.log_path)}")
+                   f"last lines of {self.log_path}:\n{log_tail(self.log_path)}")
             raise EngineFailed(msg, engine=self.engine, log=str(self.log_path))
 
     def wait_for(self, name: str, timeout_s: float, on_poll: Callable[[], None] | None = None) -> dict:
@@ -188,7 +191,8 @@ class DriverProcess:
                 self.kill()
 
 
-def _tail(path: Path, lines: int = 15) -> str:
+def log_tail(path: Path, lines: int = 15) -> str:
+    """The last ``lines`` lines of a log, for an error message; ``(no log)`` when it cannot be read."""
     try:
         return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
     except OSError:
