@@ -820,8 +820,10 @@ def build_parser() -> argparse.ArgumentParser:
     jobs.add_argument("--modern", required=True, metavar="CMD", help="the Structured Streaming job's command, likewise")
     jobs.add_argument("--mode", choices=("final", "all"), default="final",
                       help="final: the last row per key (default); all: every row, as a multiset")
-    jobs.add_argument("--output", choices=("topic", "dir"), default="topic",
-                      help="where the jobs write: {output_topic} (JSON values, default) or files under {output_dir}")
+    jobs.add_argument("--output", default="topic", metavar="topic|dir|sql:DSN#TABLE",
+                      help="where the jobs write: {output_topic} (JSON values, default), files under {output_dir}, or "
+                           "a table per job ({output_table} = TABLE_legacy / TABLE_modern) in the SQLite file or "
+                           "PostgreSQL database DSN ({output_dsn})")
     jobs.add_argument("--out", help="run directory (default runs/jobs-<time>)")
     jobs.add_argument("--partitions", type=int, help="input topic partitions (default: the capture's)")
     jobs.add_argument("--rate", type=float, help="replay at this many records/s (default: as fast as possible)")

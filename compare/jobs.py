@@ -17,8 +17,8 @@ other:
 The outputs are compared by ``key`` columns: ``final`` (default) takes the last row per key (a DStream job
 that re-emits its whole state and an update-mode query then compare equal), ``all`` the multiset of rows.
 An optional oracle (``module:fn``, ``fn(capture_frame) -> DataFrame``) is held against both. The run
-directory gets ``metrics.json``, ``report.md`` with the first differing keys side by side, both jobs' logs
-and their outputs as JSON lines.
+directory gets ``metrics.json``, ``report.md`` and ``report.html`` (the first differing keys side by side),
+both jobs' logs and their outputs as JSON lines.
 
 The script jobs are an engine like the others (:class:`ScriptEngine` implements :class:`kit.engine.Engine`).
 
@@ -34,6 +34,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import html
 import json
 import os
 import shlex
@@ -64,9 +65,10 @@ __all__ = [
     "MODES", "PLACEHOLDERS", "QUIET_S", "JobsResult", "JobsSettings", "ScriptEngine", "compare_jobs", "read_output",
 ]
 
-PLACEHOLDERS = ("bootstrap", "topic", "output_topic", "output_dir", "checkpoint")
+PLACEHOLDERS = ("bootstrap", "topic", "output_topic", "output_dir", "output_dsn", "output_table", "checkpoint")
 """What a job command may name: the Kafka, the replayed input topic, a fresh output topic, a fresh output
-directory and a fresh checkpoint directory (the last three per job)."""
+directory, the output database and the job's own table in it (``--output sql:DSN#TABLE``: ``TABLE_legacy``,
+``TABLE_modern``), and a fresh checkpoint directory."""
 MODES = ("final", "all")
 QUIET_S = 3.0
 """How long a query job must report no batch, after its input is consumed, to count as settled."""
@@ -84,8 +86,9 @@ class JobsSettings:
         modern: the Structured Streaming job's command.
         out_dir: the run directory (created; must be empty or absent).
         mode: ``"final"`` (last row per key, default) or ``"all"`` (every row, as a multiset).
-        output: where both jobs write: ``"topic"`` (default: ``{output_topic}``, JSON values) or ``"dir"``
-            (files under ``{output_dir}``).
+        output: where both jobs write: ``"topic"`` (default: ``{output_topic}``, JSON values), ``"dir"``
+            (files under ``{output_dir}``) or ``"sql:DSN#TABLE"`` (a table per job, ``{output_table}``, in the
+            SQLite file or PostgreSQL database ``DSN``, ``{output_dsn}``).
         partitions: partitions of the input topic (default: the capture's highest partition + 1).
         rate_rps: replay at this even rate instead of the capture's own timing.
         speed: replay the capture's timing this many times faster. Default: as fast as possible.
@@ -115,8 +118,7 @@ class JobsSettings:
             msg = f"--mode must be one of {', '.join(MODES)}, got {self.mode!r}"
             raise ConfigError(msg, field="mode", expected=MODES, actual=self.mode)
         if self.output not in ("topic", "dir"):
-            msg = f"--output must be 'topic' or 'dir', got {self.output!r}"
-            raise ConfigError(msg, field="output", expected=("topic", "dir"), actual=self.output)
+            _sql_output(self.output)
         if not self.key:
             msg = "--key needs at least one column of the jobs' output (e.g. --key customer)"
             raise ConfigError(msg, field="key", expected="column names", actual=self.key)
@@ -134,7 +136,7 @@ def _check_command(side: str, command: str, output: str) -> None:
         known = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
         msg = f"--{side} names {{{unknown[0]}}}; the placeholders are {known}"
         raise ConfigError(msg, field=side, expected=PLACEHOLDERS, actual=unknown)
-    needed = ["bootstrap", "topic", "output_topic" if output == "topic" else "output_dir"]
+    needed = ["bootstrap", "topic", {"topic": "output_topic", "dir": "output_dir"}.get(output, "output_table")]
     missing = [p for p in needed if p not in names]
     if missing:
         msg = (f"--{side} never names {{{missing[0]}}}: the job could not find its "
@@ -234,11 +236,13 @@ class ScriptEngine:
         name: the side it is compared on (``legacy``, ``modern``).
         command: the job's command with placeholders.
         kind: which stand-ins the process gets (:data:`compare.jobrun.STANDINS`). Default: ``name``.
+        output: where the job writes (:attr:`JobsSettings.output`). Default ``"topic"``.
     """
 
     name: str
     command: str
     kind: str = ""
+    output: str = "topic"
     batches_by_clock: bool = field(init=False)
 
     def __post_init__(self) -> None:
@@ -263,8 +267,10 @@ class ScriptEngine:
     def placeholders(self, config: DriverConfig) -> dict[str, str]:
         """The values of the command's placeholders for ``config`` (its single input topic)."""
         (topic,) = config.topics.values()
+        dsn, table = _sql_output(self.output) if self.output.startswith("sql:") else ("", "dmk_output")
         return {"bootstrap": config.bootstrap_servers, "topic": topic, "output_topic": f"{topic}.{self.name}.out",
-                "output_dir": str(Path(config.out_dir) / "output"), "checkpoint": config.checkpoint_dir}
+                "output_dir": str(Path(config.out_dir) / "output"), "output_dsn": dsn,
+                "output_table": f"{table}_{self.name}", "checkpoint": config.checkpoint_dir}
 
     def start(self, spark: Any, config: DriverConfig, *, recover: bool = False) -> ScriptRun:
         """Start the job's process (in a session of its own, so a stop takes its JVM too)."""
@@ -325,7 +331,9 @@ def read_output(where: str, engine: ScriptEngine, config: DriverConfig) -> pd.Da
     values = engine.placeholders(config)
     if where == "topic":
         return _read_topic(config.bootstrap_servers, values["output_topic"], engine.name)
-    return _read_dir(Path(values["output_dir"]), engine.name)
+    if where == "dir":
+        return _read_dir(Path(values["output_dir"]), engine.name)
+    return _read_sql(values["output_dsn"], values["output_table"], engine.name)
 
 
 def _json_row(text: bytes | str | None, where: str, side: str) -> dict[str, Any]:
@@ -353,7 +361,9 @@ def _read_topic(bootstrap: str, topic: str, side: str) -> pd.DataFrame:
                 where = f"{topic}-{tp.partition} offset {record.offset}"
                 rows.append((record.timestamp, tp.partition, record.offset, _json_row(record.value, where, side)))
     rows.sort(key=lambda r: r[:3])
-    return pd.DataFrame([r[3] for r in rows])
+    frame = pd.DataFrame([r[3] for r in rows])
+    frame.attrs["last_timestamp_ms"] = rows[-1][0] if rows else None  # when the final result was complete
+    return frame
 
 
 def _read_dir(directory: Path, side: str) -> pd.DataFrame:
@@ -370,6 +380,43 @@ def _read_dir(directory: Path, side: str) -> pd.DataFrame:
                                         for n, line in enumerate(lines, start=1) if line.strip()]))
     frames = [f for f in frames if not f.empty]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _sql_output(output: str) -> tuple[str, str]:
+    """``(dsn, table)`` of ``sql:DSN#TABLE``.
+
+    Raises:
+        ConfigError: not of that form, or a table name that is not a plain identifier.
+    """
+    dsn, hash_, table = output.removeprefix("sql:").rpartition("#")
+    if not output.startswith("sql:") or not hash_ or not dsn or not table.isidentifier():
+        msg = (f"--output must be 'topic', 'dir' or 'sql:DSN#TABLE' (sql:/tmp/out.db#totals, "
+               f"sql:postgresql://u:p@host/db#totals), got {output!r}")
+        raise ConfigError(msg, field="output", expected=("topic", "dir", "sql:DSN#TABLE"), actual=output)
+    return dsn, table
+
+
+def _read_sql(dsn: str, table: str, side: str) -> pd.DataFrame:
+    """Every row of ``table`` in insertion order where the database keeps one (SQLite's rowid)."""
+    if dsn.startswith(("postgresql://", "postgres://")) or "=" in dsn:
+        import psycopg
+
+        with psycopg.connect(dsn, connect_timeout=10) as connection:
+            cursor = connection.execute(f'SELECT * FROM "{table}"')
+            return pd.DataFrame(cursor.fetchall(), columns=[c.name for c in cursor.description or []])
+    import sqlite3
+
+    path = dsn.removeprefix("sqlite://")  # sqlite:///abs/path.db, sqlite://rel.db, or a plain path
+    if not Path(path).is_file():
+        msg = f"the {side} job wrote no database at {path} (its table {table} was to be there)"
+        raise ConfigError(msg, field="output", expected="an SQLite file", actual=path)
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        try:
+            rows = connection.execute(f'SELECT * FROM "{table}" ORDER BY rowid')
+        except sqlite3.OperationalError as err:
+            msg = f"the {side} job's output table {table} cannot be read from {path}: {err}"
+            raise ConfigError(msg, field="output", expected=f"a table {table}", actual=str(err)) from None
+        return pd.DataFrame(rows.fetchall(), columns=[c[0] for c in rows.description])
 
 
 def _shape(rows: pd.DataFrame, key: tuple[str, ...], mode: str, side: str) -> pd.DataFrame:
@@ -429,10 +476,21 @@ def _run_side(
         seconds = time.monotonic() - started
     finally:
         run.stop()
-    rows = read_output(settings.output, engine, config)
+    rows = read_output(settings.output if settings.output in ("topic", "dir") else "sql", engine, config)
     rows.to_json(out / "output.jsonl", orient="records", lines=True)
-    figures = {"output_rows": len(rows), "input_records": len(frame), "seconds": round(seconds, 2),
-               "batches": len(engine.batch_ranges(out)), "command": engine.command}
+    spans = engine.batch_spans(out)
+    busy = spans[spans["records"] > 0]
+    first_ms, last_ms = int(replayed.log["produced_ms"].min()), int(replayed.log["produced_ms"].max())
+    span_s = (int(busy["ended_ms"].max()) - first_ms) / 1000 if len(busy) else 0.0
+    last_output = rows.attrs.get("last_timestamp_ms")
+    figures = {
+        "output_rows": len(rows), "input_records": len(frame), "seconds": round(seconds, 2),
+        "batches": len(spans), "command": engine.command,
+        # From the first record produced to the end of the last batch with records.
+        "throughput_rps": round(len(frame) / span_s, 1) if span_s > 0 else None,
+        # From the last record produced to the last output record (an output topic's Kafka timestamps).
+        "result_latency_ms": int(last_output - last_ms) if last_output is not None else None,
+    }
     return rows, figures
 
 
@@ -455,8 +513,8 @@ def compare_jobs(settings: JobsSettings, progress: Callable[[str, int, int], Non
     frame = read_capture(settings.input_file)
     oracle_fn = workloads.load_ref(settings.oracle, "oracle") if settings.oracle else None
     out.mkdir(parents=True, exist_ok=True)
-    engines = {name: ScriptEngine(name, command) for name, command in zip(SIDES, (settings.legacy, settings.modern),
-                                                                           strict=True)}
+    commands = zip(SIDES, (settings.legacy, settings.modern), strict=True)
+    engines = {name: ScriptEngine(name, command, output=settings.output) for name, command in commands}
     run_id = uuid.uuid4().hex[:8]
     outputs: dict[str, pd.DataFrame] = {}
     figures: dict[str, dict[str, Any]] = {}
@@ -484,6 +542,7 @@ def compare_jobs(settings: JobsSettings, progress: Callable[[str, int, int], Non
         metrics["equivalent"] = bool(diff.equal) and all(d.equal for d in against.values())
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str) + "\n", encoding="utf-8")
     (out / "report.md").write_text(_report(metrics, diff, settings), encoding="utf-8")
+    (out / "report.html").write_text(_report_html(metrics, diff, settings), encoding="utf-8")
     return JobsResult(out, metrics, diff)
 
 
@@ -495,7 +554,8 @@ def _report(metrics: dict, diff: OutputDiff, settings: JobsSettings, limit: int 
              f"{settings.output}.", "",
              "| | legacy | modern |", "|---|---|---|"]
     for label, field_ in (("command", "command"), ("output rows", "output_rows"), ("rows compared", "rows_compared"),
-                          ("batches", "batches"), ("seconds", "seconds")):
+                          ("batches", "batches"), ("seconds", "seconds"), ("throughput (records/s)", "throughput_rps"),
+                          ("last input → last output (ms)", "result_latency_ms")):
         lines.append(f"| {label} | {metrics['jobs']['legacy'][field_]} | {metrics['jobs']['modern'][field_]} |")
     lines += ["", f"Modern against legacy: {metrics['modern_vs_legacy']}."]
     if "oracle" in metrics:
@@ -510,3 +570,34 @@ def _report(metrics: dict, diff: OutputDiff, settings: JobsSettings, limit: int 
                 if len(frame) > limit:
                     lines.append(f"... {len(frame) - limit} more rows omitted")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _report_html(metrics: dict, diff: OutputDiff, settings: JobsSettings, limit: int = 20) -> str:
+    """The report as one self-contained HTML page (the same figures and differing keys as ``report.md``)."""
+    verdict = "EQUIVALENT" if metrics["equivalent"] else "DIFFERENT"
+    jobs = metrics["jobs"]
+    rows = "".join(
+        f"<tr><th>{html.escape(label)}</th><td>{html.escape(str(jobs['legacy'][key]))}</td>"
+        f"<td>{html.escape(str(jobs['modern'][key]))}</td></tr>"
+        for label, key in (("command", "command"), ("output rows", "output_rows"), ("rows compared", "rows_compared"),
+                           ("batches", "batches"), ("seconds", "seconds"), ("throughput (records/s)", "throughput_rps"),
+                           ("last input → last output (ms)", "result_latency_ms"))
+    )
+    differences = "".join(
+        f"<h3>{html.escape(title)} ({len(frame)})</h3>{frame.head(limit).to_html(index=False, border=0)}"
+        for title, frame in (("only in legacy", diff.missing), ("only in modern", diff.unexpected),
+                             ("values differ", diff.mismatched)) if len(frame)
+    )
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>dmk compare-jobs: {verdict}</title>
+<style>body{{font-family:sans-serif;max-width:1200px;margin:2em auto}} td,th{{padding:.2em .6em;text-align:left}}
+.verdict{{font-weight:bold;color:{'#1a7f37' if metrics['equivalent'] else '#cf222e'}}}</style>
+</head><body><h1>dmk compare-jobs</h1><p class="verdict">{verdict}</p>
+<p>Input <code>{html.escape(metrics['input'])}</code> ({metrics['records']:,} records), compared by
+<code>{html.escape(', '.join(settings.key))}</code>, mode <code>{settings.mode}</code>, outputs from the
+{html.escape(settings.output)}. {html.escape(metrics['summary'])}</p>
+<table><tr><th></th><th>legacy</th><th>modern</th></tr>{rows}</table>
+<p>Modern against legacy: {html.escape(str(metrics['modern_vs_legacy']))}</p>
+{('<h2>First differing keys</h2>' + differences) if differences else ''}
+</body></html>
+"""

@@ -67,6 +67,10 @@ def test_the_example_pair_is_equivalent_on_a_captured_topic(
     # The DStream job re-emits every key each batch; the query only the changed ones: both end on the totals.
     assert metrics["jobs"]["legacy"]["output_rows"] > metrics["jobs"]["modern"]["output_rows"] >= len(expected)
     assert "EQUIVALENT" in (tmp_path / "run" / "report.md").read_text()
+    assert '<p class="verdict">EQUIVALENT</p>' in (tmp_path / "run" / "report.html").read_text()
+    for side in ("legacy", "modern"):
+        # Both read the 1,500 records and wrote their last totals after the last one was produced.
+        assert metrics["jobs"][side]["throughput_rps"] > 0 and metrics["jobs"][side]["result_latency_ms"] > 0
 
 
 @pytest.mark.slow
@@ -154,3 +158,53 @@ def test_outputs_that_are_not_json_or_lack_the_key_are_named(tmp_path: Path) -> 
     (out / "batch-3" / "part-00000").write_text("c3,11\n")
     with pytest.raises(ConfigError, match="batch-3/part-00000:1 is not a JSON object: 'c3,11'"):
         _read_dir(out, "legacy")
+
+
+def test_sql_outputs_are_read_from_each_jobs_own_table(tmp_path: Path) -> None:
+    import sqlite3
+
+    from compare.jobs import ScriptEngine, read_output
+    from kit.engine import DriverConfig
+
+    db = tmp_path / "out.db"
+    with sqlite3.connect(db) as connection:
+        connection.execute("CREATE TABLE totals_legacy (customer TEXT, revenue INTEGER)")
+        connection.executemany("INSERT INTO totals_legacy VALUES (?, ?)", [("c1", 5), ("c2", 7), ("c1", 9)])
+    engine = ScriptEngine("legacy", "python job.py {bootstrap} {topic} {output_dsn} {output_table}",
+                          output=f"sql:sqlite://{db}#totals")
+    config = DriverConfig(engine="legacy", bootstrap_servers="127.0.0.1:9092", topics={"input": "t"},
+                          out_dir=str(tmp_path / "legacy"), checkpoint_dir=str(tmp_path / "ckpt"))
+    assert engine.placeholders(config)["output_table"] == "totals_legacy"
+    rows = read_output("sql", engine, config)
+    assert _shape(rows, ("customer",), "final", "legacy").to_dict("records") == [
+        {"customer": "c1", "revenue": 9}, {"customer": "c2", "revenue": 7}]
+    modern = ScriptEngine("modern", "python job.py", output=f"sql:{db}#totals")
+    with pytest.raises(ConfigError, match="output table totals_modern cannot be read"):
+        read_output("sql", modern, config)
+
+
+@pytest.mark.parametrize("output", ["sql:#t", "sql:/tmp/x.db", "sql:/tmp/x.db#drop table", "kafka"])
+def test_a_bad_output_is_refused(tmp_path: Path, output: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["compare-jobs", "--input", "x.jsonl", "--key", "k", "--output", output, "--legacy",
+                 "python a.py {bootstrap} {topic} {output_table}", "--modern", "python b.py {bootstrap} {topic} "
+                 "{output_table}", "--out", str(tmp_path / "run")])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2 and "--output must be 'topic', 'dir' or 'sql:DSN#TABLE'" in err
+
+
+def test_sql_outputs_in_postgresql(tmp_path: Path, postgres_dsn_factory) -> None:
+    import psycopg
+
+    from compare.jobs import ScriptEngine, read_output
+    from kit.engine import DriverConfig
+
+    dsn = postgres_dsn_factory()
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        connection.execute("CREATE TABLE totals_modern (customer TEXT PRIMARY KEY, revenue BIGINT)")
+        connection.execute("INSERT INTO totals_modern VALUES ('c1', 9), ('c2', 7)")
+    engine = ScriptEngine("modern", "python job.py", output=f"sql:{dsn}#totals")
+    config = DriverConfig(engine="modern", bootstrap_servers="127.0.0.1:9092", topics={"input": "t"},
+                          out_dir=str(tmp_path / "modern"), checkpoint_dir=str(tmp_path / "ckpt"))
+    rows = read_output("sql", engine, config)
+    assert _shape(rows, ("customer",), "final", "modern").to_dict("records") == [
+        {"customer": "c1", "revenue": 9}, {"customer": "c2", "revenue": 7}]
