@@ -208,3 +208,36 @@ def test_sql_outputs_in_postgresql(tmp_path: Path, postgres_dsn_factory) -> None
     rows = read_output("sql", engine, config)
     assert _shape(rows, ("customer",), "final", "modern").to_dict("records") == [
         {"customer": "c1", "revenue": 9}, {"customer": "c2", "revenue": 7}]
+
+
+@pytest.mark.kafka
+def test_a_modern_script_reads_and_writes_format_kafka_in_batch_too(
+    kafka_broker: str, topic_factory, tmp_path: Path
+) -> None:
+    """The stand-in serves Spark's own batch API as well: write.format("kafka") (append, Spark's only mode
+    for Kafka) and read.format("kafka"), in a script run as compare-jobs runs it."""
+    import subprocess
+    import sys
+
+    topic = topic_factory(2)
+    script = tmp_path / "batch_job.py"
+    script.write_text(
+        "import sys\n"
+        "from pyspark.sql import SparkSession\n"
+        "bootstrap, topic = sys.argv[1:3]\n"
+        "spark = SparkSession.builder.master('local[1]').getOrCreate()\n"
+        "rows = spark.createDataFrame([('a', '1'), ('b', '2'), ('c', '3')], 'key string, value string')\n"
+        "rows.write.format('kafka').option('kafka.bootstrap.servers', bootstrap).option('topic', topic).save()\n"
+        "back = (spark.read.format('kafka').option('kafka.bootstrap.servers', bootstrap).option('subscribe', topic)"
+        ".load())\n"
+        "print('read back', sorted(r.value.decode() for r in back.select('value').collect()))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "compare.jobrun", "--engine", "modern", "--progress", str(tmp_path / "p.jsonl"),
+         str(script), kafka_broker, topic], capture_output=True, text=True, timeout=300, cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "read back ['1', '2', '3']" in done.stdout
+    assert "format('kafka') is served by the kit's kafka-py source and sink" in done.stderr
+    with Kafka(kafka_broker) as kafka:
+        assert sum(kafka.end_offsets(topic).values()) == 3
