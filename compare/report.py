@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -190,25 +191,27 @@ def render(run_dir: Path) -> tuple[Path, Path]:
     diffs = _diff_preview(run_dir)
     title = f"dmk compare: {metrics['workload']}"
 
-    md = [f"# {title}", "", f"**{_verdict(metrics)}**", "", metrics.get("summary", ""), ""]
-    md += [
+    paragraphs = [metrics.get("summary", "")]
+    paragraphs.append(
         f"Dataset: `{metrics['dataset']}` ({metrics['records']:,} records). Replay: "
         + (f"{settings.get('rate_rps'):,.0f} records/s" if settings.get("rate_rps") else "burst before start")
         + f", {settings.get('partitions')} partitions. Legacy mode `{settings.get('legacy_mode')}`, "
         f"batch {settings.get('batch_seconds')} s; modern trigger `{settings.get('trigger')}`. "
-        f"Jobs: `{settings.get('legacy_job')}`, `{settings.get('modern_job')}`; oracle `{settings.get('oracle')}`.",
-        "",
-    ]
+        f"Jobs: `{settings.get('legacy_job')}`, `{settings.get('modern_job')}`; oracle `{settings.get('oracle')}`."
+    )
     if settings.get("kill_driver") or settings.get("pause_broker_s"):
-        md += [
+        paragraphs.append(
             f"Faults asked for: driver SIGKILLed {settings.get('kill_driver')} time(s) per engine and restarted from "
             f"its checkpoint; broker paused {settings.get('pause_broker_s')} s per replay. Injected: "
-            + "; ".join(_faults_injected(name, e) for name, e in metrics.get("engines", {}).items()) + ".",
-            "",
-        ]
+            + "; ".join(_faults_injected(name, e) for name, e in metrics.get("engines", {}).items()) + "."
+        )
         if metrics.get("faults_injected") is False:
-            md += ["**INCOMPLETE: not every requested fault was injected, so the run did not test what was asked.**",
-                   ""]
+            paragraphs.append(
+                "**INCOMPLETE: not every requested fault was injected, so the run did not test what was asked.**")
+    # report.md and report.html say the same: the verdict, then these paragraphs (settings, faults).
+    md = [f"# {title}", "", f"**{_verdict(metrics)}**", ""]
+    for paragraph in paragraphs:
+        md += [paragraph, ""] if paragraph else []
     md += ["| figure | legacy | modern | oracle |", "|---|---:|---:|---:|"]
     md += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
     md += ["", "## Plots", ""]
@@ -243,7 +246,7 @@ table{{border-collapse:collapse}}td,th{{padding:3px 10px;border-bottom:1px solid
 td:first-child,th:first-child{{text-align:left}}.verdict{{color:{color};font-weight:bold}}img{{max-width:100%}}</style>
 </head><body><h1>{html.escape(title)}</h1>
 <p class="verdict">{html.escape(_verdict(metrics))}</p>
-{"".join(f"<p>{html.escape(line)}</p>" for line in md[4:6] if line)}
+{"".join(f"<p>{_inline_html(paragraph)}</p>" for paragraph in paragraphs if paragraph)}
 <h2>Summary</h2><table><tr><th>figure</th><th>legacy</th><th>modern</th><th>oracle</th></tr>{table}</table>
 <h2>Plots</h2>{"".join(image(p) for p in plots.values())}
 <h2>Differences</h2>{diff_html}
@@ -261,3 +264,10 @@ def _faults_injected(engine: str, figures: dict) -> str:
     late = figures.get("faults_after_replay", 0)
     after = f" ({late} after the replay ended, before the drain)" if late else ""
     return f"{engine} killed at {kills}, broker paused at {pauses}{after}"
+
+
+def _inline_html(text: str) -> str:
+    """A Markdown paragraph's text as HTML: escaped, with its `code` and **strong** spans kept."""
+    escaped = html.escape(text)
+    escaped = re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
+    return re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", escaped)

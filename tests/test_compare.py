@@ -48,6 +48,8 @@ def _check_run_directory(out: Path, metrics: dict) -> None:
         assert f"{figures['dead_letters']:,}" in report
         assert f"{figures['latency_ms']['p99']:,.0f}" in report and f"{figures['latency_ms']['p99']:,.0f}" in page
     assert page.count("data:image/png;base64,") == 3
+    # The HTML has the settings paragraph report.md has.
+    assert f"<code>{metrics['settings']['legacy_job']}</code>" in page and "Legacy mode <code>" in page
 
 
 def test_compare_with_a_driver_killed_loses_and_duplicates_nothing(
@@ -104,6 +106,16 @@ def test_report_shows_a_difference(tmp_path: Path) -> None:
     assert "DIFFERENT" in text and "modern_vs_oracle: missing (1 rows)" in text and "1,875" in text
     assert "| lost output rows | 0 | 1 | – |" in text
     assert main(["report", str(tmp_path)]) == 1
+    # A run short of a requested fault says so, in both reports.
+    metrics["settings"] = {"kill_driver": 2, "pause_broker_s": 0.0, "legacy_job": "legacy.workloads.x:build"}
+    metrics["faults_injected"] = False
+    metrics["engines"]["legacy"]["kills_at_s"] = [3.5, 9.25]
+    metrics["engines"]["modern"]["kills_at_s"] = [4.0]
+    (tmp_path / "metrics.json").write_text(json.dumps(metrics))
+    md, page = render(tmp_path)
+    assert "Injected: legacy killed at 3.5 s, 9.25 s, broker paused at none; modern killed at 4 s" in md.read_text()
+    assert "<strong>INCOMPLETE: not every requested fault was injected" in page.read_text()
+    assert "<code>legacy.workloads.x:build</code>" in page.read_text()
 
 
 def test_faults_the_replay_outlives_are_injected_after_it(tmp_path: Path) -> None:
