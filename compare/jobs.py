@@ -563,13 +563,19 @@ def _report(metrics: dict, diff: OutputDiff, settings: JobsSettings, limit: int 
                      f"{metrics['oracle']['legacy_vs_oracle']}, modern {metrics['oracle']['modern_vs_oracle']}.")
     if not diff.equal:
         lines += ["", f"{metrics['summary']}", "", "## First differing keys (legacy | modern)", ""]
-        for title, frame in (("only in legacy", diff.missing), ("only in modern", diff.unexpected),
-                             ("values differ", diff.mismatched)):
+        for title, frame in _differences(diff):
             if len(frame):
                 lines += [f"### {title} ({len(frame)})", "", "```", frame.head(limit).to_string(index=False), "```", ""]
                 if len(frame) > limit:
                     lines.append(f"... {len(frame) - limit} more rows omitted")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _differences(diff: OutputDiff) -> list[tuple[str, pd.DataFrame]]:
+    """The diff's parts under the jobs' names: legacy is the expected side, modern the actual one."""
+    renamed = diff.mismatched.rename(columns=lambda c: c.removesuffix("_expected") + "_legacy" if c.endswith(
+        "_expected") else c.removesuffix("_actual") + "_modern" if c.endswith("_actual") else c)
+    return [("only in legacy", diff.missing), ("only in modern", diff.unexpected), ("values differ", renamed)]
 
 
 def _report_html(metrics: dict, diff: OutputDiff, settings: JobsSettings, limit: int = 20) -> str:
@@ -585,8 +591,7 @@ def _report_html(metrics: dict, diff: OutputDiff, settings: JobsSettings, limit:
     )
     differences = "".join(
         f"<h3>{html.escape(title)} ({len(frame)})</h3>{frame.head(limit).to_html(index=False, border=0)}"
-        for title, frame in (("only in legacy", diff.missing), ("only in modern", diff.unexpected),
-                             ("values differ", diff.mismatched)) if len(frame)
+        for title, frame in _differences(diff) if len(frame)
     )
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>dmk compare-jobs: {verdict}</title>
