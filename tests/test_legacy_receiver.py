@@ -451,7 +451,12 @@ def test_spark_receiver_max_rate_caps_the_stream(kafka, bootstrap_servers, topic
     assert len(full) >= 4, f"too few full batches to measure a rate: {counts}"
     observed = sum(full) / (len(full) * batch_s)
     assert abs(observed - max_rate) <= 0.15 * max_rate, f"observed {observed:.1f}/s vs maxRate {max_rate}: {counts}"
-    assert max(counts) <= max_rate * batch_s * 1.1, f"a batch exceeded maxRate x batch: {counts}"
+    # maxRate caps the receiver's ingestion per second. Blocks go to the batch being generated when they are
+    # allocated, so a batch timer that fires late (a loaded machine) moves up to an interval's blocks into
+    # that batch: [341, 460] and a 779-record batch were seen under load. Two consecutive batches therefore
+    # hold at most three intervals' worth; an uncapped receiver would deliver the 3,000-record backlog at once.
+    pairs = [a + b for a, b in zip(counts, counts[1:], strict=False)]
+    assert max(pairs) <= 3 * max_rate * batch_s, f"two batches exceeded maxRate x 3 intervals: {counts}"
     # The write-ahead log was on: the receiver's blocks went through it.
     assert list((tmp_path / "checkpoint" / "receivedData").rglob("log-*")), "no receiver write-ahead log files"
     print(f"receiver rate: observed {observed:.1f} records/s over {len(full)} full batches, maxRate {max_rate}; batches {counts}")
