@@ -15,7 +15,6 @@ Example::
 
 from __future__ import annotations
 
-import glob
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from compare.engines import get_engine
+from compare.measure import dead_letters
 from kit import workloads
 from kit.dataset import DatasetSpec
 from kit.engine import DriverConfig
@@ -85,11 +85,7 @@ class EngineRun:
 
     def dead_letters(self) -> pd.DataFrame:
         """The malformed records of every input, the dead letters (empty, with the columns, if none)."""
-        frames = [read_batches(d) for d in sorted(glob.glob(str(self.out_dir / "dead_letters.*")))]
-        frames = [f for f in frames if not f.empty]
-        if not frames:
-            return pd.DataFrame(columns=["topic", "partition", "offset", "reason"])
-        return pd.concat(frames, ignore_index=True)
+        return dead_letters(self.out_dir)
 
     def seqs_of(self, located: pd.DataFrame) -> pd.Series:
         """Dataset ``seq`` of rows carrying ``topic, partition, offset`` (via the replay log)."""

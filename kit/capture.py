@@ -27,7 +27,6 @@ Example::
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import os
 import re
@@ -41,6 +40,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+# The dataset files' manifest, checksum and atomic-write helpers: a capture's files work alike.
+from kit.dataset import _manifest_path, _sha256, _write_atomically
 from kit.errors import ConfigError, DatasetError
 from kit.kafka import Kafka, TopicPartition
 from kit.replay import ReplayResult, ReplaySettings, replay
@@ -143,10 +144,6 @@ def _format(path: Path) -> str:
     return suffix[1:]
 
 
-def _manifest_path(path: Path) -> Path:
-    return path.with_name(path.name + ".manifest.json")
-
-
 def capture(
     bootstrap_servers: str,
     topic: str,
@@ -224,7 +221,8 @@ def capture(
         },
         "sha256": _sha256(target),
     }
-    _write_atomic(_manifest_path(target), (json.dumps(manifest, indent=2) + "\n").encode())
+    text = json.dumps(manifest, indent=2) + "\n"
+    _write_atomically(_manifest_path(target), lambda temp: temp.write_text(text, encoding="utf-8"))
     if on_progress is not None:
         on_progress(done, done)
     return CaptureResult(target, topic, ranges, counts)
@@ -269,7 +267,10 @@ def _text_or_b64(name: str, data: bytes | None) -> dict[str, Any]:
 
 def _write(target: Path, kind: str, rows: dict[str, list[Any]]) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    temp = target.with_name(f".{target.name}.tmp")
+    _write_atomically(target, lambda temp: _write_rows(temp, kind, rows))
+
+
+def _write_rows(temp: Path, kind: str, rows: dict[str, list[Any]]) -> None:
     if kind == "parquet":
         pq.write_table(pa.table(rows, schema=_SCHEMA), temp, compression="zstd")
     else:
@@ -282,21 +283,6 @@ def _write(target: Path, kind: str, rows: dict[str, list[Any]]) -> None:
                     "headers": [{"key": h["key"], **_text_or_b64("value", h["value"])} for h in rows["headers"][i]],
                 }
                 out.write(json.dumps(line, ensure_ascii=False) + "\n")
-    temp.replace(target)
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    temp = path.with_name(f".{path.name}.tmp")
-    temp.write_bytes(data)
-    temp.replace(path)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as data:
-        for chunk in iter(lambda: data.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def is_capture(path: str | os.PathLike[str]) -> bool:

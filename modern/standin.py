@@ -39,19 +39,17 @@ def _kafka_format(spark: Any) -> str:
     return source_format(spark)
 
 
-def _offsets(raw: Any) -> dict[tuple[str, int], int]:
-    if isinstance(raw, str):
-        raw = json.loads(raw)
-    return {(t, int(p)): int(o) for t, parts in (raw or {}).items() for p, o in parts.items()}
-
-
 def _batch_row(progress: dict[str, Any]) -> dict[str, Any]:
     """A query progress as the stand-ins report a batch: the legacy stand-in's fields, plus the query's."""
     started = round(datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp() * 1000)
+    from modern.kafka import offsets_from_json
+
     ranges = []
     for source in progress.get("sources", []):
-        start, end = _offsets(source.get("startOffset")), _offsets(source.get("endOffset"))
-        ranges += [[t, p, start.get((t, p), until), until] for (t, p), until in sorted(end.items())]
+        start = offsets_from_json(source.get("startOffset") or {})
+        end = offsets_from_json(source.get("endOffset") or {})
+        ranges += [[tp.topic, tp.partition, start.get(tp, until), until]
+                   for tp, until in sorted(end.items(), key=lambda item: (item[0].topic, item[0].partition))]
     return {"batch_ms": started, "completed_ms": started + int(progress.get("batchDuration", 0)),
             "records": int(progress.get("numInputRows", 0)), "ranges": ranges,
             "query": progress.get("name"), "batch_id": progress.get("batchId")}

@@ -1,33 +1,23 @@
 """Revenue per customer: a WRONG rewrite of legacy_job.py (it counts only the first item of each order).
 
     python modern_wrong.py BOOTSTRAP INPUT_TOPIC OUTPUT_TOPIC CHECKPOINT_DIR
+
+The same query as modern_job.py, with the one mistake in how an order's revenue is computed.
 """
 
 import sys
 
-from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-ORDER = "order_id string, customer struct<id: string, country: string>, items array<struct<sku: string, qty: int, price_cents: long>>"
+from modern_job import main, valid_orders
 
 
 def revenue(orders):
-    parsed = orders.select(F.from_json(F.col("value").cast("string"), ORDER).alias("o"))
-    valid = parsed.where(F.col("o.customer.id").isNotNull() & F.col("o.items").isNotNull())
-    return valid.select(
+    return valid_orders(orders).select(
         F.col("o.customer.id").alias("customer"),
         (F.col("o.items")[0].qty * F.col("o.items")[0].price_cents).alias("revenue"),  # the bug: item 0 only
     )
 
 
 if __name__ == "__main__":
-    bootstrap, topic, output_topic, checkpoint = sys.argv[1:5]
-    # A small job: 4 shuffle partitions, not Spark's 200 (each an empty state store per micro-batch).
-    spark = SparkSession.builder.appName("orders-revenue").config("spark.sql.shuffle.partitions", "4").getOrCreate()
-    orders = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-              .option("subscribe", topic).option("startingOffsets", "earliest").load())
-    totals = revenue(orders).groupBy("customer").agg(F.sum("revenue").alias("revenue"), F.count("*").alias("orders"))
-    query = (totals.select(F.col("customer").alias("key"), F.to_json(F.struct("customer", "revenue", "orders")).alias("value"))
-             .writeStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", output_topic)
-             .option("checkpointLocation", checkpoint).outputMode("update").start())
-    query.awaitTermination()
+    main(sys.argv[1:5], revenue)
