@@ -292,6 +292,10 @@ class ScriptEngine:
         msg = f"the {self.name} job sets its own batch interval or trigger; it cannot be paced from outside"
         raise ConfigError(msg, field="interval", expected="a kit engine", actual=interval)
 
+    def interval_s(self, config: DriverConfig) -> float:
+        """Not known: a script sets its own batch interval or trigger (0: judged by its batches' lengths)."""
+        return 0.0
+
     def batch_ranges(self, out_dir: str | Path) -> list[list[ProcessedRange]]:
         """The offset ranges of each completed batch, in completion order (both stand-ins report them alike)."""
         return [[(t, int(p), int(f), int(u)) for t, p, f, u in row["ranges"]]
@@ -302,6 +306,16 @@ class ScriptEngine:
         rows = [(r["batch_ms"], r["batch_ms"], r["completed_ms"], r["records"], r["completed_ms"] - r["batch_ms"], 0)
                 for r in written_lines(self.progress_path(out_dir))]
         return pd.DataFrame(rows, columns=list(BATCH_SPAN_COLUMNS))
+
+    def batch_phases(self, out_dir: str | Path, job: str | None = None) -> pd.DataFrame:
+        """A script's batches as one phase: the stand-ins see a batch's whole time only."""
+        spans = self.batch_spans(out_dir)
+        return pd.DataFrame({"batch": spans["batch_ms"].astype(str), "records": spans["records"],
+                             "processing": spans["processing_ms"]})
+
+    def batch_of(self, properties: Mapping[str, str]) -> str | None:
+        """A script's Spark jobs are not seen: its process has its own Spark."""
+        return None
 
     def processed_records(self, out_dir: str | Path) -> int:
         """Records of the batches reported so far."""

@@ -40,11 +40,15 @@ from compare.engines import ENGINES, get_engine
 from compare.errors import EngineFailed
 from compare.harness import route_inputs
 from compare.measure import (
+    backlog,
+    batch_breakdown,
     dead_letters,
     input_coverage,
+    keeping_up,
     latency,
     lost_and_duplicated,
     percentiles,
+    time_breakdown,
     timeline,
 )
 from compare.settings import LEGACY_MODES, CompareSettings, default_rate
@@ -125,6 +129,7 @@ def _measure(
     diff = three_way(finals["legacy"], finals["modern"], oracle.rows, spec.key_columns, spec.value_columns)
     latencies = {engine: latency(r) for engine, r in rows.items()}
     engines = {}
+    series: dict[str, pd.DataFrame] = {}
     for name, outcome in outcomes.items():
         engine, job = get_engine(name), jobs[name].name
         against = diff.against_oracle(name)
@@ -133,6 +138,12 @@ def _measure(
         span_s = max((outcome.done_ms - first_produced) / 1000, 1e-3)
         ranges = engine.processed_ranges(outcome.out_dir, job, outcome.checkpoint_dir)
         never, repeated = input_coverage(ranges, outcome.replay.topic_end_offsets)
+        spans, produced = engine.batch_spans(outcome.out_dir, job), outcome.replay.log["produced_ms"].to_numpy()
+        kept = (keeping_up(name, spans, produced, outcome.interval_s, by_clock=engine.batches_by_clock)
+                if settings.rate_rps else None)
+        batches = batch_breakdown(engine, outcome.out_dir, job)
+        series[f"backlog_{name}"] = backlog(spans, produced)
+        series[f"batches_{name}"] = batches
         engines[name] = {
             **against.counts(),
             "dead_letters": len(dead_letters(outcome.out_dir)),
@@ -149,7 +160,10 @@ def _measure(
             "input_records_lost": never,
             "input_records_repeated": repeated,
             "replay_seconds": round(outcome.replay.seconds, 2),
+            "replay_started_ms": first_produced,
             "input_records": len(outcome.replay.log),
+            "kept_up": kept.to_dict() if kept else None,
+            "time_breakdown_ms": dict(time_breakdown(batches)),
         }
     metrics = {
         "workload": spec.name,
@@ -186,9 +200,10 @@ def _measure(
             "oracle": settings.oracle or _ref(spec.oracle),
         },
     }
-    series = {
+    series |= {
         f"latency_{engine}": pd.DataFrame({"latency_ms": latencies[engine].to_numpy()}) for engine in outcomes
-    } | {f"timeline_{name}": timeline(get_engine(name), outcome.out_dir) for name, outcome in outcomes.items()}
+    } | {f"timeline_{name}": timeline(get_engine(name), outcome.out_dir, jobs[name].name)
+         for name, outcome in outcomes.items()}
     return metrics, diff, series
 
 

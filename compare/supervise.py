@@ -43,6 +43,7 @@ from compare.driver import (
 )
 from compare.errors import EngineFailed
 from compare.harness import batch_caps
+from compare.measure import event_log_conf
 from compare.settings import LEGACY_MODES, CompareSettings
 from kit import workloads
 from kit.broker import KafkaEndpoint
@@ -84,6 +85,8 @@ class EngineOutcome:
     """The engine's checkpoint root when it is a local directory (None for a URI)."""
     faults_after_replay: int = 0
     """Planned faults injected after the replay ended (their time came after it), before the drain."""
+    interval_s: float = 0.0
+    """The engine's batch interval or trigger (0: back to back)."""
 
 
 class DriverProcess:
@@ -229,6 +232,7 @@ def driver_config(
         write_ahead_log=wal, offset_store=redacted_dsn(settings.offset_store) if settings.offset_store else None,
         job_name=f"dmk-compare-{run_id}", trigger=settings.trigger,
         source_options={"maxOffsetsPerTrigger": modern_cap}, sys_path=(os.getcwd(),),
+        spark_conf=event_log_conf(settings.out_dir / engine.name),
     )
     # The job code's fingerprint for checkpoint recovery: the whole config, so a changed run never resumes.
     return replace(config, fingerprint=hashlib.sha256(config.to_json().encode()).hexdigest()[:16])
@@ -268,7 +272,8 @@ def run_engine_process(
     if settings.offset_store:
         env[OFFSET_STORE_ENV] = settings.offset_store
     driver = DriverProcess(engine.name, config_path, out, settings.timeout_s, env)
-    outcome = EngineOutcome(engine.name, out, replay=None)  # type: ignore[arg-type]  # set by the replay below
+    outcome = EngineOutcome(engine.name, out, replay=None,  # type: ignore[arg-type]  # set by the replay below
+                            interval_s=engine.interval_s(config))
     if not has_scheme(config.checkpoint_dir):
         outcome.checkpoint_dir = Path(config.checkpoint_dir)
     replay_settings = ReplaySettings(

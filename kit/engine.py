@@ -37,14 +37,16 @@ from kit.dataset import DatasetSpec
 from kit.errors import ConfigError
 
 __all__ = [
-    "BATCH_SPAN_COLUMNS", "DriverConfig", "Engine", "EngineRun", "ProcessedRange", "redacted_dsn", "seconds",
-    "written_lines",
+    "BATCH_PHASE_COLUMNS", "BATCH_SPAN_COLUMNS", "DriverConfig", "Engine", "EngineRun", "ProcessedRange",
+    "redacted_dsn", "seconds", "written_lines",
 ]
 
 ProcessedRange = tuple[str, int, int, int]
 """``(topic, partition, from_offset, until_offset)`` of the records one completed batch processed."""
 BATCH_SPAN_COLUMNS = ("batch_ms", "started_ms", "ended_ms", "records", "processing_ms", "scheduling_ms")
 """The columns of :meth:`Engine.batch_spans`."""
+BATCH_PHASE_COLUMNS = ("batch", "records")
+"""The first columns of :meth:`Engine.batch_phases`; the phases (ms) follow."""
 
 Jobs = tuple[tuple[Any, Any], ...]
 """``(workload, variant)`` pairs as :func:`kit.workloads.resolve` takes them: names (or
@@ -91,6 +93,8 @@ class DriverConfig:
         source_options: *modern* extra Kafka source options (``maxOffsetsPerTrigger``...).
         initial_state: *modern* job name → Parquet file of the legacy job's last rows (``dmk cutover``).
         sys_path: directories a driver process puts first on ``sys.path`` (where the jobs' modules are).
+        spark_conf: Spark settings of a driver process's session, applied when it starts (e.g. Spark's event
+            log, from which ``dmk compare`` counts the tasks of each batch). Default: none.
     """
 
     engine: str
@@ -118,6 +122,7 @@ class DriverConfig:
     source_options: Mapping[str, Any] = field(default_factory=dict)
     initial_state: Mapping[str, str] = field(default_factory=dict)
     sys_path: tuple[str, ...] = ()
+    spark_conf: Mapping[str, Any] = field(default_factory=dict)
 
     def require_dataset(self) -> DatasetSpec:
         """The dataset spec, which the kit's engines need.
@@ -254,10 +259,26 @@ class Engine(Protocol):
     def paced(self, config: DriverConfig, interval: str) -> DriverConfig:
         """``config`` with its batch interval (or trigger) set to ``interval`` (``"0.5 s"``, ``"1 second"``)."""
 
+    def interval_s(self, config: DriverConfig) -> float:
+        """``config``'s batch interval or trigger in seconds (0: each batch starts when the last one ends)."""
+
     def batch_spans(self, out_dir: str | Path, job: str | None = None) -> pd.DataFrame:
         """One row per completed batch of ``job`` (default: the run's first job), columns :data:`BATCH_SPAN_COLUMNS`.
 
         ``scheduling_ms`` is the wait behind earlier batches.
+        """
+
+    def batch_phases(self, out_dir: str | Path, job: str | None = None) -> pd.DataFrame:
+        """Where each completed batch's time went, as the engine's Spark reports it.
+
+        Columns :data:`BATCH_PHASE_COLUMNS` (``batch``: the key :meth:`batch_of` gives the batch's Spark jobs),
+        then one column per phase in ms, in the order they happen (the engine's own names).
+        """
+
+    def batch_of(self, properties: Mapping[str, str]) -> str | None:
+        """The :meth:`batch_phases` key of the batch a Spark job ran for, from the job's local properties.
+
+        None: the job ran for no batch (or the engine cannot tell).
         """
 
     def processed_records(self, out_dir: str | Path) -> int:

@@ -2,7 +2,8 @@
 
 A run is one StreamingContext hosting every job of a :class:`~kit.engine.DriverConfig`, with a
 StreamingListener writing each completed batch to ``<out>/metrics/batches.jsonl`` (batch time, records,
-scheduling and processing delay), which :meth:`LegacyEngine.batch_spans` reads.
+scheduling and processing delay, and each output operation's time), which :meth:`LegacyEngine.batch_spans`
+and :meth:`LegacyEngine.batch_phases` read.
 
 Example::
 
@@ -24,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from kit.engine import (
+    BATCH_PHASE_COLUMNS,
     BATCH_SPAN_COLUMNS,
     DriverConfig,
     ProcessedRange,
@@ -42,12 +44,15 @@ from legacy.runner import (
     export_outputs,
     open_offset_store,
     read_progress,
+    take_output_op_labels,
 )
 
 __all__ = ["LEGACY", "LegacyEngine", "LegacyRun", "batch_listener"]
 
 BATCHES_LOG = Path("metrics") / "batches.jsonl"
 """Where a run's StreamingListener logs its completed batches, under the output root."""
+BATCH_TIME_PROPERTY = "spark.streaming.internal.batchTime"
+"""The local property Spark Streaming's JobScheduler sets on every job of a batch: the batch time (ms)."""
 
 
 def _now_ms() -> int:
@@ -74,11 +79,30 @@ def batch_listener(out: Path) -> Any:
                 "processing_delay_ms": option(info.processingDelay()),
                 "total_delay_ms": option(info.totalDelay()),
                 "completed_ms": _now_ms(),
+                "output_ops": _output_ops(info, take_output_op_labels(int(info.batchTime().milliseconds()))),
             }
             with open(target, "a", encoding="utf-8") as log:
                 log.write(json.dumps(row) + "\n")
 
     return Batches()
+
+
+def _output_ops(info: Any, labels: list[str]) -> list[dict[str, Any]]:
+    """A completed batch's output operations (one Spark job or more each): id, name, time taken (ms).
+
+    The name is the kit's ``labels`` (what each did, in the order they ran) when there is one per operation,
+    else Spark's own.
+    """
+    ops = info.outputOperationInfos()  # a java.util.Map of id -> JavaOutputOperationInfo
+    ids = sorted(ops.keySet())
+    names = labels if len(labels) == len(ids) else None
+    rows = []
+    for i, op_id in enumerate(ids):
+        op = ops.get(op_id)
+        started, ended = int(op.startTime()), int(op.endTime())
+        rows.append({"id": int(op_id), "name": names[i] if names else f"output op {op_id} ({op.name()})",
+                     "duration_ms": ended - started if started >= 0 and ended >= started else None})
+    return rows
 
 
 def _run_config(config: DriverConfig, checkpoint: str) -> LegacyRunConfig:
@@ -155,7 +179,7 @@ class LegacyEngine:
             conf["spark.streaming.receiver.maxRate"] = cap * config.partitions * len(config.topics)
         if config.write_ahead_log:
             conf["spark.streaming.receiver.writeAheadLog.enable"] = "true"
-        return spark_context(config.app_name, config.master, conf)
+        return spark_context(config.app_name, config.master, {**config.spark_conf, **conf})
 
     def start(self, spark: Any, config: DriverConfig, *, recover: bool = False) -> LegacyRun:
         """Create (or, with ``recover``, restore from the checkpoint) the run's StreamingContext and start it.
@@ -194,6 +218,10 @@ class LegacyEngine:
         """``config`` with batch interval ``interval`` (``"0.5 s"``)."""
         return dataclasses.replace(config, batch_seconds=seconds(interval))
 
+    def interval_s(self, config: DriverConfig) -> float:
+        """The batch interval."""
+        return config.batch_seconds
+
     def batch_spans(self, out_dir: str | Path, job: str | None = None) -> pd.DataFrame:
         """The batches of the run's context (every job shares them), from its StreamingListener's log.
 
@@ -205,6 +233,26 @@ class LegacyEngine:
             rows.append((b["batch_time_ms"], b["completed_ms"] - processing, b["completed_ms"], b["records"],
                          processing, int(b["scheduling_delay_ms"] or 0)))
         return pd.DataFrame(rows, columns=list(BATCH_SPAN_COLUMNS))
+
+    def batch_phases(self, out_dir: str | Path, job: str | None = None) -> pd.DataFrame:
+        """Per batch (every job shares them): the wait behind earlier batches, then each output operation.
+
+        The phases are ``scheduling delay`` and the output operations by what they do (``write <output>``,
+        ``offsets of <input>``, ``commit``); the read of Kafka and the transformations run inside the first
+        output operation that needs them (a DStream is computed by its outputs; later ones reuse the cache).
+        """
+        rows = []
+        for b in written_lines(Path(out_dir) / BATCHES_LOG):
+            row: dict[str, Any] = {"batch": str(b["batch_time_ms"]), "records": b["records"],
+                                   "scheduling delay": b["scheduling_delay_ms"]}
+            for op in b.get("output_ops", []):
+                row[op["name"]] = op["duration_ms"]
+            rows.append(row)
+        return pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(BATCH_PHASE_COLUMNS))
+
+    def batch_of(self, properties: Mapping[str, str]) -> str | None:
+        """The batch time Spark Streaming put on the job."""
+        return properties.get(BATCH_TIME_PROPERTY)
 
     def processed_records(self, out_dir: str | Path) -> int:
         """Records of the batches the listener has logged."""

@@ -79,6 +79,7 @@ __all__ = [
     "create_context",
     "export_committed_outputs",
     "export_outputs",
+    "take_output_op_labels",
     "job_id",
     "open_offset_store",
     "read_progress",
@@ -212,6 +213,26 @@ def open_offset_store(config: LegacyRunConfig) -> Any:
 _STORES: dict[str, Any] = {}
 _PENDING: dict[tuple[str, int], dict[str, Any]] = {}
 _PENDING_LOCK = threading.Lock()
+_OUTPUT_OPS: dict[int, list[str]] = {}
+_KEPT_OUTPUT_OPS = 1000
+
+
+def _started_output_op(batch_ms: int, label: str) -> None:
+    """Note that the batch's next output operation is ``label`` (they run one after another, in id order)."""
+    with _PENDING_LOCK:
+        _OUTPUT_OPS.setdefault(batch_ms, []).append(label)
+        while len(_OUTPUT_OPS) > _KEPT_OUTPUT_OPS:  # no listener takes them: keep the newest batches only
+            del _OUTPUT_OPS[min(_OUTPUT_OPS)]
+
+
+def take_output_op_labels(batch_ms: int) -> list[str]:
+    """What each output operation of batch ``batch_ms`` did, in the order they ran (once; then forgotten).
+
+    ``write <output>``, ``offsets of <input>``, ``commit``: Spark names each of them after PySpark's
+    ``callForeachRDD``, which does not tell them apart.
+    """
+    with _PENDING_LOCK:
+        return _OUTPUT_OPS.pop(batch_ms, [])
 
 
 def attach_offset_store(config: LegacyRunConfig, store: Any) -> None:
@@ -308,6 +329,7 @@ def _batch_writer(run: str, directory: Path, columns: tuple[str, ...], transacti
     target, names = str(directory), list(columns)
 
     def write(time_: Any, rdd: Any) -> None:
+        _started_output_op(_ms(time_), f"write {Path(target).name}")
         _write_rows(run, target, names, transactional, _ms(time_), rdd.collect())
 
     return write
@@ -357,6 +379,7 @@ def _range_collector(run: str, name: str, receiver: bool) -> Any:
     """A ``foreachRDD`` function noting input ``name``'s offset ranges of the batch, for its commit."""
 
     def collect(time_: Any, rdd: Any) -> None:
+        _started_output_op(_ms(time_), f"offsets of {name}")
         _note_ranges(run, name, _ms(time_), _received_ranges(rdd) if receiver else rdd.offsetRanges())
 
     return collect
@@ -400,6 +423,7 @@ def _committer(
 
     def commit(time_: Any, rdd: Any) -> None:
         batch_ms, zero = _ms(time_), _zero_time_ms()
+        _started_output_op(batch_ms, "commit")
         due = [name for name, slide in slides.items() if (batch_ms - zero) % slide == 0]
         _commit_batch(run, offsets, handles, targets, due, batch_ms)
 

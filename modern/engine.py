@@ -1,7 +1,8 @@
 """The Structured Streaming engine: :class:`kit.engine.Engine` over :mod:`modern.runner`.
 
 A run is one named streaming query per job; every progress a query reports is logged to
-``<out>/progress/<query>.jsonl``, which :meth:`ModernEngine.batch_spans` and the measurements read.
+``<out>/progress/<query>.jsonl``, which :meth:`ModernEngine.batch_spans`, :meth:`ModernEngine.batch_phases` and
+the measurements read.
 
 Example::
 
@@ -14,12 +15,20 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from kit.engine import BATCH_SPAN_COLUMNS, DriverConfig, ProcessedRange, written_lines
+from kit.engine import (
+    BATCH_PHASE_COLUMNS,
+    BATCH_SPAN_COLUMNS,
+    DriverConfig,
+    ProcessedRange,
+    seconds,
+    written_lines,
+)
 from kit.workloads import Job
 from modern import workloads
 from modern.runner import ModernRun, ModernRunConfig, late_dropped, read_progress
@@ -27,6 +36,19 @@ from modern.runner import ModernRun, ModernRunConfig, late_dropped, read_progres
 __all__ = ["MODERN", "ModernEngine"]
 
 _DEAD_LETTERS = "dead_letters."
+QUERY_ID_PROPERTY = "sql.streaming.queryId"
+"""The local property StreamExecution sets on every job of a query: the query's id."""
+BATCH_ID_PROPERTY = "streaming.sql.batchId"
+"""The local property MicroBatchExecution sets on every job of a micro-batch: the batch id."""
+PHASES = (
+    ("latestOffset", "latestOffset (Kafka end offsets)"),
+    ("walCommit", "walCommit (offset log)"),
+    ("getBatch", "getBatch"),
+    ("queryPlanning", "queryPlanning"),
+    ("addBatch", "addBatch (read, process, state, sink)"),
+    ("commitOffsets", "commitOffsets (commit log)"),
+)
+"""The progress's ``durationMs`` parts of a micro-batch, in the order they run, and their names in reports."""
 
 
 def _job_queries(out_dir: str | Path) -> list[str]:
@@ -68,7 +90,7 @@ class ModernEngine:
         """A SparkSession with the kit's defaults."""
         from kit.spark import spark_session
 
-        return spark_session(config.app_name, config.master)
+        return spark_session(config.app_name, config.master, config.spark_conf)
 
     def start(self, spark: Any, config: DriverConfig, *, recover: bool = False) -> ModernRun:
         """Start every job's query; each continues from its ``checkpointLocation`` whatever ``recover`` says.
@@ -86,6 +108,10 @@ class ModernEngine:
         """``config`` with processing-time trigger ``interval`` (``"500 milliseconds"``)."""
         return dataclasses.replace(config, trigger=interval)
 
+    def interval_s(self, config: DriverConfig) -> float:
+        """The processing-time trigger's interval (0 for ``availableNow`` and ``0 seconds``)."""
+        return 0.0 if config.trigger == "availableNow" else seconds(config.trigger)
+
     def batch_spans(self, out_dir: str | Path, job: str | None = None) -> pd.DataFrame:
         """The micro-batches of ``job``'s query (default: the first job's), from its progress.
 
@@ -101,6 +127,33 @@ class ModernEngine:
             duration = int(p.get("batchDuration", 0))
             rows.append((started, started, started + duration, int(p.get("numInputRows", 0)), duration, 0))
         return pd.DataFrame(rows, columns=list(BATCH_SPAN_COLUMNS))
+
+    def batch_phases(self, out_dir: str | Path, job: str | None = None) -> pd.DataFrame:
+        """Per micro-batch of ``job``'s query: its ``durationMs`` parts, then its state's update and commit time.
+
+        The parts are :data:`PHASES`, in the order they run. The state times are summed over the state's
+        tasks, which run in parallel: task time, not wall time.
+        """
+        if job is None:
+            queries = _job_queries(out_dir)
+            job = queries[0] if queries else ""
+        rows = []
+        for p in read_progress(out_dir, job):
+            durations = p.get("durationMs", {})
+            row: dict[str, Any] = {"batch": f"{p['id']}/{p['batchId']}", "records": int(p.get("numInputRows", 0))}
+            row |= {label: durations.get(key) for key, label in PHASES}
+            state = p.get("stateOperators") or []
+            if state:
+                row["state updates (task time)"] = sum(
+                    s.get("allUpdatesTimeMs", 0) + s.get("allRemovalsTimeMs", 0) for s in state)
+                row["state commit (task time)"] = sum(s.get("commitTimeMs", 0) for s in state)
+            rows.append(row)
+        return pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(BATCH_PHASE_COLUMNS))
+
+    def batch_of(self, properties: Mapping[str, str]) -> str | None:
+        """``<query id>/<batch id>`` from the properties Structured Streaming puts on a micro-batch's jobs."""
+        query, batch = properties.get(QUERY_ID_PROPERTY), properties.get(BATCH_ID_PROPERTY)
+        return f"{query}/{batch}" if query and batch is not None else None
 
     def processed_records(self, out_dir: str | Path) -> int:
         """Input rows of the job query that is furthest behind."""

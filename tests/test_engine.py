@@ -33,7 +33,7 @@ def _config(**overrides: object) -> DriverConfig:
 def test_driver_config_round_trips_through_json(tmp_path: Path) -> None:
     config = _config(offsets="sqlite", max_rate_per_partition=250, source_options={"maxOffsetsPerTrigger": 800},
                      initial_state={"running_counts": "/tmp/seed.parquet"}, sys_path=("/repo",), fingerprint="f1",
-                     drain_timeout_s=900.0)
+                     drain_timeout_s=900.0, spark_conf={"spark.eventLog.enabled": "true"})
     assert DriverConfig.from_json(config.to_json()) == config
     config.write(tmp_path / "driver-config.json")
     assert DriverConfig.read(tmp_path / "driver-config.json") == config
@@ -89,8 +89,8 @@ def test_the_registry_holds_both_engines_and_refuses_impostors() -> None:
     with pytest.raises(ConfigError, match="does not implement kit.engine.Engine"):
         register_engine(object())  # type: ignore[arg-type]
     impostor = dataclasses.make_dataclass("Impostor", [])()
-    for member in ("resolve", "session", "start", "paced", "batch_spans", "processed_records", "processed_ranges",
-                   "late_dropped"):
+    for member in ("resolve", "session", "start", "paced", "interval_s", "batch_spans", "batch_phases", "batch_of",
+                   "processed_records", "processed_ranges", "late_dropped"):
         setattr(impostor, member, lambda *a, **k: None)
     impostor.name, impostor.batches_by_clock = "legacy", True
     with pytest.raises(ConfigError, match="an engine named 'legacy' is registered already"):
@@ -101,6 +101,10 @@ def test_paced_sets_each_engines_own_interval() -> None:
     config = _config()
     assert get_engine("legacy").paced(config, "0.5 s").batch_seconds == 0.5
     assert get_engine("modern").paced(config, "500 milliseconds").trigger == "500 milliseconds"
+    # and reads it back the same way
+    assert get_engine("legacy").interval_s(get_engine("legacy").paced(config, "0.5 s")) == 0.5
+    assert get_engine("modern").interval_s(get_engine("modern").paced(config, "500 milliseconds")) == 0.5
+    assert get_engine("modern").interval_s(config) == 0.0  # "0 seconds": back to back
 
 
 def _imports(path: Path) -> set[str]:
