@@ -55,6 +55,7 @@ from compare.bench_results import (
     TARGETS,
     evaluate_targets,
     limits,
+    load_baseline,
     machine,
     previous_results,
     readme_table,
@@ -135,6 +136,8 @@ class BenchSettings:
         workloads: workloads of the throughput and latency runs.
         command: the command line, recorded in the results.
         timeout_s: bound on each wait for an engine.
+        baseline: a results file to put every figure beside (default: ``out_dir``'s ``latest.json``, the
+            previous run, when there is one).
     """
 
     out_dir: Path = RESULTS_DIR
@@ -149,6 +152,7 @@ class BenchSettings:
     workloads: tuple[str, ...] = WORKLOADS
     command: str = ""
     timeout_s: float = 1_800.0
+    baseline: Path | None = None
 
     def __post_init__(self) -> None:
         if self.records is not None and self.records < 10 * THROUGHPUT_BATCHES:
@@ -611,7 +615,7 @@ def run_bench(
 
     progress = progress or (lambda task, done, total: None)
     created = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    previous = previous_results(settings.out_dir)
+    baseline = load_baseline(settings.baseline) if settings.baseline else previous_results(settings.out_dir)
     with ExitStack() as stack:
         kafka = stack.enter_context(kafka_or_embedded(settings.bootstrap_servers, on_start=on_broker_start))
         bootstrap, broker = kafka.bootstrap_servers, kafka.description
@@ -653,6 +657,6 @@ def run_bench(
         results["state_growth_ratio"] = results["state_growth"]["modern"]["ratio"]
     results["targets"] = evaluate_targets(results)
     results["limits"] = limits(results)
-    if previous:
-        results["previous"] = previous
+    if baseline:
+        results["baseline"] = baseline
     return results, write_results(settings.out_dir, results)

@@ -31,6 +31,9 @@ __all__ = [
     "latency_load",
     "limits",
     "machine",
+    "baseline_table",
+    "bench_figures",
+    "load_baseline",
     "previous_results",
     "readme_table",
     "render_markdown",
@@ -270,14 +273,8 @@ def render_markdown(results: dict) -> str:
     if results.get("limits"):
         lines += ["", "## What limits the missed targets (measured)", "",
                   *[f"- {limit}" for limit in results["limits"]]]
-    if results.get("previous"):
-        p = results["previous"]
-        lines += ["", f"## Before (the previous results file, {p['created']})", "",
-                  "| engine | workload | records/s before | records/s now |", "|---|---|---:|---:|"]
-        for engine, by_workload in results["engines"].items():
-            for workload, r in by_workload.items():
-                before = p["throughput_rps"].get(f"{engine}/{workload}")
-                lines.append(f"| {engine} | {workload} | {_fmt(before)} | {_fmt(r['throughput_rps'])} |")
+    if results.get("baseline"):
+        lines += baseline_table(results)
     if results.get("notes"):
         lines += ["", "## Notes", "", *[f"- {note}" for note in results["notes"]]]
     return "\n".join(lines) + "\n"
@@ -322,20 +319,83 @@ def update_readme(readme: Path, results: dict) -> None:
     readme.write_text(f"{head}{README_START}\n{readme_table(results)}{README_END}{tail}", encoding="utf-8")
 
 
+def bench_figures(results: dict) -> dict[str, tuple[float, int]]:
+    """Every figure of a results file by name, with how it should move: +1 higher is better, -1 lower, 0 neither.
+
+    The raw client rates are the machine's, not the engines': 0.
+    """
+    figures: dict[str, tuple[Any, int]] = {}
+    for client, r in (results.get("raw_clients") or {}).items():
+        figures[f"raw {client} producer (records/s)"] = (r.get("producer_rps"), 0)
+        figures[f"raw {client} single consumer (records/s)"] = (r.get("consumer_rps"), 0)
+    for engine, by_workload in results.get("engines", {}).items():
+        for workload, r in by_workload.items():
+            figures[f"{engine} {workload} throughput (records/s)"] = (r.get("throughput_rps"), 1)
+            figures[f"{engine} {workload} throughput × raw consumer"] = (r.get("ratio_to_raw"), 1)
+            for setting, lat in r.get("latency_by_trigger", {}).items():
+                at = f"{engine} {workload} at {setting}"
+                for q in ("p50", "p95", "p99"):
+                    figures[f"{at}: latency {q} (ms)"] = (lat.get(q), -1)
+                figures[f"{at}: batch with records, median (ms)"] = (lat.get("batch_ms_median"), -1)
+                figures[f"{at}: idle batch, median (ms)"] = (lat.get("idle_batch_ms_median"), -1)
+                figures[f"{at}: largest scheduling delay (ms)"] = (lat.get("scheduling_delay_ms_max"), -1)
+    for engine, growth in results.get("state_growth", {}).items():
+        figures[f"{engine} state growth ratio"] = (growth.get("ratio"), -1)
+    return {name: (float(value), direction) for name, (value, direction) in figures.items()
+            if isinstance(value, int | float) and not isinstance(value, bool)}
+
+
+def _baseline(results: dict, label: str) -> dict:
+    return {"file": label, "created": results.get("created"), "command": results.get("command"),
+            "figures": {name: value for name, (value, _) in bench_figures(results).items()}}
+
+
 def previous_results(out_dir: Path) -> dict | None:
-    """The creation time, command and throughputs of ``out_dir``'s ``latest.json``, for the "before" table.
+    """``out_dir``'s ``latest.json`` (the previous run) as a baseline: its time, command and every figure.
 
     None without a readable one.
     """
     latest = out_dir / "latest.json"
-    if not latest.exists():
-        return None
     try:
         old = json.loads(latest.read_text(encoding="utf-8"))
-        return {"created": old["created"], "command": old["command"], "throughput_rps": {
-            f"{e}/{w}": r["throughput_rps"] for e, by in old["engines"].items() for w, r in by.items()}}
-    except (ValueError, KeyError, TypeError):
+        return _baseline(old, f"{latest} (the previous run)") if isinstance(old, dict) else None
+    except (OSError, ValueError):
         return None
+
+
+def load_baseline(path: Path) -> dict:
+    """A results file ``dmk bench`` wrote, as a baseline (``dmk bench --baseline FILE``).
+
+    Raises:
+        ConfigError: the file cannot be read or is not a ``dmk bench`` results file.
+    """
+    try:
+        old = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        msg = f"cannot read the baseline {path}: {err}; give a bench-*.json or latest.json that dmk bench wrote"
+        raise ConfigError(msg) from None
+    if not isinstance(old, dict) or "engines" not in old:
+        msg = f"{path} is not a dmk bench results file (no engines); give a bench-*.json or latest.json"
+        raise ConfigError(msg)
+    return _baseline(old, str(path))
+
+
+def baseline_table(results: dict) -> list[str]:
+    """The Markdown section putting ``results`` beside its baseline: every figure both have, ratio, change."""
+    from compare.report import TOLERANCE, change
+
+    base = results["baseline"]
+    lines = ["", f"## Against the baseline ({base['file']}, {base['created']})", "",
+             f"Baseline command: `{base['command']}`. Ratio: this run ÷ baseline; REGRESSION: more than "
+             f"{TOLERANCE:.0%} worse.", "",
+             "| figure | baseline | this run | ratio | change |", "|---|---:|---:|---:|---|"]
+    for name, (value, direction) in bench_figures(results).items():
+        old = base["figures"].get(name)
+        if old is not None:
+            ratio, mark = change(old, value, direction)
+            digits = 2 if max(abs(old), abs(value)) < 10 else 0  # ratios to raw, state growth
+            lines.append(f"| {name} | {_fmt(old, digits)} | {_fmt(value, digits)} | {ratio} | {mark} |")
+    return lines
 
 
 def write_results(out_dir: Path, results: dict) -> Path:

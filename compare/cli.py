@@ -7,7 +7,7 @@ Commands:
     dmk replay FILE          produce a dataset file into a topic
     dmk offsets TOPIC        exact beginning/end offsets of a topic
     dmk compare WORKLOAD     replay a dataset through a legacy and a modern driver, 3-way diff, report
-    dmk report RUN_DIR       re-render a compare run's report.md and report.html
+    dmk report RUN_DIR       re-render a compare run's report.md and report.html (--baseline OLD_RUN: beside it)
     dmk checkpoint inspect D what a legacy (DStream) or modern (Structured Streaming) checkpoint holds
     dmk cutover SOURCE WHERE the startingOffsets (and state) that continue a stopped legacy job
     dmk cluster start|stop|status  a Spark standalone cluster on this machine (loopback)
@@ -485,7 +485,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from compare.report import load_metrics, render
 
     run_dir = Path(args.run_dir)
-    md, page = render(run_dir)
+    md, page = render(run_dir, baseline=Path(args.baseline) if args.baseline else None)
     _print_summary(run_dir, load_metrics(run_dir))
     return 0 if load_metrics(run_dir)["equivalent"] else 1
 
@@ -660,6 +660,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         latency_rate=args.latency_rate,
         state_keys=args.state_keys, workloads=tuple(w for w in args.workloads.split(",") if w),
         command=shlex.join(["dmk", *args.argv]), timeout_s=args.timeout,
+        baseline=Path(args.baseline) if args.baseline else None,
     )
     progress, update = _compare_progress()
     with progress:
@@ -837,6 +838,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     rpt = commands.add_parser("report", help="re-render report.md and report.html of a compare run directory")
     rpt.add_argument("run_dir", metavar="RUN_DIR")
+    rpt.add_argument("--baseline", metavar="RUN_DIR",
+                     help="a previous compare run: put every figure beside it, with its ratio; regressions marked")
     rpt.set_defaults(func=cmd_report)
 
     ckpt = commands.add_parser("checkpoint", help="inspect a legacy or modern checkpoint")
@@ -907,6 +910,9 @@ def build_parser() -> argparse.ArgumentParser:
     ben.add_argument("--readme", metavar="FILE", help="regenerate FILE's performance table from the results")
     ben.add_argument("--from-results", metavar="JSON",
                      help="run nothing: regenerate --readme's table from this results file")
+    ben.add_argument("--baseline", metavar="FILE",
+                     help="a results file of an earlier run (bench-*.json): every figure beside it, with its ratio; "
+                          "regressions marked (default: the previous run's latest.json in --out)")
     ben.add_argument("--timeout", type=float, default=1800, help="bound on each wait for an engine, s (default 1800)")
     ben.add_argument("--master", help="Spark master (default $DMK_SPARK_MASTER or local[2])")
     _add_bootstrap(ben)

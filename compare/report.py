@@ -1,8 +1,11 @@
 """Render a compare run directory: ``report.md`` and a self-contained ``report.html`` with PNG plots.
 
 Everything is read back from the run directory (``metrics.json``, ``data/*.parquet``, ``diff/``), so
-``dmk report RUN_DIR`` re-renders a run without re-running it. Plots (``plots/*.png``, embedded in the HTML
-as data URIs): latency CDF per engine, throughput over time, batch duration timeline.
+``dmk report RUN_DIR`` re-renders a run without re-running it, and ``dmk report RUN_DIR --baseline OLD_RUN``
+puts a previous run beside it, figure by figure. The report says whether each engine kept up with the replay
+and why, where a batch's time goes, and shows plots (``plots/*.png``, embedded in the HTML as data URIs):
+latency CDF, throughput (a moving average against the replay rate), input waiting over time, and batch
+durations with scheduling delays; each engine keeps its colour in every plot.
 
 Example::
 
@@ -15,14 +18,16 @@ import base64
 import html
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from compare.measure import KEPT_UP_BATCHES
 from kit.errors import ConfigError
 
-__all__ = ["load_metrics", "render"]
+__all__ = ["baseline_rows", "change", "load_metrics", "render", "smoothed_rate", "summary_rows"]
 
 ENGINES = ("legacy", "modern")
 _COLORS = {"legacy": "#d62728", "modern": "#1f77b4"}
@@ -50,7 +55,11 @@ def _series(run_dir: Path, name: str) -> pd.DataFrame:
     return pd.read_parquet(path) if path.exists() else pd.DataFrame()
 
 
-def _plots(run_dir: Path) -> dict[str, Path]:
+SMOOTHING_S = 5
+"""The throughput plot's moving window (s): a batch's records spread over the seconds its batch covers."""
+
+
+def _plots(run_dir: Path, metrics: dict) -> dict[str, Path]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -58,38 +67,57 @@ def _plots(run_dir: Path) -> dict[str, Path]:
 
     target = run_dir / "plots"
     target.mkdir(exist_ok=True)
+    engines = metrics.get("engines", {})
+    rate = (metrics.get("settings") or {}).get("rate_rps")
+
+    def since_replay(engine: str, ms: pd.Series) -> pd.Series:
+        """Seconds since the engine's replay began (each engine has its own replay, at the same pace)."""
+        start = engines.get(engine, {}).get("replay_started_ms") or ms.min()
+        return (ms - start) / 1000
 
     def latency_cdf(ax, engine: str) -> None:  # noqa: ANN001 - a matplotlib Axes
         latency = _series(run_dir, f"latency_{engine}")
         if not latency.empty:
-            values = np.sort(latency["latency_ms"].to_numpy())
+            values = np.sort(latency["latency_ms"].to_numpy()) / 1000
             ax.plot(values, np.arange(1, len(values) + 1) / len(values), label=engine, color=_COLORS[engine])
 
     def throughput(ax, engine: str) -> None:  # noqa: ANN001
         batches = _series(run_dir, f"timeline_{engine}")
-        if not batches.empty:
-            seconds = (batches["completed_ms"] - batches["completed_ms"].min()) // 1000
-            per_second = batches.groupby(seconds)["records"].sum()
-            full = per_second.reindex(range(int(seconds.max()) + 1), fill_value=0)
-            ax.plot(full.index, full.to_numpy(), label=engine, color=_COLORS[engine], drawstyle="steps-post")
+        if batches.empty:
+            return
+        ax.plot(*smoothed_rate(since_replay(engine, batches["completed_ms"]), batches["records"]),
+                label=f"{engine} ({SMOOTHING_S} s moving average)", color=_COLORS[engine])
+        if rate and engine == ENGINES[-1]:
+            ax.axhline(rate, color="#555", linestyle="--", linewidth=1, label=f"replay rate ({rate:,.0f} records/s)")
+
+    def waiting(ax, engine: str) -> None:  # noqa: ANN001
+        frame = _series(run_dir, f"backlog_{engine}")
+        input_rps = (engines.get(engine, {}).get("kept_up") or {}).get("input_rps")
+        if frame.empty or not input_rps:
+            return
+        # From nothing waiting when the replay began; between batches the input waiting grows, at each batch's end
+        # it drops by what the batch took.
+        at_s = np.concatenate([[0.0], since_replay(engine, frame["at_ms"]).to_numpy()])
+        ax.plot(at_s, np.concatenate([[0.0], frame["records"] / input_rps]), label=engine, color=_COLORS[engine])
 
     def durations(ax, engine: str) -> None:  # noqa: ANN001
         batches = _series(run_dir, f"timeline_{engine}")
         if batches.empty:
             return
-        seconds = (batches["completed_ms"] - batches["completed_ms"].min()) / 1000
-        ax.plot(seconds, batches["duration_ms"], ".", label=f"{engine} batch duration", color=_COLORS[engine],
-                markersize=3)
+        seconds = since_replay(engine, batches["completed_ms"])
+        ax.plot(seconds, batches["duration_ms"] / 1000, ".", label=f"{engine} batch duration",
+                color=_COLORS[engine], markersize=3)
         if batches["scheduling_delay_ms"].any():
-            ax.plot(seconds, batches["scheduling_delay_ms"], "x", label=f"{engine} scheduling delay",
+            ax.plot(seconds, batches["scheduling_delay_ms"] / 1000, "x", label=f"{engine} scheduling delay",
                     color=_COLORS[engine], markersize=3, alpha=0.5)
 
-    since = "seconds since the engine's first batch"
+    since = "time since the replay began (s)"
     plots = {
-        "latency_cdf": ("Latency CDF", "latency per output row (ms): emitted_at − produce time of the newest input",
+        "latency_cdf": ("Latency CDF", "latency per output row (s): emitted − produce time of its newest input",
                         "fraction of rows", latency_cdf),
-        "throughput": ("Throughput over time", since, "input records / s", throughput),
-        "batch_duration": ("Batch duration", since, "ms", durations),
+        "throughput": ("Throughput", since, "input records processed / s", throughput),
+        "backlog": ("Input waiting (did the engine keep up?)", since, "input waiting (s of input)", waiting),
+        "batch_duration": ("Batch duration", since, "s", durations),
     }
     made: dict[str, Path] = {}
     for name, (title, xlabel, ylabel, draw) in plots.items():
@@ -97,11 +125,39 @@ def _plots(run_dir: Path) -> dict[str, Path]:
         for engine in ENGINES:
             draw(ax, engine)
         ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+        if name != "latency_cdf":
+            ax.set_xlim(left=0)
+            ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
-            ax.legend()
+            ax.legend(fontsize="small")
         made[name] = _save(fig, target / f"{name}.png")
     return made
+
+
+def smoothed_rate(at_s: pd.Series, records: pd.Series, window_s: int = SMOOTHING_S) -> tuple[np.ndarray, np.ndarray]:
+    """Records per second over time, from batches ending at ``at_s`` with ``records``: a moving average.
+
+    Each batch's records are spread over the seconds since the previous batch ended (its share of the time),
+    then averaged over ``window_s`` seconds, so that batches cut at any interval give a readable line.
+
+    Example:
+        >>> x, y = smoothed_rate(pd.Series([1.0, 2.0, 3.0, 4.0]), pd.Series([100, 100, 100, 100]), window_s=1)
+        >>> y.tolist()
+        [100.0, 100.0, 100.0, 100.0]
+    """
+    order = np.argsort(at_s.to_numpy())
+    ends, counts = at_s.to_numpy()[order], records.to_numpy()[order].astype(float)
+    if len(ends) == 0:
+        return np.array([]), np.array([])
+    starts = np.concatenate([[ends[0] - 1], ends[:-1]])
+    seconds = np.arange(np.floor(starts[0]) + 1, np.ceil(ends[-1]) + 1)
+    per_second = np.zeros(len(seconds))
+    for start, end, count in zip(starts, ends, counts, strict=True):
+        lo, hi = np.searchsorted(seconds, start, side="right"), np.searchsorted(seconds, end, side="right")
+        per_second[lo:max(hi, lo + 1)] += count / max(hi - lo, 1)
+    smooth = pd.Series(per_second).rolling(window_s, min_periods=1, center=True).mean().to_numpy()
+    return seconds, smooth
 
 
 def _save(fig, path: Path) -> Path:  # noqa: ANN001 - a matplotlib Figure
@@ -122,6 +178,10 @@ _ROWS = (
     ("late rows dropped", "late_dropped"),
     ("output rows written", "output_rows"),
     ("throughput (input records/s)", "throughput_rps"),
+    ("kept up with the replay", "kept_up.kept_up"),
+    ("work rate (records per second of batch time)", "kept_up.capacity_rps"),
+    ("batch duration, median (ms)", "kept_up.batch_ms"),
+    ("input waiting when the replay ended (ms)", "kept_up.backlog_at_end_ms"),
     ("latency p50 (ms)", "latency_ms.p50"),
     ("latency p95 (ms)", "latency_ms.p95"),
     ("latency p99 (ms)", "latency_ms.p99"),
@@ -144,6 +204,8 @@ def _get(engine: dict, path: str) -> object:
 def _fmt(value: object) -> str:
     if value is None:
         return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, float):
         return f"{value:,.0f}" if value >= 100 else f"{value:,.1f}"
     if isinstance(value, int):
@@ -181,11 +243,128 @@ def _diff_preview(run_dir: Path, limit: int = 10) -> list[tuple[str, pd.DataFram
     return parts
 
 
-def render(run_dir: Path) -> tuple[Path, Path]:
-    """Write ``report.md`` and ``report.html`` (and ``plots/``) for a run directory; return both paths."""
+# How each figure should move: +1 higher is better, -1 lower is better, 0 neither. Counts of wrong rows and
+# records are judged exactly; timings and rates with TOLERANCE, a run's own spread.
+_BASELINE = (
+    ("throughput (input records/s)", "throughput_rps", 1),
+    ("work rate (records per second of batch time)", "kept_up.capacity_rps", 1),
+    ("batch duration, median (ms)", "kept_up.batch_ms", -1),
+    ("input waiting when the replay ended (ms)", "kept_up.backlog_at_end_ms", -1),
+    ("latency p50 (ms)", "latency_ms.p50", -1),
+    ("latency p95 (ms)", "latency_ms.p95", -1),
+    ("latency p99 (ms)", "latency_ms.p99", -1),
+    ("latency max (ms)", "latency_ms.max", -1),
+    ("rows vs the oracle: missing", "rows_missing", -1),
+    ("rows vs the oracle: unexpected", "rows_unexpected", -1),
+    ("rows vs the oracle: mismatched", "rows_mismatched", -1),
+    ("dead letters", "dead_letters", 0),
+    ("late rows dropped", "late_dropped", 0),
+    ("lost output rows", "lost_rows", -1),
+    ("duplicated output rows", "duplicated_rows", -1),
+    ("input records never processed", "input_records_lost", -1),
+    ("input records processed twice or more", "input_records_repeated", -1),
+)
+TOLERANCE = 0.10
+"""A timing or rate counts as a regression when it is this much worse than the baseline's (run-to-run spread)."""
+
+
+def baseline_rows(metrics: dict, baseline: dict) -> list[tuple[str, str, str, str, str, str]]:
+    """``(figure, engine, baseline, this run, ratio, mark)`` for every figure both runs have.
+
+    ``mark`` is ``REGRESSION`` when a figure moved the wrong way (beyond :data:`TOLERANCE` for timings and
+    rates; at all for counts of wrong rows), ``better`` when it moved the right way as far, else empty.
+    The time breakdown's phases are compared too (lower is better).
+    """
+    rows = []
+    for engine in ENGINES:
+        now, before = metrics["engines"].get(engine, {}), baseline.get("engines", {}).get(engine, {})
+        phases = [(f"time: {phase} (median)", f"time_breakdown_ms.{phase}", -1)
+                  for phase in now.get("time_breakdown_ms") or {} if phase in (before.get("time_breakdown_ms") or {})]
+        for label, path, direction in (*_BASELINE, *phases):
+            old, new = _get(before, path), _get(now, path)
+            if not isinstance(old, int | float) or not isinstance(new, int | float):
+                continue
+            ratio, mark = change(old, new, direction, exact=path in _EXACT)
+            rows.append((label, engine, _fmt(old), _fmt(new), ratio, mark))
+    return rows
+
+
+def change(old: float, new: float, direction: int, *, exact: bool = False) -> tuple[str, str]:
+    """``(ratio, mark)`` of a figure against its baseline.
+
+    ``direction``: +1 higher is better, -1 lower is better, 0 neither. ``mark`` is ``REGRESSION`` when it moved
+    the wrong way by more than :data:`TOLERANCE` (``exact``: at all), ``better`` the right way as far, else "".
+
+    Example:
+        >>> change(1000, 850, 1), change(10, 10.5, -1), change(0, 1, -1, exact=True)
+        (('0.85×', 'REGRESSION'), ('1.05×', ''), ('new', 'REGRESSION'))
+    """
+    ratio = f"{new / old:.2f}×" if old else ("–" if new == old else "new")
+    worse = (new - old) * -direction  # > 0: moved the wrong way
+    limit = 0 if exact else TOLERANCE * abs(old)
+    mark = "REGRESSION" if direction and worse > limit else "better" if direction and -worse > limit else ""
+    return ratio, mark
+
+
+_EXACT = {"rows_missing", "rows_unexpected", "rows_mismatched", "lost_rows", "duplicated_rows",
+          "input_records_lost", "input_records_repeated"}
+
+
+def _keeping_up(metrics: dict) -> list[str]:
+    """One sentence per engine: did it keep up with the replay, and why."""
+    if not (metrics.get("settings") or {}).get("rate_rps"):
+        return ["The replay was not paced (all input was in Kafka before the engines started), so there was "
+                "nothing to keep up with: the run measures how fast each engine drains a backlog."]
+    sentences = []
+    for engine in ENGINES:
+        if "kept_up" not in metrics["engines"].get(engine, {}):
+            sentences.append(f"{engine}: not measured (the run was made by an older dmk).")
+            continue
+        figures = metrics["engines"][engine]["kept_up"]
+        sentences.append(f"**{figures['reason']}**" if figures and not figures["kept_up"] else
+                         figures["reason"] if figures else f"{engine}: no batch processed records.")
+    return sentences
+
+
+def _breakdown(metrics: dict) -> list[tuple[str, list[tuple[str, str]]]]:
+    """Per engine: ``(phase, median)`` rows of where a batch with records spends its time."""
+    tables = []
+    for engine in ENGINES:
+        phases = metrics["engines"].get(engine, {}).get("time_breakdown_ms") or {}
+        rows = [(phase if phase in ("Spark jobs", "tasks") else f"{phase} (ms)", _fmt(value))
+                for phase, value in phases.items()]
+        if rows:
+            tables.append((engine, rows))
+    return tables
+
+
+def _md_table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> list[str]:
+    lines = [f"| {' | '.join(header)} |", "|---|" + "---:|" * (len(header) - 1)]
+    return lines + [f"| {' | '.join(row)} |" for row in rows]
+
+
+def _html_table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join(
+        "<tr" + (' class="regression"' if "REGRESSION" in row else "") + ">"
+        + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>"
+        for row in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def render(run_dir: Path, baseline: Path | None = None) -> tuple[Path, Path]:
+    """Write ``report.md`` and ``report.html`` (and ``plots/``) for a run directory; return both paths.
+
+    ``baseline``: a previous run's directory, put beside this one figure by figure (:func:`baseline_rows`).
+
+    Raises:
+        ConfigError: the run directory or the baseline is not a compare run directory.
+    """
     run_dir = Path(run_dir)
     metrics = load_metrics(run_dir)
-    plots = _plots(run_dir)
+    base = load_metrics(Path(baseline)) if baseline is not None else None
+    plots = _plots(run_dir, metrics)
     rows = summary_rows(metrics)
     settings = metrics.get("settings", {})
     diffs = _diff_preview(run_dir)
@@ -208,13 +387,42 @@ def render(run_dir: Path) -> tuple[Path, Path]:
         if metrics.get("faults_injected") is False:
             paragraphs.append(
                 "**INCOMPLETE: not every requested fault was injected, so the run did not test what was asked.**")
-    # report.md and report.html say the same: the verdict, then these paragraphs (settings, faults).
+    kept = _keeping_up(metrics)
+    kept_note = (f"An engine kept up when at most {KEPT_UP_BATCHES} batches' worth of input waited as the replay "
+                 "ended (a legacy batch lasts its interval; a micro-batch its trigger interval or, when longer, its "
+                 "median processing time); the *input waiting* plot shows it over the run.")
+    breakdown = _breakdown(metrics)
+    breakdown_note = ("Medians over the batches with records. Legacy: the scheduling delay (the wait behind "
+                      "earlier batches), then each output operation, inside which the Kafka read and the "
+                      "transformations run. Modern: the progress events' `durationMs` parts, and the state "
+                      "operators' time summed over their tasks. Spark jobs and tasks per batch come from Spark's "
+                      "event log (`<engine>/eventlog/`).")
+    compared = baseline_rows(metrics, base) if base is not None else []
+    base_note = ""
+    if base is not None:
+        base_note = (f"Baseline: `{baseline}` ({base.get('workload')}, {base.get('records', 0):,} records). Ratio: "
+                     f"this run ÷ baseline; REGRESSION: a timing or rate more than {TOLERANCE:.0%} worse, or any "
+                     "more wrong rows or records.")
+        if base.get("workload") != metrics["workload"]:
+            base_note += f" **The baseline ran another workload ({base.get('workload')}).**"
+    base_header = ("figure", "engine", "baseline", "this run", "ratio", "change")
+    # report.md and report.html say the same, section by section.
     md = [f"# {title}", "", f"**{_verdict(metrics)}**", ""]
     for paragraph in paragraphs:
         md += [paragraph, ""] if paragraph else []
-    md += ["| figure | legacy | modern | oracle |", "|---|---:|---:|---:|"]
-    md += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
-    md += ["", "## Plots", ""]
+    md += ["## Did each engine keep up?", ""]
+    for sentence in kept:
+        md += [f"- {sentence}"]
+    md += ["", kept_note, "", "## Summary", ""]
+    md += _md_table(("figure", "legacy", "modern", "oracle"), rows)
+    md += ["", "## Where the time goes", "", breakdown_note, ""]
+    for engine, table in breakdown:
+        md += [f"### {engine}", "", *_md_table(("phase", "median per batch"), table), ""]
+    if not breakdown:
+        md += ["Not measured in this run.", ""]
+    if base is not None:
+        md += ["## Against the baseline", "", base_note, "", *_md_table(base_header, compared), ""]
+    md += ["## Plots", ""]
     md += [f"![{name}](plots/{path.name})" for name, path in plots.items()]
     md += ["", "## Differences", ""]
     if not diffs:
@@ -227,34 +435,53 @@ def render(run_dir: Path) -> tuple[Path, Path]:
 
     def image(path: Path) -> str:
         data = base64.b64encode(path.read_bytes()).decode("ascii")
-        return f'<img alt="{html.escape(path.stem)}" src="data:image/png;base64,{data}">'
+        return f'<figure><img alt="{html.escape(path.stem)}" src="data:image/png;base64,{data}"></figure>'
 
-    table = "".join(
-        f"<tr><td>{html.escape(a)}</td><td>{html.escape(b)}</td><td>{html.escape(c)}</td>"
-        f"<td>{html.escape(d)}</td></tr>"
-        for a, b, c, d in rows
-    )
     diff_html = "".join(
         f"<h3>{html.escape(label)} ({total} rows)</h3>{frame.to_html(index=False, border=0)}"
         for label, frame, total in diffs
     ) or "<p>None: legacy, modern and the oracle hold the same rows.</p>"
+    breakdown_html = "".join(
+        f'<div class="engine"><h3 style="color:{_COLORS[engine]}">{engine}</h3>'
+        f"{_html_table(('phase', 'median per batch'), table)}</div>"
+        for engine, table in breakdown
+    ) or "<p>Not measured in this run.</p>"
+    baseline_html = (
+        f"<h2>Against the baseline</h2><p>{_inline_html(base_note)}</p>{_html_table(base_header, compared)}"
+        if base is not None else ""
+    )
     color = "#2ca02c" if metrics["equivalent"] else "#d62728"
     page = f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>body{{font-family:system-ui,sans-serif;max-width:980px;margin:2em auto;color:#222}}
-table{{border-collapse:collapse}}td,th{{padding:3px 10px;border-bottom:1px solid #ddd;text-align:right}}
-td:first-child,th:first-child{{text-align:left}}.verdict{{color:{color};font-weight:bold}}img{{max-width:100%}}</style>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{html.escape(title)}</title>
+<style>{_CSS}.verdict{{color:{color}}}</style>
 </head><body><h1>{html.escape(title)}</h1>
 <p class="verdict">{html.escape(_verdict(metrics))}</p>
 {"".join(f"<p>{_inline_html(paragraph)}</p>" for paragraph in paragraphs if paragraph)}
-<h2>Summary</h2><table><tr><th>figure</th><th>legacy</th><th>modern</th><th>oracle</th></tr>{table}</table>
-<h2>Plots</h2>{"".join(image(p) for p in plots.values())}
+<h2>Did each engine keep up?</h2><ul>{"".join(f"<li>{_inline_html(s)}</li>" for s in kept)}</ul>
+<p class="note">{_inline_html(kept_note)}</p>
+<h2>Summary</h2>{_html_table(("figure", "legacy", "modern", "oracle"), rows)}
+<h2>Where the time goes</h2><p class="note">{_inline_html(breakdown_note)}</p>
+<div class="engines">{breakdown_html}</div>
+{baseline_html}
+<h2>Plots</h2><div class="plots">{"".join(image(p) for p in plots.values())}</div>
 <h2>Differences</h2>{diff_html}
 </body></html>
 """
     html_path = run_dir / "report.html"
     html_path.write_text(page, encoding="utf-8")
     return md_path, html_path
+
+
+_CSS = """body{font-family:system-ui,sans-serif;max-width:1180px;margin:2em auto;padding:0 1.5em;color:#222;
+line-height:1.45}
+table{border-collapse:collapse;margin:.5em 0 1em}td,th{padding:3px 10px;border-bottom:1px solid #ddd;text-align:right}
+td:first-child,th:first-child{text-align:left}th{background:#f4f4f4}.verdict{font-weight:bold}
+tr.regression td{background:#fde8e8}.note{color:#555;font-size:.92em}
+.engines{display:flex;flex-wrap:wrap;gap:2em}.plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));
+gap:1em}figure{margin:0}img{max-width:100%;height:auto}code{font-size:.92em}
+@media print{body{max-width:none;margin:0;font-size:10pt}.plots{display:block}figure,table{break-inside:avoid}
+h2{break-after:avoid}}"""
 
 
 def _faults_injected(engine: str, figures: dict) -> str:
@@ -267,7 +494,8 @@ def _faults_injected(engine: str, figures: dict) -> str:
 
 
 def _inline_html(text: str) -> str:
-    """A Markdown paragraph's text as HTML: escaped, with its `code` and **strong** spans kept."""
+    """A Markdown paragraph's text as HTML: escaped, with its `code`, **strong** and *emphasis* spans kept."""
     escaped = html.escape(text)
     escaped = re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
-    return re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", escaped)
+    escaped = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", escaped)
+    return re.sub(r"\*([^*]+)\*", r"<em>\1</em>", escaped)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from compare import bench
+from compare import bench, bench_results
 from compare.engines import get_engine
 from compare.cli import main
 from kit.errors import ConfigError
@@ -171,6 +171,35 @@ def test_cli_regenerates_the_table_and_rejects_bad_settings(tmp_path: Path, caps
     assert "give --readme FILE too" in err
     assert "--records must be >= 100, got 50" in err
     assert "unknown workload(s) ['nope']" in err
+
+
+def test_a_baseline_puts_every_figure_beside_the_earlier_run(tmp_path: Path) -> None:
+    before = _results()
+    path = tmp_path / "bench-before.json"
+    path.write_text(json.dumps(before))
+    now = _results(engines={
+        "legacy": {"running_counts": dict(before["engines"]["legacy"]["running_counts"], throughput_rps=4000.0)},
+        "modern": {"running_counts": dict(before["engines"]["modern"]["running_counts"], throughput_rps=6000.0)},
+    })
+    now["baseline"] = bench_results.load_baseline(path)
+    text = bench.render_markdown(now)
+    assert f"## Against the baseline ({path}, 2026-11-24T10:00:00Z)" in text
+    # 20 % less throughput is a regression, 20 % more an improvement, an unchanged figure neither.
+    assert "| legacy running_counts throughput (records/s) | 5,000 | 4,000 | 0.80× | REGRESSION |" in text
+    assert "| modern running_counts throughput (records/s) | 5,000 | 6,000 | 1.20× | better |" in text
+    assert "| legacy running_counts at 1 s: latency p99 (ms) | 1,900 | 1,900 | 1.00× |  |" in text
+    assert "| legacy state growth ratio | 9.09 | 9.09 | 1.00× |  |" in text
+    # Every figure of the results is there, once.
+    assert sum(line.startswith("| ") for line in text.split("## Against the baseline")[1].splitlines()) == \
+        1 + len(bench_results.bench_figures(now))
+    # The previous run's latest.json is the default baseline.
+    (tmp_path / "latest.json").write_text(json.dumps(before))
+    assert bench_results.previous_results(tmp_path)["figures"] == bench_results.load_baseline(path)["figures"]
+    (tmp_path / "not-bench.json").write_text("[]")
+    with pytest.raises(ConfigError, match="is not a dmk bench results file"):
+        bench_results.load_baseline(tmp_path / "not-bench.json")
+    with pytest.raises(ConfigError, match="cannot read the baseline"):
+        bench_results.load_baseline(tmp_path / "missing.json")
 
 
 @pytest.mark.slow

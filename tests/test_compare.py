@@ -38,7 +38,7 @@ def _compare(tmp_path: Path, bootstrap_servers: str, *args: str) -> tuple[int, d
 
 def _check_run_directory(out: Path, metrics: dict) -> None:
     for name in ("report.md", "report.html", "metrics.json", "dataset.parquet", "plots/latency_cdf.png",
-                 "plots/throughput.png", "plots/batch_duration.png", "diff/legacy_vs_oracle.missing.csv",
+                 "plots/throughput.png", "plots/backlog.png", "plots/batch_duration.png", "diff/legacy_vs_oracle.missing.csv",
                  "diff/modern_vs_oracle.mismatched.parquet", "legacy/driver.log", "modern/driver.log"):
         assert (out / name).exists(), name
     report = (out / "report.md").read_text()
@@ -47,9 +47,24 @@ def _check_run_directory(out: Path, metrics: dict) -> None:
         figures = metrics["engines"][engine]
         assert f"{figures['dead_letters']:,}" in report
         assert f"{figures['latency_ms']['p99']:,.0f}" in report and f"{figures['latency_ms']['p99']:,.0f}" in page
-    assert page.count("data:image/png;base64,") == 3
+    assert page.count("data:image/png;base64,") == 4
     # The HTML has the settings paragraph report.md has.
     assert f"<code>{metrics['settings']['legacy_job']}</code>" in page and "Legacy mode <code>" in page
+    for engine in ("legacy", "modern"):
+        figures = metrics["engines"][engine]
+        # Kept up or not, with the reason in one sentence, consistent with the figures.
+        kept = figures["kept_up"]
+        assert kept["input_rps"] > 0 and kept["capacity_rps"] > 0 and kept["batch_ms"] > 0
+        assert kept["reason"].startswith(f"{engine} {'kept up' if kept['kept_up'] else 'fell behind'}: ")
+        assert f"{kept['backlog_at_end']:,} records" in kept["reason"] and kept["reason"] in report
+        # Where the time goes: the engine's own phases, and its Spark jobs and tasks from the event log.
+        phases = figures["time_breakdown_ms"]
+        assert phases["Spark jobs"] >= 1 and phases["tasks"] >= 1, phases
+        assert f"| tasks | {phases['tasks']:,.1f} |" in report
+    assert {"scheduling delay", "write running_counts", "write dead_letters.events", "commit"} <= set(
+        metrics["engines"]["legacy"]["time_breakdown_ms"])
+    assert {"addBatch (read, process, state, sink)", "state commit (task time)"} <= set(
+        metrics["engines"]["modern"]["time_breakdown_ms"])
 
 
 def test_compare_with_a_driver_killed_loses_and_duplicates_nothing(
