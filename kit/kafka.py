@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
@@ -181,6 +181,20 @@ def wait_for_broker(
         msg = f"invalid bootstrap servers {bootstrap_servers!r}: {exc}"
         raise ConfigError(msg) from exc
     consumer.close()
+
+
+def _listed(list_offsets: Callable[[list[TopicPartition]], dict], tps: list[TopicPartition]) -> dict:
+    """kafka-python's ``beginning_offsets``/``end_offsets`` of ``tps``, also for partitions it has just met.
+
+    Asked for several partitions, kafka-python leaves out those whose leader its metadata does not know yet (a
+    topic created since its last metadata refresh, e.g. one a ``subscribePattern`` query just found) and then
+    fails with a KeyError on them. Asked for such a partition alone, it refreshes its metadata and waits for the
+    leader, so those are asked one by one.
+    """
+    try:
+        return list_offsets(tps)
+    except KeyError:
+        return {tp: list_offsets([tp])[tp] for tp in tps}
 
 
 class Kafka:
@@ -368,7 +382,7 @@ class Kafka:
         """The first offset still in each partition's log (ListOffsets earliest)."""
         tps = self.topic_partitions(what)
         try:
-            return self._offsets().beginning_offsets(tps)
+            return _listed(self._offsets().beginning_offsets, tps)
         except KafkaTimeoutError as exc:
             raise KafkaTimeout(
                 operation="listing beginning offsets", timeout_s=self.timeout_s, last_observed=[str(tp) for tp in tps]
@@ -388,8 +402,8 @@ class Kafka:
         tps = self.topic_partitions(what)
         consumer = self._offsets()
         try:
-            listed = consumer.end_offsets(tps)
-            beginnings = consumer.beginning_offsets(tps)
+            listed = _listed(consumer.end_offsets, tps)
+            beginnings = _listed(consumer.beginning_offsets, tps)
         except KafkaTimeoutError as exc:
             raise KafkaTimeout(
                 operation="listing offsets", timeout_s=self.timeout_s, last_observed=[str(tp) for tp in tps]

@@ -506,3 +506,43 @@ def test_min_offsets_per_trigger_waits_for_enough_records_or_the_delay(bootstrap
         assert reader.latestOffset(third, ReadMaxRows(1000)) == {topic: {"0": 90, "1": 45}}
     finally:
         reader.stop()
+
+
+def test_a_topic_created_while_a_pattern_query_runs_is_read_from_earliest(
+    spark, bootstrap_servers, kafka, topic_factory, tmp_path
+) -> None:
+    """Spark's subscribePattern picks up a matching topic created while the query runs, from its earliest offset
+    (it used to crash the query: a KeyError from the end offsets of a topic the client had no metadata for)."""
+    first = topic_factory(partitions=2)
+    prefix = first.rsplit("_", 1)[0]
+    _produce(bootstrap_servers, first, {0: 2, 1: 1})
+    rows: list[tuple] = []
+
+    def collect(df, batch_id: int) -> None:  # noqa: ANN001
+        rows.extend(tuple(r) for r in df.selectExpr("topic", "partition", "offset").collect())
+
+    frame = _reader(spark, bootstrap_servers, subscribePattern=f"{prefix}_.*", startingOffsets="earliest",
+                    failOnDataLoss="false")
+    query = frame.writeStream.foreachBatch(collect).option("checkpointLocation", str(tmp_path / "ckpt")).trigger(
+        processingTime="100 milliseconds").start()
+    second = f"{prefix}_created"
+
+    def wait_for(count: int) -> None:
+        deadline = time.monotonic() + 60
+        while len(rows) < count and time.monotonic() < deadline and query.isActive:
+            time.sleep(0.1)
+        assert query.exception() is None and query.isActive, query.exception()
+
+    try:
+        wait_for(3)
+        _produce(bootstrap_servers, second, {0: 2, 1: 1, 2: 0, 3: 1})  # a missing topic is created: 4 partitions
+        wait_for(7)
+        # A topic deleted while the query runs: with failOnDataLoss=false the query goes on, as Spark's does.
+        kafka.delete_topic(second)
+        _produce(bootstrap_servers, first, {1: 1})
+        wait_for(8)
+    finally:
+        query.stop()
+        kafka.delete_topic(second)
+    assert sorted(rows) == sorted([(first, 0, 0), (first, 0, 1), (first, 1, 0), (second, 0, 0), (second, 0, 1),
+                                   (second, 1, 0), (second, 3, 0), (first, 1, 1)])
