@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from kit.errors import CheckpointNotFound, ConfigError, KitError
 
 __all__ = [
+    "ArgumentTypeError",
     "BatchNotGenerated",
     "CheckpointCodeChanged",
     "CheckpointCodeNotImportable",
@@ -42,6 +43,14 @@ __all__ = [
 
 class LegacyError(KitError):
     """Base class of the errors only the DStream side raises."""
+
+
+class ArgumentTypeError(ConfigError, TypeError):
+    """An argument of a type Spark 2.4's ``KafkaUtils`` refused with ``TypeError``.
+
+    It is still a ``TypeError`` here, so code that caught it goes on working, with the kit's message: what was
+    given, and what to pass.
+    """
 
 
 class UnsupportedKafkaParams(ConfigError):

@@ -35,6 +35,7 @@ from typing import Any
 from legacy._checkpoint import get_or_create
 from legacy._direct import KafkaDStream, KafkaRDD, create_direct_stream, create_rdd
 from legacy._types import Broker, KafkaMessageAndMetadata, OffsetRange, TopicAndPartition, utf8_decoder
+from legacy.errors import ArgumentTypeError
 
 __all__ = [
     "Broker",
@@ -47,6 +48,15 @@ __all__ = [
     "get_or_create",
     "utf8_decoder",
 ]
+
+
+def _typed(value: Any, kind: type, name: str, method: str, hint: str) -> None:
+    """Refuse ``value`` with a TypeError where Spark 2.4's ``KafkaUtils.<method>`` did (``isinstance`` checks)."""
+    if not isinstance(value, kind):
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        msg = (f"{name} should be {kind.__name__ if kind is not Mapping else 'dict'} (KafkaUtils.{method}, as in Spark "
+               f"2.4), got {type(value).__name__} {shown}: {hint}")
+        raise ArgumentTypeError(msg, field=name, expected=kind.__name__, actual=type(value).__name__)
 
 
 class KafkaUtils:
@@ -85,6 +95,7 @@ class KafkaUtils:
             valueDecoder: decodes value bytes; default :func:`utf8_decoder`.
 
         Raises:
+            ArgumentTypeError: ``topics`` or ``kafkaParams`` not a dict (a ``TypeError``, as 2.4 raised).
             UnsupportedKafkaParams: unknown ``kafkaParams`` keys (all listed).
             ConfigError: no brokers in ``kafkaParams``, or ``group.id`` differing from ``groupId``.
         """
@@ -92,6 +103,9 @@ class KafkaUtils:
         from legacy._receiver import create_receiver_stream
         from legacy.errors import UnsupportedKafkaParams
 
+        _typed(topics, Mapping, "topics", "createStream", "pass {topic: numThreads}, e.g. {'events': 1}")
+        if kafkaParams is not None:
+            _typed(kafkaParams, Mapping, "kafkaParams", "createStream", "pass a dict of Kafka settings")
         params = {str(k): v for k, v in (kafkaParams or {}).items()}
         consumer_keys = {"session.timeout.ms": "session_timeout_ms", "heartbeat.interval.ms": "heartbeat_interval_ms",
                          "client.id": "client_id"}
@@ -160,11 +174,15 @@ class KafkaUtils:
             A :class:`KafkaDStream`; its ``transform``/``foreachRDD`` functions get :class:`KafkaRDD`\ s.
 
         Raises:
+            ArgumentTypeError: ``topics`` not a list or ``kafkaParams`` not a dict (a ``TypeError``, as 2.4 raised).
             UnsupportedKafkaParams: unknown or unsupported ``kafkaParams`` keys (all listed).
             ConfigError: other invalid arguments.
             UnknownTopic: a topic does not exist.
             OffsetOutOfRange: a ``fromOffsets`` offset outside the partition's log.
         """
+        _typed(topics, list, "topics", "createDirectStream", "pass a list of topic names, e.g. ['events']")
+        _typed(kafkaParams, Mapping, "kafkaParams", "createDirectStream",
+               "pass a dict, e.g. {'metadata.broker.list': 'host:9092'}")
         return create_direct_stream(ssc, topics, kafkaParams, fromOffsets, keyDecoder, valueDecoder, messageHandler)
 
     @staticmethod
@@ -190,7 +208,12 @@ class KafkaUtils:
             messageHandler: as for :meth:`createDirectStream`.
 
         Raises:
+            ArgumentTypeError: ``kafkaParams`` not a dict or ``offsetRanges`` not a list (a ``TypeError``, as 2.4
+                raised).
             OffsetOutOfRange: a range not (or no longer) in its partition's log.
             ConfigError: invalid arguments (``UnsupportedKafkaParams`` for unknown keys).
         """
+        _typed(kafkaParams, Mapping, "kafkaParams", "createRDD",
+               "pass a dict, e.g. {'metadata.broker.list': 'host:9092'}")
+        _typed(offsetRanges, list, "offsetRanges", "createRDD", "pass a list of OffsetRange")
         return create_rdd(sc, kafkaParams, offsetRanges, leaders, keyDecoder, valueDecoder, messageHandler)

@@ -8,6 +8,7 @@ times, without keys, to partition 0.
 from __future__ import annotations
 
 import pickle
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 
@@ -209,6 +210,28 @@ def test_kafka_params_errors_name_the_setting(given: dict, field: str) -> None:
     with pytest.raises(ConfigError) as err:
         KafkaParams.parse(given)
     assert err.value.field == field
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda: KafkaUtils.createDirectStream(None, "events", {"metadata.broker.list": "h:1"}),
+     "topics should be list (KafkaUtils.createDirectStream, as in Spark 2.4), got str 'events'"),
+    (lambda: KafkaUtils.createDirectStream(None, ("events",), {"metadata.broker.list": "h:1"}),
+     "topics should be list (KafkaUtils.createDirectStream, as in Spark 2.4), got tuple"),
+    (lambda: KafkaUtils.createDirectStream(None, ["events"], [("metadata.broker.list", "h:1")]),
+     "kafkaParams should be dict (KafkaUtils.createDirectStream, as in Spark 2.4), got list"),
+    (lambda: KafkaUtils.createRDD(None, {"metadata.broker.list": "h:1"}, (OffsetRange("t", 0, 0, 1),)),
+     "offsetRanges should be list (KafkaUtils.createRDD, as in Spark 2.4), got tuple"),
+    (lambda: KafkaUtils.createRDD(None, [("metadata.broker.list", "h:1")], [OffsetRange("t", 0, 0, 1)]),
+     "kafkaParams should be dict (KafkaUtils.createRDD, as in Spark 2.4), got list"),
+    (lambda: KafkaUtils.createStream(None, "zk:2181", "group", ["events"], {"metadata.broker.list": "h:1"}),
+     "topics should be dict (KafkaUtils.createStream, as in Spark 2.4), got list ['events']: pass {topic: numThreads}"),
+])
+def test_arguments_of_the_wrong_type_raise_type_error_as_in_2_4(call, message: str) -> None:
+    """Spark 2.4 raised TypeError for these (pyspark/streaming/kafka.py's isinstance checks); code that catches it
+    keeps working. The error is also the kit's ConfigError, naming the argument."""
+    with pytest.raises(TypeError, match=re.escape(message)) as err:
+        call()
+    assert isinstance(err.value, ConfigError) and err.value.field in ("topics", "kafkaParams", "offsetRanges")
 
 
 def test_create_stream_needs_brokers_and_known_params() -> None:
