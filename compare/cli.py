@@ -29,6 +29,7 @@ import os
 import signal
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -942,6 +943,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.argv = argv
     handler: Callable[[argparse.Namespace], int] = args.func
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        # Started in the background by a shell, a process inherits SIGINT ignored, and Python then installs no
+        # KeyboardInterrupt handler: Ctrl-C or kill -INT must still stop a long command (a broker, a compare).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return handler(args)
     except KitError as exc:

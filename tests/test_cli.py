@@ -108,7 +108,8 @@ def test_readme_quickstart_is_what_ci_runs() -> None:
 
 
 def test_console_script_is_installed() -> None:
-    run = subprocess.run([sys.executable, "-m", "compare.cli", "--help"], capture_output=True, text=True, cwd=REPO)
+    dmk = Path(sys.executable).parent / "dmk"  # the console script pip installed beside this Python
+    run = subprocess.run([str(dmk), "--help"], capture_output=True, text=True, cwd=REPO)
     assert run.returncode == 0 and "dmk" in run.stdout and "DMK_SPARK_MASTER" in run.stdout
 
 
@@ -120,9 +121,11 @@ def test_broker_start_runs_until_ctrl_c(tmp_path: Path) -> None:
 
     port = free_port()
     log = tmp_path / "tansu.log"
+    # As a shell's background job would: SIGINT ignored from the start (the command must still stop on it).
     proc = subprocess.Popen(
         [sys.executable, "-m", "compare.cli", "broker", "start", "--port", str(port), "--log", str(log)],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     try:
         wait_for_broker(f"127.0.0.1:{port}", timeout_s=60)
