@@ -50,7 +50,7 @@ from pyspark.sql.streaming.datasource import (
     ReadMinRows,
     SupportsTriggerAvailableNow,
 )
-from pyspark.sql.types import BinaryType, IntegerType, StringType, StructType
+from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
 
 from kit.errors import OffsetOutOfRange
 from kit.kafka import Kafka, TopicPartition
@@ -587,6 +587,18 @@ def _check_write_schema(schema: StructType, settings: SinkSettings) -> None:
     if "partition" in fields and not isinstance(fields["partition"], IntegerType):
         msg = f"partition attribute type must be an int, got {fields['partition'].simpleString()}"
         raise KafkaSinkError(msg)
+    if "headers" in fields and not _is_headers_type(fields["headers"]):
+        msg = f"headers attribute type must be an array<struct<key:string,value:binary>>, got " \
+              f"{fields['headers'].simpleString()}"
+        raise KafkaSinkError(msg)
+
+
+def _is_headers_type(data_type: Any) -> bool:
+    """Spark's ``KafkaRecordToRowConverter.headersType``: ``array<struct<key: string, value: binary>>``."""
+    if not isinstance(data_type, ArrayType) or not isinstance(data_type.elementType, StructType):
+        return False
+    parts = [(f.name, type(f.dataType)) for f in data_type.elementType.fields]
+    return parts == [("key", StringType), ("value", BinaryType)]
 
 
 class _WriteCommit(WriterCommitMessage):

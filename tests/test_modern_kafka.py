@@ -375,6 +375,11 @@ def test_sink_rejects_bad_input(spark, bootstrap_servers) -> None:
         spark.createDataFrame([("x",)], "value string").write.format(fmt).option(
             "kafka.bootstrap.servers", bootstrap_servers
         ).mode("append").save()
+    # Headers must be Spark's array<struct<key: string, value: binary>>, checked before anything is sent.
+    for bad in ("array<string>", "array<struct<key: string, value: string>>", "string"):
+        with pytest.raises(Exception, match="headers attribute type must be an array<struct<key:string,value:binary>>"):
+            spark.createDataFrame([], f"value string, headers {bad}").write.format(fmt).option(
+                "kafka.bootstrap.servers", bootstrap_servers).option("topic", "t").mode("append").save()
     assert issubclass(KafkaSinkError, Exception)
 
 
