@@ -52,6 +52,9 @@ _NAMES = {
     "receive_buffer_bytes": "socket.receive.buffer.bytes",
     "send_buffer_bytes": "socket.send.buffer.bytes",
     "connections_max_idle_ms": "connections.max.idle.ms",
+    "max_partition_fetch_bytes": "max.partition.fetch.bytes",
+    "retry_backoff_ms": "retry.backoff.ms",
+    "check_crcs": "check.crcs",
 }
 # Producer settings the kit's senders pass (kafka-python names).
 _PRODUCER_NAMES = {

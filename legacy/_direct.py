@@ -51,8 +51,9 @@ from kit.errors import ConfigError, OffsetOutOfRange
 from kit.kafka import Kafka, TopicPartition
 from legacy._callbacks import install as _install_callbacks
 from legacy._callbacks import java_map_values
+from legacy._params import kafka_params_settings, warn_ignored
 from legacy._types import Broker, KafkaMessageAndMetadata, OffsetRange, TopicAndPartition, utf8_decoder
-from legacy.errors import BatchNotGenerated, StateFormatMismatch, UnsupportedKafkaParams
+from legacy.errors import BatchNotGenerated, StateFormatMismatch
 from legacy.rate import JvmPIDRateEstimator, RateSettings, _java_double_to_long, until_offsets
 
 # Every Python DStream operation of every batch is a callback from the JVM: make each skip a Java exception.
@@ -83,22 +84,13 @@ CONSUMER_CACHE_ENABLED = "spark.streaming.kafka.consumer.cache.enabled"
 
 # -- kafkaParams ---------------------------------------------------------------------------------------------
 
-_SUPPORTED_PARAMS = {
+_HANDLED_PARAMS = {
     "metadata.broker.list": "the brokers, host:port[,host:port...] (0.8 name)",
     "bootstrap.servers": "the brokers, host:port[,host:port...]",
     "auto.offset.reset": "smallest|largest (0.8 names) or earliest|latest; default largest",
     "group.id": "the consumer group of commitAsync (nothing is committed otherwise, as in 2.4)",
     "client.id": "client id of the Kafka clients",
     "socket.timeout.ms": "bound on each Kafka request and on a read's idle time; default 30000",
-}
-_NO_ZOOKEEPER = "no ZooKeeper: the direct stream takes offsets from the brokers and from the checkpoint"
-_UNSUPPORTED_PARAMS = {
-    "zookeeper.connect": _NO_ZOOKEEPER,
-    "zookeeper.connection.timeout.ms": _NO_ZOOKEEPER,
-    "zookeeper.session.timeout.ms": _NO_ZOOKEEPER,
-    "zookeeper.sync.time.ms": _NO_ZOOKEEPER,
-    "auto.commit.enable": "the direct stream never commits offsets; store them yourself after each batch",
-    "enable.auto.commit": "the direct stream never commits offsets; store them yourself after each batch",
 }
 _RESETS = {"smallest": "earliest", "earliest": "earliest", "largest": "latest", "latest": "latest"}
 
@@ -113,6 +105,8 @@ class KafkaParams:
         group_id: ``group.id`` if given (unused, as by 2.4's direct stream).
         client_id: ``client.id`` if given.
         timeout_s: ``socket.timeout.ms`` / 1000 (default 30 s).
+        settings: the other keys with a Kafka client equivalent, as kafka-python settings
+            (:data:`legacy._params.MAPPED`), sorted.
     """
 
     bootstrap_servers: str
@@ -120,13 +114,17 @@ class KafkaParams:
     group_id: str | None = None
     client_id: str | None = None
     timeout_s: float = 30.0
+    settings: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
     def parse(cls, kafka_params: Mapping[str, Any]) -> KafkaParams:
         """Validate a 2.4 ``kafkaParams`` dict.
 
+        Every key a 0.8 or 0.10 consumer accepted is accepted: mapped when it has an equivalent here, else
+        ignored with one :class:`~legacy._params.IgnoredKafkaParams` warning (:mod:`legacy._params`).
+
         Raises:
-            UnsupportedKafkaParams: keys that are unknown or have no meaning here (all listed at once).
+            UnsupportedKafkaParams: TLS/SASL keys, whose loss would change the connection silently (all listed).
             ConfigError: a missing broker list, two different broker lists, or a bad value.
         """
         if not isinstance(kafka_params, Mapping):
@@ -136,9 +134,8 @@ class KafkaParams:
                 field="kafkaParams", expected="dict", actual=type(kafka_params).__name__,
             )
         params = {str(k): v for k, v in kafka_params.items()}
-        bad = {k: _UNSUPPORTED_PARAMS.get(k, "unknown") for k in params if k not in _SUPPORTED_PARAMS}
-        if bad:
-            raise UnsupportedKafkaParams(bad, supported=_SUPPORTED_PARAMS)
+        settings, ignored = kafka_params_settings(params, handled=_HANDLED_PARAMS)
+        warn_ignored(ignored, "the direct stream")
         brokers = {params[k] for k in ("metadata.broker.list", "bootstrap.servers") if k in params}
         if not brokers:
             msg = "kafkaParams needs the brokers: set metadata.broker.list (or bootstrap.servers) to host:port[,...]"
@@ -184,11 +181,12 @@ class KafkaParams:
             group_id=None if group is None else str(group),
             client_id=None if client is None else str(client),
             timeout_s=timeout_ms / 1000,
+            settings=tuple(sorted(settings.items())),
         )
 
     def client_settings(self) -> dict[str, Any]:
         """Extra kafka-python settings for :class:`kit.kafka.Kafka`."""
-        return {"client_id": self.client_id} if self.client_id else {}
+        return {**dict(self.settings), **({"client_id": self.client_id} if self.client_id else {})}
 
     def kafka(self) -> Kafka:
         """A new :class:`kit.kafka.Kafka` handle for these params (the caller closes it)."""
@@ -211,19 +209,18 @@ class _ReadSpec:
 
 # One handle per Python worker process and cluster, like Spark's cached Kafka consumers: a worker runs one task
 # at a time, and reusing the connection saves the bootstrap round trips of every task of every batch.
-_WORKER_HANDLES: dict[tuple[Any, ...], Kafka] = {}
+_WORKER_HANDLES: dict[KafkaParams, Kafka] = {}
 
 
 def _worker_handle(params: KafkaParams) -> Kafka:
-    key = (params.bootstrap_servers, params.client_id, params.timeout_s)
-    handle = _WORKER_HANDLES.get(key)
+    handle = _WORKER_HANDLES.get(params)
     if handle is None:
-        handle = _WORKER_HANDLES[key] = params.kafka()
+        handle = _WORKER_HANDLES[params] = params.kafka()
     return handle
 
 
 def _drop_worker_handle(params: KafkaParams) -> None:
-    handle = _WORKER_HANDLES.pop((params.bootstrap_servers, params.client_id, params.timeout_s), None)
+    handle = _WORKER_HANDLES.pop(params, None)
     if handle is not None:
         handle.close()
 

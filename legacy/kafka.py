@@ -87,33 +87,43 @@ class KafkaUtils:
             groupId: the consumer group.
             topics: ``{topic: numThreads}`` (numThreads is accepted; one consumer reads all partitions).
             kafkaParams: ``metadata.broker.list`` or ``bootstrap.servers`` (required here, as ZooKeeper no
-                longer provides them), ``auto.offset.reset`` (smallest/largest, default largest), and
-                ``group.id``, ``zookeeper.connect``, ``zookeeper.connection.timeout.ms`` (accepted, unused);
-                ``session.timeout.ms``, ``heartbeat.interval.ms``, ``client.id`` go to the consumer.
+                longer provides them), ``auto.offset.reset`` (smallest/largest, default largest), ``group.id``
+                (must equal ``groupId``); ``session.timeout.ms``, ``heartbeat.interval.ms``,
+                ``auto.commit.interval.ms``, ``client.id`` go to the consumer; every other 0.8/0.10 consumer key
+                is mapped or ignored with a warning (:mod:`legacy._params`).
             storageLevel: receiver storage level; default MEMORY_AND_DISK_2 (2.4's).
             keyDecoder: decodes key bytes; default :func:`utf8_decoder`.
             valueDecoder: decodes value bytes; default :func:`utf8_decoder`.
 
         Raises:
             ArgumentTypeError: ``topics`` or ``kafkaParams`` not a dict (a ``TypeError``, as 2.4 raised).
-            UnsupportedKafkaParams: unknown ``kafkaParams`` keys (all listed).
-            ConfigError: no brokers in ``kafkaParams``, or ``group.id`` differing from ``groupId``.
+            UnsupportedKafkaParams: TLS/SASL keys (all listed).
+            ConfigError: no brokers in ``kafkaParams``, ``group.id`` differing from ``groupId``, or
+                ``auto.commit.enable=false``.
         """
         from kit.errors import ConfigError
+        from legacy._params import kafka_params_settings, warn_ignored
         from legacy._receiver import create_receiver_stream
-        from legacy.errors import UnsupportedKafkaParams
 
         _typed(topics, Mapping, "topics", "createStream", "pass {topic: numThreads}, e.g. {'events': 1}")
         if kafkaParams is not None:
             _typed(kafkaParams, Mapping, "kafkaParams", "createStream", "pass a dict of Kafka settings")
         params = {str(k): v for k, v in (kafkaParams or {}).items()}
+        # The receiver's consumer is a group member that commits, like 0.8's high-level consumer: these keep
+        # their meaning. Every other key a 0.8 or 0.10 consumer accepted is mapped or ignored (legacy._params).
         consumer_keys = {"session.timeout.ms": "session_timeout_ms", "heartbeat.interval.ms": "heartbeat_interval_ms",
-                         "client.id": "client_id"}
-        ignored = {"group.id", "zookeeper.connect", "zookeeper.connection.timeout.ms"}
-        known = {"metadata.broker.list", "bootstrap.servers", "auto.offset.reset"} | ignored | set(consumer_keys)
-        unknown = sorted(set(params) - known)
-        if unknown:
-            raise UnsupportedKafkaParams({k: "unknown" for k in unknown}, supported=known)
+                         "auto.commit.interval.ms": "auto_commit_interval_ms", "client.id": "client_id"}
+        commits = ("auto.commit.enable", "enable.auto.commit")
+        handled = {"metadata.broker.list", "bootstrap.servers", "auto.offset.reset", "group.id", *consumer_keys,
+                   *commits}
+        mapped, ignored = kafka_params_settings(params, handled=handled)
+        warn_ignored(ignored, "createStream")
+        for key in commits:
+            if key in params and str(params[key]).strip().lower() != "true":
+                msg = (f"kafkaParams[{key!r}]={params[key]!r}: the receiver's consumer always commits the group's "
+                       "offsets (2.4's default); a job that must not commit needs a direct stream "
+                       "(createDirectStream), which never does")
+                raise ConfigError(msg, field=key, expected="true", actual=params[key])
         brokers = params.get("metadata.broker.list") or params.get("bootstrap.servers")
         if not brokers:
             msg = (
@@ -131,7 +141,7 @@ class KafkaUtils:
                 field="group.id", expected=groupId, actual=params["group.id"],
             )
         settings = {python: int(params[java]) if java.endswith(".ms") else params[java]
-                    for java, python in consumer_keys.items() if java in params}
+                    for java, python in consumer_keys.items() if java in params} | mapped
         kwargs = {} if storageLevel is None else {"storage_level": storageLevel}
         return create_receiver_stream(
             ssc, str(brokers), groupId, topics, key_decoder=keyDecoder, value_decoder=valueDecoder,
@@ -161,8 +171,11 @@ class KafkaUtils:
                 0.8; new partitions are not picked up).
             kafkaParams: ``metadata.broker.list`` (or ``bootstrap.servers``) is required;
                 ``auto.offset.reset`` is ``smallest``/``earliest`` or ``largest``/``latest`` (the default), used
-                when ``fromOffsets`` is not given; also accepted: ``group.id`` (unused), ``client.id``,
-                ``socket.timeout.ms`` (default 30000). Anything else is refused.
+                when ``fromOffsets`` is not given; also read: ``group.id`` (commitAsync's group), ``client.id``,
+                ``socket.timeout.ms`` (default 30000). Every other 0.8/0.10 consumer key is mapped
+                (``fetch.message.max.bytes``, ``socket.receive.buffer.bytes``, ``refresh.leader.backoff.ms``...)
+                or ignored with one warning, as 2.4's consumer config did (:mod:`legacy._params`); TLS/SASL keys
+                are refused.
             fromOffsets: ``{TopicAndPartition: offset}`` to start from; its topics must be ``topics``, and its
                 partitions are then the ones read.
             keyDecoder: decodes key bytes (None for records without key); default :func:`utf8_decoder`.
@@ -175,7 +188,7 @@ class KafkaUtils:
 
         Raises:
             ArgumentTypeError: ``topics`` not a list or ``kafkaParams`` not a dict (a ``TypeError``, as 2.4 raised).
-            UnsupportedKafkaParams: unknown or unsupported ``kafkaParams`` keys (all listed).
+            UnsupportedKafkaParams: TLS/SASL keys (all listed).
             ConfigError: other invalid arguments.
             UnknownTopic: a topic does not exist.
             OffsetOutOfRange: a ``fromOffsets`` offset outside the partition's log.
@@ -211,7 +224,7 @@ class KafkaUtils:
             ArgumentTypeError: ``kafkaParams`` not a dict or ``offsetRanges`` not a list (a ``TypeError``, as 2.4
                 raised).
             OffsetOutOfRange: a range not (or no longer) in its partition's log.
-            ConfigError: invalid arguments (``UnsupportedKafkaParams`` for unknown keys).
+            ConfigError: invalid arguments (``UnsupportedKafkaParams`` for TLS/SASL keys).
         """
         _typed(kafkaParams, Mapping, "kafkaParams", "createRDD",
                "pass a dict, e.g. {'metadata.broker.list': 'host:9092'}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pickle
 import re
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator
 
@@ -18,6 +19,7 @@ from _streaming import await_condition as _await_condition
 from kit.errors import ConfigError, OffsetOutOfRange, UnknownTopic
 from kit.kafka import Kafka
 from legacy._direct import KafkaParams
+from legacy._params import IgnoredKafkaParams
 from legacy.errors import UnsupportedKafkaParams
 from legacy.kafka import (
     Broker,
@@ -184,19 +186,38 @@ def test_kafka_params_values() -> None:
     assert both.bootstrap_servers == "h:1"
 
 
-def test_kafka_params_refuses_unknown_and_unsupported_keys_listing_them() -> None:
+def test_kafka_params_of_real_jobs_are_mapped_or_ignored_with_one_warning() -> None:
+    """2.4's 0.8 consumer config accepted any key, logging those it did not use: real jobs carry them."""
+    params = {"metadata.broker.list": "h:1", "group.id": "g", "zookeeper.connect": "zk:2181",
+              "fetch.message.max.bytes": "2097152", "socket.receive.buffer.bytes": "65536",
+              "refresh.leader.backoff.ms": "200", "auto.commit.enable": "true", "key.deserializer": "x.Y",
+              "fetch.mesage.max.bytes": "1"}
+    with pytest.warns(IgnoredKafkaParams) as caught:
+        parsed = KafkaParams.parse(params)
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    for key in ("zookeeper.connect", "auto.commit.enable", "key.deserializer"):
+        assert repr(key) in message
+    assert "'fetch.mesage.max.bytes': unknown (did you mean 'fetch.message.max.bytes'?)" in message
+    # Keys with an equivalent reach the Kafka clients (kafka-python's names; librdkafka's through translate).
+    assert parsed.client_settings() == {"max_partition_fetch_bytes": 2097152, "receive_buffer_bytes": 65536,
+                                        "retry_backoff_ms": 200}
+    # Nothing to warn about: no warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        KafkaParams.parse({"metadata.broker.list": "h:1", "fetch.message.max.bytes": "1048576"})
+
+
+def test_kafka_params_refuse_only_what_would_change_the_connection_silently() -> None:
     with pytest.raises(UnsupportedKafkaParams) as err:
-        KafkaParams.parse(
-            {"metadata.broker.list": "h:1", "zookeeper.connect": "zk:2181", "fetch.message.max.bytes": "1", "x": "1"}
-        )
+        KafkaParams.parse({"metadata.broker.list": "h:1", "security.protocol": "SSL", "ssl.truststore.location": "t",
+                           "fetch.message.max.bytes": "lots"})
     e = err.value
     assert isinstance(e, ConfigError)
-    assert sorted(e.unsupported) == ["fetch.message.max.bytes", "x", "zookeeper.connect"]
-    assert e.unsupported["x"] == "unknown"
-    assert e.unsupported["zookeeper.connect"].startswith("no ZooKeeper")
-    assert (e.field, e.actual) == ("kafkaParams", ["fetch.message.max.bytes", "x", "zookeeper.connect"])
-    assert "bootstrap.servers" in e.expected and "auto.offset.reset" in e.expected
-    assert str(e).startswith("Unrecognized configs: {'fetch.message.max.bytes', 'x', 'zookeeper.connect'}")
+    assert sorted(e.unsupported) == ["fetch.message.max.bytes", "security.protocol", "ssl.truststore.location"]
+    assert "plaintext" in e.unsupported["security.protocol"]
+    assert e.unsupported["fetch.message.max.bytes"] == "must be a whole number, got 'lots'"
+    assert str(e).startswith("Unrecognized configs: {'fetch.message.max.bytes', 'security.protocol'")
 
 
 @pytest.mark.parametrize(
@@ -238,9 +259,13 @@ def test_create_stream_needs_brokers_and_known_params() -> None:
     with pytest.raises(ConfigError) as err:
         KafkaUtils.createStream(None, "zk:2181", "group", {"events": 1})
     assert err.value.field == "metadata.broker.list" and "zkQuorum='zk:2181'" in str(err.value)
-    with pytest.raises(UnsupportedKafkaParams) as unknown:
-        KafkaUtils.createStream(None, "zk:2181", "group", {"events": 1}, {"metadata.broker.list": "h:1", "fetch.size": "1"})
-    assert unknown.value.unsupported == {"fetch.size": "unknown"}
+    with pytest.raises(UnsupportedKafkaParams) as secured:
+        KafkaUtils.createStream(None, "zk:2181", "group", {"events": 1}, {"metadata.broker.list": "h:1",
+                                                                          "sasl.mechanism": "PLAIN"})
+    assert list(secured.value.unsupported) == ["sasl.mechanism"]
+    with pytest.raises(ConfigError, match="the receiver's consumer always commits"):
+        KafkaUtils.createStream(None, "zk:2181", "group", {"events": 1},
+                                {"metadata.broker.list": "h:1", "auto.commit.enable": "false"})
     with pytest.raises(ConfigError, match="differs from groupId"):
         KafkaUtils.createStream(None, "zk:2181", "group", {"events": 1}, {"metadata.broker.list": "h:1", "group.id": "other"})
 
