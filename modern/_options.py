@@ -6,13 +6,15 @@ with the message Spark's ``spark-sql-kafka-0-10`` connector would give, where it
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from modern.errors import KafkaOptionError
+from modern.errors import KafkaOptionError, KafkaOptionWarning
 
 __all__ = ["EARLIEST", "LATEST", "SinkSettings", "SourceSettings"]
 
@@ -32,6 +34,14 @@ _SOURCE_KEYS = {
 }
 # checkpointLocation reaches stream writers with the other writeStream options.
 _SINK_KEYS = {"topic", "includeheaders", "path", "checkpointlocation"}
+# Options are case-insensitive; these are Spark's spellings, for messages.
+_SPELLING = {name.lower(): name for name in (
+    "subscribePattern", "startingOffsets", "endingOffsets", "startingTimestamp", "endingTimestamp",
+    "startingOffsetsByTimestamp", "endingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy",
+    "failOnDataLoss", "minPartitions", "maxPartitions", "maxRecordsPerPartition", "maxOffsetsPerTrigger",
+    "minOffsetsPerTrigger", "maxTriggerDelay", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs",
+    "kafkaConsumer.pollTimeoutMs", "groupIdPrefix", "includeHeaders", "checkpointLocation",
+)}
 
 # Kafka client settings (Java names after the ``kafka.`` prefix) and their kafka-python equivalents.
 _CLIENT_KEYS = {
@@ -48,6 +58,14 @@ _CLIENT_KEYS = {
     "ssl.check.hostname": "ssl_check_hostname",
     "request.timeout.ms": "request_timeout_ms",
     "metadata.max.age.ms": "metadata_max_age_ms",
+    "receive.buffer.bytes": "receive_buffer_bytes",
+    "send.buffer.bytes": "send_buffer_bytes",
+    "max.partition.fetch.bytes": "max_partition_fetch_bytes",
+    "retry.backoff.ms": "retry_backoff_ms",
+    "reconnect.backoff.ms": "reconnect_backoff_ms",
+    "reconnect.backoff.max.ms": "reconnect_backoff_max_ms",
+    "connections.max.idle.ms": "connections_max_idle_ms",
+    "check.crcs": "check_crcs",
 }
 _PRODUCER_KEYS = {
     "acks": "acks",
@@ -62,9 +80,13 @@ _PRODUCER_KEYS = {
 }
 _INT_SETTINGS = {
     "request_timeout_ms", "metadata_max_age_ms", "linger_ms", "batch_size", "retries", "max_request_size",
-    "max_in_flight_requests_per_connection", "delivery_timeout_ms",
+    "max_in_flight_requests_per_connection", "delivery_timeout_ms", "receive_buffer_bytes", "send_buffer_bytes",
+    "max_partition_fetch_bytes", "retry_backoff_ms", "reconnect_backoff_ms", "reconnect_backoff_max_ms",
+    "connections_max_idle_ms",
 }
-_BOOL_SETTINGS = {"ssl_check_hostname", "enable_idempotence"}
+_BOOL_SETTINGS = {"ssl_check_hostname", "enable_idempotence", "check_crcs"}
+# Kafka client settings whose loss would change the connection without a word: refused when not mapped.
+_SECURED = ("security.", "ssl.", "sasl.")
 
 _AUTO_OFFSET_RESET_MESSAGE = (
     "Kafka option 'auto.offset.reset' is not supported.\n"
@@ -79,11 +101,19 @@ _AUTO_OFFSET_RESET_MESSAGE = (
 _GROUP_ID_MESSAGE = (
     "Kafka option 'kafka.group.id' has been set on this query, it is not recommended to set this option. "
     "This option is unsafe to use since multiple concurrent queries or sources using the same group id will "
-    "interfere with each other as they are part of the same consumer group. This connector reads assigned "
-    "partitions and never joins a consumer group, so the option would only look as if it did something. "
-    "To let consumer-lag tools see the query's progress, attach "
-    "modern.kafka.GroupOffsetCommitter(spark, group_id=...) instead."
+    "interfere with each other as they are part of the same consumer group. Restarted queries may also suffer "
+    "interference from the previous run having the same group id. The user should have only one query per group "
+    "id, and/or set the option 'kafka.session.timeout.ms' to be very small so that the Kafka consumers from the "
+    "previous query are marked dead by the Kafka group coordinator before the restarted query starts running. "
+    "(Here, as in Spark, the group commits nothing and does not decide what is read: this source reads assigned "
+    "partitions without joining it. To let consumer-lag tools see the query's progress, attach "
+    "modern.kafka.GroupOffsetCommitter(spark, group_id=...).)"
 )
+
+
+def _warn(message: str) -> None:
+    """Spark logs these as warnings and runs the query: so does the kit (a :class:`KafkaOptionWarning`)."""
+    warnings.warn(message, KafkaOptionWarning, stacklevel=3)
 
 
 def _lower(options: Mapping[str, str]) -> dict[str, str]:
@@ -126,16 +156,27 @@ def _duration_ms(raw: str, name: str) -> int:
     return int(match.group(1)) * _DURATION_MS[(match.group(2) or "").lower() or None]
 
 
-def _kafka_params(options: dict[str, str], allowed: dict[str, str], what: str) -> dict[str, Any]:
+def _kafka_params(
+    options: dict[str, str], allowed: dict[str, str], what: str, *, accepted: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """The ``kafka.*`` options as kafka-python settings.
+
+    A Java client setting with an equivalent here is mapped; one without is accepted with a warning (the Java
+    client, too, only logs a setting it does not use), except TLS/SASL settings, refused because dropping them
+    changes the connection. ``accepted``: settings handled elsewhere, left out.
+    """
     params: dict[str, Any] = {}
-    unsupported = []
+    unsupported: list[str] = []
+    no_effect: list[str] = []
     for key, raw in options.items():
         if not key.startswith("kafka."):
             continue
         java_name = key[len("kafka."):]
+        if java_name in accepted:
+            continue
         python_name = allowed.get(java_name)
         if python_name is None:
-            unsupported.append(java_name)
+            (unsupported if java_name.startswith(_SECURED) else no_effect).append(java_name)
             continue
         value: Any = raw
         if python_name in _INT_SETTINGS:
@@ -148,26 +189,28 @@ def _kafka_params(options: dict[str, str], allowed: dict[str, str], what: str) -
     if unsupported:
         msg = (
             f"Kafka option(s) {sorted('kafka.' + k for k in unsupported)} are not supported by this "
-            f"{what} (it runs on kafka-python). Supported: {sorted('kafka.' + k for k in allowed)}."
+            f"{what}: TLS/SASL settings without an equivalent in the Python clients (JKS stores, a JAAS config) "
+            f"cannot be dropped without changing the connection. Supported: {sorted('kafka.' + k for k in allowed)}."
         )
         raise KafkaOptionError(
             msg,
             option="kafka." + sorted(unsupported)[0],
         )
+    if no_effect:
+        _warn(f"Kafka option(s) {sorted('kafka.' + k for k in no_effect)} have no effect on this {what}: the "
+              "Python Kafka clients it runs on have no such setting (the Java client's own tuning). Settings "
+              f"that do apply: {sorted('kafka.' + k for k in allowed)}.")
     return params
 
 
 def _check_unknown(options: dict[str, str], known: set[str], what: str) -> None:
+    """Spark ignores options it does not know: warn, naming the closest known one (a misspelling)."""
     unknown = sorted(k for k in options if k not in known and not k.startswith("kafka."))
-    if unknown:
-        msg = (
-            f"Unrecognized options for the Kafka {what}: {unknown}. "
-            f"Known options: {sorted(known - {'path', 'checkpointlocation'})} and kafka.* client settings."
-        )
-        raise KafkaOptionError(
-            msg,
-            option=unknown[0],
-        )
+    for option in unknown:
+        close = difflib.get_close_matches(option, sorted(known), n=1)
+        hint = f"did you mean {_SPELLING.get(close[0], close[0])!r}?" if close else (
+            f"known options: {sorted(_SPELLING.get(k, k) for k in known - {'path', 'checkpointlocation'})}")
+        _warn(f"Unknown option {option!r} for the Kafka {what} is ignored, as Spark ignores it: {hint}")
 
 
 def _partition_offsets(raw: str, name: str) -> dict[tuple[str, int], int]:
@@ -334,7 +377,9 @@ class SourceSettings:
             raise KafkaOptionError(msg, option="maxRecordsPerPartition")
 
         if "kafka.group.id" in opts:
-            raise KafkaOptionError(_GROUP_ID_MESSAGE, option="kafka.group.id")
+            _warn(_GROUP_ID_MESSAGE)
+            if "groupidprefix" in opts:
+                _warn("Option groupIdPrefix will be ignored as option kafka.group.id has been set.")
         if "kafka.auto.offset.reset" in opts:
             raise KafkaOptionError(_AUTO_OFFSET_RESET_MESSAGE, option="kafka.auto.offset.reset")
         if "kafka.key.deserializer" in opts:
@@ -376,7 +421,7 @@ class SourceSettings:
                 msg,
                 option="minOffsetsPerTrigger",
             )
-        client = _kafka_params(opts, _CLIENT_KEYS, "source")
+        client = _kafka_params(opts, _CLIENT_KEYS, "source", accepted=frozenset({"group.id"}))
         bootstrap = client.pop("bootstrap_servers")
 
         if streaming:

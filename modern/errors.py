@@ -15,6 +15,7 @@ __all__ = [
     "CheckpointNotFound",
     "KafkaDataLoss",
     "KafkaOptionError",
+    "KafkaOptionWarning",
     "KafkaSinkError",
     "ModernError",
     "NotAModernCheckpoint",
@@ -36,6 +37,10 @@ class KafkaOptionError(ConfigError, ModernError):
     def __init__(self, message: str, *, option: str) -> None:
         self.option = option
         super().__init__(message, field=option)
+
+
+class KafkaOptionWarning(UserWarning):
+    """An option Spark's connector accepts that has no effect here (or a misspelt one, which Spark ignores)."""
 
 
 class KafkaDataLoss(ModernError):

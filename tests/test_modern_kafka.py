@@ -13,7 +13,7 @@ import pytest
 from kafka import KafkaProducer
 
 from kit.kafka import TopicPartition
-from modern.errors import KafkaOptionError, KafkaSinkError
+from modern.errors import KafkaOptionError, KafkaOptionWarning, KafkaSinkError
 from modern.kafka import (
     GroupOffsetCommitter,
     SOURCE_NAME,
@@ -290,12 +290,10 @@ def test_restart_resumes_after_the_last_committed_batch(spark, bootstrap_servers
         ({"subscribe": "a", "kafka.enable.auto.commit": "true"}, "Kafka option 'enable.auto.commit' is not supported"),
         ({"subscribe": "a", "kafka.key.deserializer": "x"}, "Kafka option 'key.deserializer' is not supported"),
         ({"subscribe": "a", "kafka.value.deserializer": "x"}, "Kafka option 'value.deserializer' is not supported"),
-        ({"subscribe": "a", "kafka.group.id": "g"}, "GroupOffsetCommitter"),
+        ({"subscribe": "a", "kafka.ssl.truststore.location": "t.jks"}, "TLS/SASL settings without an equivalent"),
         ({"subscribe": "a", "minOffsetsPerTrigger": "10", "maxOffsetsPerTrigger": "5"},
          "The value of minOffsetPerTrigger(10) is higher than the maxOffsetsPerTrigger(5)."),
         ({"subscribe": "a", "minPartitions": "0"}, "minPartitions must be positive"),
-        ({"subscribe": "a", "startingOfsets": "earliest"}, "Unrecognized options for the Kafka source: ['startingofsets']"),
-        ({"subscribe": "a", "kafka.max.poll.records": "5"}, "kafka.max.poll.records"),
         ({"subscribe": "a", "endingOffsets": "latest"}, None),  # valid for batch; rejected by readStream below
     ],
 )
@@ -319,6 +317,27 @@ def _escape(text: str) -> str:
     import re
 
     return re.escape(text)
+
+
+def test_options_spark_accepts_run_with_a_warning_where_they_have_no_effect() -> None:
+    """Spark runs a query with a misspelt option (it ignores it), a Java-client tuning setting (the client logs
+    it) and kafka.group.id (it logs a warning): so does the kit, warning once for each."""
+    from modern._options import SourceSettings
+
+    base = {"subscribe": "a", "kafka.bootstrap.servers": "x"}
+    with pytest.warns(KafkaOptionWarning) as caught:
+        settings = SourceSettings.from_options({**base, "startingOfsets": "earliest", "kafka.max.poll.records": "5",
+                                                "kafka.group.id": "g", "groupIdPrefix": "p",
+                                                "kafka.max.partition.fetch.bytes": "2097152"}, streaming=True)
+    messages = [str(w.message) for w in caught]
+    assert "Unknown option 'startingofsets' for the Kafka source is ignored, as Spark ignores it: did you mean " \
+           "'startingOffsets'?" in messages
+    assert any("['kafka.max.poll.records'] have no effect on this source" in m for m in messages)
+    assert any(m.startswith("Kafka option 'kafka.group.id' has been set on this query") for m in messages)
+    assert "Option groupIdPrefix will be ignored as option kafka.group.id has been set." in messages
+    assert len(messages) == 4
+    # The misspelt option is ignored (Spark's default, latest, applies); a mapped setting reaches the clients.
+    assert settings.starting.kind == "latest" and settings.client == {"max_partition_fetch_bytes": 2097152}
 
 
 def test_option_errors_carry_the_option() -> None:
