@@ -28,7 +28,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any, cast
@@ -68,6 +68,7 @@ __all__ = [
     "offsets_to_json",
     "register",
     "group_ranges",
+    "kafka_batch_sink",
     "source_format",
 ]
 
@@ -739,6 +740,36 @@ def source_format(spark: Any) -> str:
     if _jvm_connector_present(spark):
         return "kafka"
     return register(spark)
+
+
+def kafka_batch_sink(**options: str) -> Callable[[Any, int], None]:
+    """A ``foreachBatch`` function writing each micro-batch to Kafka: the Kafka sink in every output mode.
+
+    Spark's JVM sink takes append, update and complete output modes; a Python streaming sink can declare
+    append only (PySpark 4.3 refuses the others: "kafka-py does not support Update mode"). Through
+    ``foreachBatch`` any mode works, with the same options and input schema as
+    ``writeStream.format(source_format(spark))`` and the same at-least-once contract as Spark's sink: every
+    record of a batch is acknowledged before the batch commits, and a batch replayed after a failure is
+    written again.
+
+    Example::
+
+        counts.writeStream.outputMode("update").foreachBatch(
+            kafka_batch_sink(**{"kafka.bootstrap.servers": "host:9092", "topic": "totals"})
+        ).option("checkpointLocation", "/ckpt/totals").start()
+
+    Raises:
+        KafkaOptionError: invalid options, at once (not at the first batch).
+    """
+    SinkSettings.from_options(options)
+
+    def write(batch: Any, batch_id: int) -> None:
+        writer = batch.write.format(source_format(batch.sparkSession)).mode("append")
+        for key, value in options.items():
+            writer = writer.option(key, value)
+        writer.save()
+
+    return write
 
 
 # -- consumer-group offsets for lag monitoring ------------------------------------------------------------

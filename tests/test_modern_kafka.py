@@ -570,3 +570,46 @@ def test_a_topic_created_while_a_pattern_query_runs_is_read_from_earliest(
         kafka.delete_topic(second)
     assert sorted(rows) == sorted([(first, 0, 0), (first, 0, 1), (first, 1, 0), (second, 0, 0), (second, 0, 1),
                                    (second, 1, 0), (second, 3, 0), (first, 1, 1)])
+
+
+@pytest.mark.parametrize("mode", ["update", "complete", "append"])
+def test_the_kafka_sink_in_every_output_mode(spark, bootstrap_servers, kafka, topic_factory, tmp_path, mode) -> None:
+    """Running totals published to Kafka, the usual update-mode job: exact records per batch, in each mode."""
+    from pyspark.sql import functions as F
+
+    from modern.kafka import kafka_batch_sink
+
+    source, out = topic_factory(partitions=1), topic_factory(partitions=1)
+    frame = _reader(spark, bootstrap_servers, subscribe=source, startingOffsets="earliest")
+    keys = frame.select(F.col("key").cast("string").alias("k"))
+    if mode == "append":  # an aggregation cannot append without a watermark: publish the records themselves
+        query_frame = keys.select(F.col("k").alias("key"), F.lit("1").alias("value"))
+    else:
+        query_frame = keys.groupBy("k").count().select(F.col("k").alias("key"),
+                                                       F.col("count").cast("string").alias("value"))
+    sink = kafka_batch_sink(**{"kafka.bootstrap.servers": bootstrap_servers, "topic": out})
+    query = query_frame.writeStream.outputMode(mode).foreachBatch(sink).option(
+        "checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True)
+
+    def publish(sends: dict[str, int]) -> list[tuple[str, str]]:
+        producer = KafkaProducer(bootstrap_servers=bootstrap_servers)
+        for key, n in sends.items():
+            for _ in range(n):
+                producer.send(source, key=key.encode(), value=b"x", partition=0)
+        producer.flush()
+        producer.close()
+        before = kafka.end_offsets(out).get(TopicPartition(out, 0), 0) if out in kafka.topics() else 0
+        query.start().awaitTermination(120)
+        end = kafka.end_offsets(out)[TopicPartition(out, 0)]
+        return sorted((r.key.decode(), r.value.decode()) for r in kafka.read_range(out, 0, before, end))
+
+    first = publish({"a": 2, "b": 1})
+    second = publish({"a": 1, "c": 1})
+    if mode == "update":  # the changed totals only
+        assert (first, second) == ([("a", "2"), ("b", "1")], [("a", "3"), ("c", "1")])
+    elif mode == "complete":  # every total, each batch
+        assert (first, second) == ([("a", "2"), ("b", "1")], [("a", "3"), ("b", "1"), ("c", "1")])
+    else:
+        assert (first, second) == ([("a", "1"), ("a", "1"), ("b", "1")], [("a", "1"), ("c", "1")])
+    with pytest.raises(KafkaOptionError, match="Option 'kafka.bootstrap.servers' must be specified"):
+        kafka_batch_sink(topic=out)
