@@ -124,11 +124,12 @@ def run_engine(
     spark: object,
     workdir: Path,
     timeout_s: float = 600,
+    partitions: int = PARTITIONS,
 ) -> EngineRun:
     """Replay ``frame`` (routed to each job's inputs) while ``engine`` runs ``jobs``; wait for all output.
 
     ``jobs`` are ``(workload, variant)`` pairs as :func:`kit.workloads.resolve` takes them: a workload name or
-    spec, and a variant name or your own builder function.
+    spec, and a variant name or your own builder function. ``partitions``: of each input topic (default 4).
     """
     tag = f"{engine}-{uuid.uuid4().hex[:6]}"
     routed = route_inputs([w if isinstance(w, workloads.WorkloadSpec) else workloads.get(w) for w, _ in jobs], frame)
@@ -137,7 +138,7 @@ def run_engine(
     inputs = sorted(topics)
     with Kafka(bootstrap_servers) as kafka:
         for topic in topics.values():
-            kafka.create_topic(topic, PARTITIONS)
+            kafka.create_topic(topic, partitions)
     out_dir, checkpoint = workdir / engine, workdir / f"{engine}-checkpoint"
     # Paced in dataset records: a dataset record copied to two inputs (the join's and "events") costs one
     # unit of event time, so the stream advances at the same event-time speed whatever the jobs.
@@ -146,13 +147,13 @@ def run_engine(
     # in event time whenever an engine works off a backlog under a record limit, and the watermark then
     # drops on-time records (a real trap, shown in docs/playbook.md; not what these runs compare).
     settings = ReplaySettings(
-        topic=topics[inputs[0]], partitions=PARTITIONS, rate_rps=REPLAY_RATE_RPS * copies, partition_by="seq"
+        topic=topics[inputs[0]], partitions=partitions, rate_rps=REPLAY_RATE_RPS * copies, partition_by="seq"
     )
-    legacy_cap, modern_cap = batch_caps(spec, PARTITIONS)
+    legacy_cap, modern_cap = batch_caps(spec, partitions)
     chosen = get_engine(engine)
     config = DriverConfig(
         engine=engine, bootstrap_servers=bootstrap_servers, topics=topics, out_dir=str(out_dir),
-        checkpoint_dir=str(checkpoint), dataset=spec, jobs=jobs, timeout_s=timeout_s, partitions=PARTITIONS,
+        checkpoint_dir=str(checkpoint), dataset=spec, jobs=jobs, timeout_s=timeout_s, partitions=partitions,
         max_rate_per_partition=legacy_cap, source_options={"maxOffsetsPerTrigger": modern_cap},
     )
     run = chosen.start(spark, config)

@@ -321,8 +321,17 @@ def _keeping_up(metrics: dict) -> list[str]:
             sentences.append(f"{engine}: not measured (the run was made by an older dmk).")
             continue
         figures = metrics["engines"][engine]["kept_up"]
-        sentences.append(f"**{figures['reason']}**" if figures and not figures["kept_up"] else
-                         figures["reason"] if figures else f"{engine}: no batch processed records.")
+        if not figures:
+            sentences.append(f"{engine}: no batch processed records.")
+            continue
+        reason = figures["reason"]
+        if figures.get("p99_within_bound") is not None:
+            p99 = metrics["engines"][engine]["latency_ms"]["p99"]
+            side = "within" if figures["p99_within_bound"] else "over"
+            bound = figures["latency_bound_ms"] / 1000
+            reason += (f" Latency p99 {p99 / 1000:.1f} s: {side} the {bound:g} s a run that keeps up stays within "
+                       "(2 × batch interval + watermark delay).")
+        sentences.append(reason if figures["kept_up"] else f"**{reason}**")
     return sentences
 
 

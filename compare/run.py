@@ -162,7 +162,7 @@ def _measure(
             "replay_seconds": round(outcome.replay.seconds, 2),
             "replay_started_ms": first_produced,
             "input_records": len(outcome.replay.log),
-            "kept_up": kept.to_dict() if kept else None,
+            "kept_up": kept.to_dict() | _latency_bound(settings, spec, latencies[name]) if kept else None,
             "time_breakdown_ms": dict(time_breakdown(batches)),
         }
     metrics = {
@@ -205,6 +205,17 @@ def _measure(
     } | {f"timeline_{name}": timeline(get_engine(name), outcome.out_dir, jobs[name].name)
          for name, outcome in outcomes.items()}
     return metrics, diff, series
+
+
+def _latency_bound(settings: CompareSettings, spec: workloads.WorkloadSpec, latencies: pd.Series) -> dict:
+    """The latency a run that keeps up should stay within: p99 <= 2 x batch interval + watermark delay.
+
+    A row waits at most for its batch to be cut and processed (two intervals), and an event-time result also
+    for the watermark to pass its window. The same bound for both engines: the run's batch interval.
+    """
+    bound = 2 * settings.batch_seconds * 1000 + (spec.watermark_delay_ms or 0)
+    p99 = percentiles(latencies)["p99"]
+    return {"latency_bound_ms": bound, "p99_within_bound": None if p99 is None else bool(p99 <= bound)}
 
 
 def _write_diff(out: Path, diff: ThreeWayDiff) -> None:

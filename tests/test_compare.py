@@ -57,6 +57,9 @@ def _check_run_directory(out: Path, metrics: dict) -> None:
         assert kept["input_rps"] > 0 and kept["capacity_rps"] > 0 and kept["batch_ms"] > 0
         assert kept["reason"].startswith(f"{engine} {'kept up' if kept['kept_up'] else 'fell behind'}: ")
         assert f"{kept['backlog_at_end']:,} records" in kept["reason"] and kept["reason"] in report
+        # running_counts has no watermark: the bound is two 1 s batch intervals.
+        assert kept["latency_bound_ms"] == 2000 and kept["p99_within_bound"] == (figures["latency_ms"]["p99"] <= 2000)
+        assert f"{'within' if kept['p99_within_bound'] else 'over'} the 2 s a run that keeps up stays within" in report
         # Where the time goes: the engine's own phases, and its Spark jobs and tasks from the event log.
         phases = figures["time_breakdown_ms"]
         assert phases["Spark jobs"] >= 1 and phases["tasks"] >= 1, phases
