@@ -151,7 +151,7 @@ class KeptUp:
         batch_ms: median processing time of a batch with records.
         interval_ms: the batch interval or trigger (0: the next batch starts when one ends).
         max_delay_ms: the longest scheduling delay (batches cut by the clock), else the most input waiting,
-            in seconds of input.
+            in ms of input at the replay's rate.
         backlog_at_end: input records produced but not yet processed when the replay ended.
         backlog_at_end_ms: the same in time at the replay's rate.
     """
