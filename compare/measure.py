@@ -77,12 +77,11 @@ def dead_letters(out_dir: Path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(DEAD_LETTER_COLUMNS))
 
 
-def timeline(engine: Engine, out_dir: Path, job: str | None = None) -> pd.DataFrame:
-    """One row per batch of ``job`` (default: the run's first job), for the report's plots.
+def timeline(spans: pd.DataFrame) -> pd.DataFrame:
+    """One row per batch of an engine's :meth:`~kit.engine.Engine.batch_spans`, for the report's plots.
 
     Columns: ``completed_ms, records, duration_ms, scheduling_delay_ms``.
     """
-    spans = engine.batch_spans(out_dir, job)
     return pd.DataFrame({
         "completed_ms": spans["ended_ms"].astype("int64"),
         "records": spans["records"].astype("int64"),

@@ -169,28 +169,32 @@ def _save(fig, path: Path) -> Path:  # noqa: ANN001 - a matplotlib Figure
     return path
 
 
-_ROWS = (
-    ("rows vs the oracle: missing", "rows_missing"),
-    ("rows vs the oracle: unexpected", "rows_unexpected"),
-    ("rows vs the oracle: mismatched", "rows_mismatched"),
-    ("rows vs the oracle: matched", "rows_matched"),
-    ("dead letters", "dead_letters"),
-    ("late rows dropped", "late_dropped"),
-    ("output rows written", "output_rows"),
-    ("throughput (input records/s)", "throughput_rps"),
-    ("kept up with the replay", "kept_up.kept_up"),
-    ("work rate (records per second of batch time)", "kept_up.capacity_rps"),
-    ("batch duration, median (ms)", "kept_up.batch_ms"),
-    ("input waiting when the replay ended (ms)", "kept_up.backlog_at_end_ms"),
-    ("latency p50 (ms)", "latency_ms.p50"),
-    ("latency p95 (ms)", "latency_ms.p95"),
-    ("latency p99 (ms)", "latency_ms.p99"),
-    ("latency max (ms)", "latency_ms.max"),
-    ("driver restarts", "restarts"),
-    ("lost output rows", "lost_rows"),
-    ("duplicated output rows", "duplicated_rows"),
-    ("input records never processed", "input_records_lost"),
-    ("input records processed twice or more", "input_records_repeated"),
+# Each figure of the summary: label, path in an engine's metrics, and how it should move against a baseline:
+# +1 higher is better, -1 lower is better, 0 neither (shown, not judged), None not compared (a count of the
+# run's own making, or a yes/no). Counts of wrong rows and records are judged exactly (_EXACT); timings and
+# rates with TOLERANCE, a run's own spread.
+_ROWS: tuple[tuple[str, str, int | None], ...] = (
+    ("rows vs the oracle: missing", "rows_missing", -1),
+    ("rows vs the oracle: unexpected", "rows_unexpected", -1),
+    ("rows vs the oracle: mismatched", "rows_mismatched", -1),
+    ("rows vs the oracle: matched", "rows_matched", None),
+    ("dead letters", "dead_letters", 0),
+    ("late rows dropped", "late_dropped", 0),
+    ("output rows written", "output_rows", None),
+    ("throughput (input records/s)", "throughput_rps", 1),
+    ("kept up with the replay", "kept_up.kept_up", None),
+    ("work rate (records per second of batch time)", "kept_up.capacity_rps", 1),
+    ("batch duration, median (ms)", "kept_up.batch_ms", -1),
+    ("input waiting when the replay ended (ms)", "kept_up.backlog_at_end_ms", -1),
+    ("latency p50 (ms)", "latency_ms.p50", -1),
+    ("latency p95 (ms)", "latency_ms.p95", -1),
+    ("latency p99 (ms)", "latency_ms.p99", -1),
+    ("latency max (ms)", "latency_ms.max", -1),
+    ("driver restarts", "restarts", None),
+    ("lost output rows", "lost_rows", -1),
+    ("duplicated output rows", "duplicated_rows", -1),
+    ("input records never processed", "input_records_lost", -1),
+    ("input records processed twice or more", "input_records_repeated", -1),
 )
 
 
@@ -219,7 +223,7 @@ def summary_rows(metrics: dict) -> list[tuple[str, ...]]:
     expected = {"rows_matched": oracle["rows"], "dead_letters": oracle["dead_letters"],
                 "late_dropped": oracle["late_dropped"], "rows_missing": 0, "rows_unexpected": 0, "rows_mismatched": 0}
     rows = []
-    for label, path in _ROWS:
+    for label, path, _ in _ROWS:
         cells = [_fmt(_get(metrics["engines"].get(e, {}), path)) for e in ENGINES]
         rows.append((label, *cells, _fmt(expected.get(path))))
     return rows
@@ -243,27 +247,6 @@ def _diff_preview(run_dir: Path, limit: int = 10) -> list[tuple[str, pd.DataFram
     return parts
 
 
-# How each figure should move: +1 higher is better, -1 lower is better, 0 neither. Counts of wrong rows and
-# records are judged exactly; timings and rates with TOLERANCE, a run's own spread.
-_BASELINE = (
-    ("throughput (input records/s)", "throughput_rps", 1),
-    ("work rate (records per second of batch time)", "kept_up.capacity_rps", 1),
-    ("batch duration, median (ms)", "kept_up.batch_ms", -1),
-    ("input waiting when the replay ended (ms)", "kept_up.backlog_at_end_ms", -1),
-    ("latency p50 (ms)", "latency_ms.p50", -1),
-    ("latency p95 (ms)", "latency_ms.p95", -1),
-    ("latency p99 (ms)", "latency_ms.p99", -1),
-    ("latency max (ms)", "latency_ms.max", -1),
-    ("rows vs the oracle: missing", "rows_missing", -1),
-    ("rows vs the oracle: unexpected", "rows_unexpected", -1),
-    ("rows vs the oracle: mismatched", "rows_mismatched", -1),
-    ("dead letters", "dead_letters", 0),
-    ("late rows dropped", "late_dropped", 0),
-    ("lost output rows", "lost_rows", -1),
-    ("duplicated output rows", "duplicated_rows", -1),
-    ("input records never processed", "input_records_lost", -1),
-    ("input records processed twice or more", "input_records_repeated", -1),
-)
 TOLERANCE = 0.10
 """A timing or rate counts as a regression when it is this much worse than the baseline's (run-to-run spread)."""
 
@@ -276,11 +259,12 @@ def baseline_rows(metrics: dict, baseline: dict) -> list[tuple[str, str, str, st
     The time breakdown's phases are compared too (lower is better).
     """
     rows = []
+    judged = [(label, path, direction) for label, path, direction in _ROWS if direction is not None]
     for engine in ENGINES:
         now, before = metrics["engines"].get(engine, {}), baseline.get("engines", {}).get(engine, {})
         phases = [(f"time: {phase} (median)", f"time_breakdown_ms.{phase}", -1)
                   for phase in now.get("time_breakdown_ms") or {} if phase in (before.get("time_breakdown_ms") or {})]
-        for label, path, direction in (*_BASELINE, *phases):
+        for label, path, direction in (*judged, *phases):
             old, new = _get(before, path), _get(now, path)
             if not isinstance(old, int | float) or not isinstance(new, int | float):
                 continue

@@ -144,6 +144,7 @@ def _measure(
         batches = batch_breakdown(engine, outcome.out_dir, job)
         series[f"backlog_{name}"] = backlog(spans, produced)
         series[f"batches_{name}"] = batches
+        series[f"timeline_{name}"] = timeline(spans)
         engines[name] = {
             **against.counts(),
             "dead_letters": len(dead_letters(outcome.out_dir)),
@@ -202,8 +203,7 @@ def _measure(
     }
     series |= {
         f"latency_{engine}": pd.DataFrame({"latency_ms": latencies[engine].to_numpy()}) for engine in outcomes
-    } | {f"timeline_{name}": timeline(get_engine(name), outcome.out_dir, jobs[name].name)
-         for name, outcome in outcomes.items()}
+    }
     return metrics, diff, series
 
 
