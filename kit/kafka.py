@@ -51,6 +51,8 @@ from kit.errors import (
 
 __all__ = [
     "CLIENTS",
+    "JAVA_CLIENT_SETTINGS",
+    "SECURED_PREFIXES",
     "CLIENT_ENV",
     "ConsumerRecord",
     "Kafka",
@@ -71,6 +73,35 @@ CLIENT_ENV = "DMK_KAFKA_CLIENT"
 _KNOWN_CLIENT_KEYS = (
     set(KafkaConsumer.DEFAULT_CONFIG) | set(KafkaProducer.DEFAULT_CONFIG) | set(KafkaAdminClient.DEFAULT_CONFIG)
 )
+
+
+def _whole(value: Any) -> int:
+    return int(str(value))
+
+
+def _flag(value: Any) -> bool:
+    return str(value).strip().lower() == "true"
+
+
+JAVA_CLIENT_SETTINGS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "receive.buffer.bytes": ("receive_buffer_bytes", _whole),
+    "send.buffer.bytes": ("send_buffer_bytes", _whole),
+    "max.partition.fetch.bytes": ("max_partition_fetch_bytes", _whole),
+    "retry.backoff.ms": ("retry_backoff_ms", _whole),
+    "reconnect.backoff.ms": ("reconnect_backoff_ms", _whole),
+    "reconnect.backoff.max.ms": ("reconnect_backoff_max_ms", _whole),
+    "request.timeout.ms": ("request_timeout_ms", _whole),
+    "metadata.max.age.ms": ("metadata_max_age_ms", _whole),
+    "connections.max.idle.ms": ("connections_max_idle_ms", _whole),
+    "check.crcs": ("check_crcs", _flag),
+}
+"""Java Kafka client settings with the same meaning in kafka-python (and in librdkafka, through the fast path's
+translation): Java name -> (kafka-python name, conversion of the setting's text). The legacy ``kafkaParams`` and
+the modern ``kafka.*`` options both map through it."""
+SECURED_PREFIXES = ("security.", "ssl.", "sasl.")
+"""Java client settings for TLS and SASL: dropping one changes the connection, so one with no equivalent here is
+refused, never ignored."""
+
 # Settings the kit owns: a caller passing them would silently change what a read or an offset means.
 _RESERVED_CLIENT_KEYS = {
     "bootstrap_servers",

@@ -30,6 +30,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from kit.kafka import JAVA_CLIENT_SETTINGS, SECURED_PREFIXES
 from legacy.errors import UnsupportedKafkaParams
 
 __all__ = ["MAPPED", "IgnoredKafkaParams", "kafka_params_settings", "warn_ignored"]
@@ -39,30 +40,13 @@ class IgnoredKafkaParams(UserWarning):
     """``kafkaParams`` keys accepted and ignored (Spark 2.4's consumer config logged them as not used)."""
 
 
-def _ms(value: Any) -> int:
-    return int(str(value))
-
-
-def _flag(value: Any) -> bool:
-    return str(value).strip().lower() == "true"
-
-
 MAPPED: dict[str, tuple[str, Callable[[Any], Any]]] = {
-    # 0.8 consumer
-    "socket.receive.buffer.bytes": ("receive_buffer_bytes", _ms),
-    "fetch.message.max.bytes": ("max_partition_fetch_bytes", _ms),
-    "refresh.leader.backoff.ms": ("retry_backoff_ms", _ms),
-    # 0.10 consumer
-    "receive.buffer.bytes": ("receive_buffer_bytes", _ms),
-    "send.buffer.bytes": ("send_buffer_bytes", _ms),
-    "max.partition.fetch.bytes": ("max_partition_fetch_bytes", _ms),
-    "retry.backoff.ms": ("retry_backoff_ms", _ms),
-    "reconnect.backoff.ms": ("reconnect_backoff_ms", _ms),
-    "reconnect.backoff.max.ms": ("reconnect_backoff_max_ms", _ms),
-    "request.timeout.ms": ("request_timeout_ms", _ms),
-    "metadata.max.age.ms": ("metadata_max_age_ms", _ms),
-    "connections.max.idle.ms": ("connections_max_idle_ms", _ms),
-    "check.crcs": ("check_crcs", _flag),
+    # 0.8 consumer names of the same settings
+    "socket.receive.buffer.bytes": JAVA_CLIENT_SETTINGS["receive.buffer.bytes"],
+    "fetch.message.max.bytes": JAVA_CLIENT_SETTINGS["max.partition.fetch.bytes"],
+    "refresh.leader.backoff.ms": JAVA_CLIENT_SETTINGS["retry.backoff.ms"],
+    # 0.10 consumer (and later) names
+    **JAVA_CLIENT_SETTINGS,
 }
 """``kafkaParams`` key → (kafka-python setting, conversion), for keys with the same meaning here."""
 
@@ -114,7 +98,6 @@ IGNORED: dict[str, str] = {
 }
 """``kafkaParams`` key → why it is ignored (0.8 and 0.10 consumer keys with no effect here)."""
 
-_SECURED = ("security.", "ssl.", "sasl.")
 _SECURED_WHY = (
     "TLS/SASL settings are not translated for the DStream API yet: ignoring them would connect in plaintext, or "
     "not at all, where the job expects a secured connection; use kit.kafka's client settings "
@@ -135,7 +118,7 @@ def kafka_params_settings(
     handled = set(handled)
     settings: dict[str, Any] = {}
     ignored: dict[str, str] = {}
-    refused = {key: _SECURED_WHY for key in params if key.startswith(_SECURED)}
+    refused = {key: _SECURED_WHY for key in params if key.startswith(SECURED_PREFIXES)}
     known = set(MAPPED) | set(IGNORED) | handled
     for key, value in params.items():
         if key in handled or key in refused:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kit.kafka import JAVA_CLIENT_SETTINGS, SECURED_PREFIXES
 from modern.errors import KafkaOptionError, KafkaOptionWarning
 
 __all__ = ["EARLIEST", "LATEST", "SinkSettings", "SourceSettings"]
@@ -56,16 +57,7 @@ _CLIENT_KEYS = {
     "ssl.keyfile": "ssl_keyfile",
     "ssl.password": "ssl_password",
     "ssl.check.hostname": "ssl_check_hostname",
-    "request.timeout.ms": "request_timeout_ms",
-    "metadata.max.age.ms": "metadata_max_age_ms",
-    "receive.buffer.bytes": "receive_buffer_bytes",
-    "send.buffer.bytes": "send_buffer_bytes",
-    "max.partition.fetch.bytes": "max_partition_fetch_bytes",
-    "retry.backoff.ms": "retry_backoff_ms",
-    "reconnect.backoff.ms": "reconnect_backoff_ms",
-    "reconnect.backoff.max.ms": "reconnect_backoff_max_ms",
-    "connections.max.idle.ms": "connections_max_idle_ms",
-    "check.crcs": "check_crcs",
+    **{java: python for java, (python, _) in JAVA_CLIENT_SETTINGS.items()},
 }
 _PRODUCER_KEYS = {
     "acks": "acks",
@@ -79,14 +71,10 @@ _PRODUCER_KEYS = {
     "delivery.timeout.ms": "delivery_timeout_ms",
 }
 _INT_SETTINGS = {
-    "request_timeout_ms", "metadata_max_age_ms", "linger_ms", "batch_size", "retries", "max_request_size",
-    "max_in_flight_requests_per_connection", "delivery_timeout_ms", "receive_buffer_bytes", "send_buffer_bytes",
-    "max_partition_fetch_bytes", "retry_backoff_ms", "reconnect_backoff_ms", "reconnect_backoff_max_ms",
-    "connections_max_idle_ms",
+    "linger_ms", "batch_size", "retries", "max_request_size", "max_in_flight_requests_per_connection",
+    "delivery_timeout_ms",
 }
-_BOOL_SETTINGS = {"ssl_check_hostname", "enable_idempotence", "check_crcs"}
-# Kafka client settings whose loss would change the connection without a word: refused when not mapped.
-_SECURED = ("security.", "ssl.", "sasl.")
+_BOOL_SETTINGS = {"ssl_check_hostname", "enable_idempotence"}
 
 _AUTO_OFFSET_RESET_MESSAGE = (
     "Kafka option 'auto.offset.reset' is not supported.\n"
@@ -176,10 +164,12 @@ def _kafka_params(
             continue
         python_name = allowed.get(java_name)
         if python_name is None:
-            (unsupported if java_name.startswith(_SECURED) else no_effect).append(java_name)
+            (unsupported if java_name.startswith(SECURED_PREFIXES) else no_effect).append(java_name)
             continue
         value: Any = raw
-        if python_name in _INT_SETTINGS:
+        if java_name in JAVA_CLIENT_SETTINGS:
+            value = JAVA_CLIENT_SETTINGS[java_name][1](raw)
+        elif python_name in _INT_SETTINGS:
             value = int(raw)
         elif python_name in _BOOL_SETTINGS:
             value = raw.strip().lower() == "true"
