@@ -82,35 +82,20 @@ class _ProgressLog:
     """A StreamingQueryListener appending each progress of this run's queries to a JSON-lines file."""
 
     def __init__(self, directory: Path, names: set[str]) -> None:
-        from pyspark.sql.streaming import StreamingQueryListener
+        from modern._progress import progress_listener
 
-        log = self
-
-        class Listener(StreamingQueryListener):
-            def onQueryStarted(self, event: Any) -> None:  # noqa: N802 - Spark's name
-                pass
-
-            def onQueryProgress(self, event: Any) -> None:  # noqa: N802
-                log.write(event.progress)
-
-            def onQueryIdle(self, event: Any) -> None:  # noqa: N802
-                pass
-
-            def onQueryTerminated(self, event: Any) -> None:  # noqa: N802
-                pass
-
-        self.listener = Listener()
+        self.listener = progress_listener(self.write)
         self.directory = directory
         self.names = names
         self._lock = threading.Lock()
 
-    def write(self, progress: Any) -> None:
-        if progress.name not in self.names:
+    def write(self, progress: dict[str, Any]) -> None:
+        if progress.get("name") not in self.names:
             return
         with self._lock:
             self.directory.mkdir(parents=True, exist_ok=True)
-            with open(self.directory / f"{progress.name}.jsonl", "a", encoding="utf-8") as out:
-                out.write(progress.json.replace("\n", " ") + "\n")
+            with open(self.directory / f"{progress['name']}.jsonl", "a", encoding="utf-8") as out:
+                out.write(json.dumps(progress) + "\n")
 
 
 def read_progress(out_dir: str | Path, name: str) -> list[dict]:

@@ -56,23 +56,13 @@ def _batch_row(progress: dict[str, Any]) -> dict[str, Any]:
 
 
 def _progress_listener(path: Path) -> Any:
-    from pyspark.sql.streaming import StreamingQueryListener
+    from modern._progress import progress_listener
 
-    class Progress(StreamingQueryListener):
-        def onQueryStarted(self, event: Any) -> None:  # noqa: N802 - Spark's names
-            pass
+    def log(progress: dict[str, Any]) -> None:
+        with _LOCK, open(path, "a", encoding="utf-8") as out:
+            out.write(json.dumps(_batch_row(progress)) + "\n")
 
-        def onQueryProgress(self, event: Any) -> None:  # noqa: N802
-            with _LOCK, open(path, "a", encoding="utf-8") as log:
-                log.write(json.dumps(_batch_row(json.loads(event.progress.json))) + "\n")
-
-        def onQueryIdle(self, event: Any) -> None:  # noqa: N802
-            pass
-
-        def onQueryTerminated(self, event: Any) -> None:  # noqa: N802
-            pass
-
-    return Progress()
+    return progress_listener(log)
 
 
 def install(progress_path: str | Path) -> None:
