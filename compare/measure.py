@@ -37,6 +37,7 @@ __all__ = [
     "batch_breakdown",
     "dead_letters",
     "event_log_conf",
+    "after_startup",
     "input_coverage",
     "keeping_up",
     "latency",
@@ -55,6 +56,19 @@ def latency(rows: pd.DataFrame) -> pd.Series:
     if rows.empty:
         return pd.Series(dtype="int64")
     return (rows["emitted_at"] - rows[workloads.LAST_INPUT_TS]).astype("int64")
+
+
+def after_startup(rows: pd.DataFrame, replay_started_ms: int, kept: KeptUp | None) -> pd.Series:
+    """The latencies of the rows whose newest input came after the engine caught up (``KeptUp.caught_up_ms``).
+
+    Every row's when the replay was not paced (``kept`` None: no start-up to leave out), none when the engine
+    never caught up.
+    """
+    if kept is None:
+        return latency(rows)
+    if kept.caught_up_ms is None or rows.empty:
+        return pd.Series(dtype="int64")
+    return latency(rows[rows[workloads.LAST_INPUT_TS] >= replay_started_ms + kept.caught_up_ms])
 
 
 def percentiles(values: pd.Series) -> dict[str, float | None]:
@@ -153,6 +167,10 @@ class KeptUp:
             in ms of input at the replay's rate.
         backlog_at_end: input records produced but not yet processed when the replay ended.
         backlog_at_end_ms: the same in time at the replay's rate.
+        caught_up_ms: the start-up: ms from the replay's first record to the end of the first batch with
+            records after which at most :data:`KEPT_UP_BATCHES` batches of input waited (a cold JVM, Python
+            workers and query plans make the first batches slow, and input piles up meanwhile). None if that
+            never happened.
     """
 
     kept_up: bool
@@ -164,6 +182,7 @@ class KeptUp:
     max_delay_ms: float
     backlog_at_end: int
     backlog_at_end_ms: float
+    caught_up_ms: float | None
 
     def to_dict(self) -> dict[str, Any]:
         """The figures for ``metrics.json``."""
@@ -218,6 +237,9 @@ def keeping_up(
     batch_length_ms = interval_s * 1000 if by_clock and interval_s else max(interval_s * 1000, batch_ms)
     allowance_ms = KEPT_UP_BATCHES * batch_length_ms
     kept = at_end_ms <= allowance_ms
+    ended_busy = waiting[(spans.sort_values("ended_ms")["records"] > 0).to_numpy()]  # backlog()'s order
+    settled = ended_busy[ended_busy["records"] <= allowance_ms / 1000 * input_rps]
+    caught_up_ms = max(float(settled["at_ms"].iloc[0]) - first, 0.0) if not settled.empty else None
     batches = "batches" if by_clock else "micro-batches"
     against = f" against a {interval_s:g} s interval" if interval_s else ""
     took = f"{batches} took {batch_ms / 1000:.2f} s (median){against}"
@@ -232,7 +254,8 @@ def keeping_up(
     verdict = "kept up" if kept else "fell behind"
     reason = f"{engine} {verdict}: {took}; {delay}; {rates}; {ending}."
     return KeptUp(kept, reason, round(input_rps, 1), round(capacity, 1), batch_ms, interval_s * 1000,
-                  round(max_delay, 1), at_end, round(at_end_ms, 1))
+                  round(max_delay, 1), at_end, round(at_end_ms, 1),
+                  None if caught_up_ms is None else round(caught_up_ms, 1))
 
 
 # -- where the time goes -------------------------------------------------------------------------------------

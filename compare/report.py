@@ -190,6 +190,9 @@ _ROWS: tuple[tuple[str, str, int | None], ...] = (
     ("latency p95 (ms)", "latency_ms.p95", -1),
     ("latency p99 (ms)", "latency_ms.p99", -1),
     ("latency max (ms)", "latency_ms.max", -1),
+    ("start-up: caught up after (ms)", "kept_up.caught_up_ms", -1),
+    ("latency p50 after start-up (ms)", "latency_after_startup_ms.p50", -1),
+    ("latency p99 after start-up (ms)", "latency_after_startup_ms.p99", -1),
     ("driver restarts", "restarts", None),
     ("lost output rows", "lost_rows", -1),
     ("duplicated output rows", "duplicated_rows", -1),
@@ -309,12 +312,20 @@ def _keeping_up(metrics: dict) -> list[str]:
             sentences.append(f"{engine}: no batch processed records.")
             continue
         reason = figures["reason"]
+        caught_up = figures.get("caught_up_ms", "absent")
+        if caught_up is None:
+            reason += " It never caught up with the replay."
+        elif caught_up != "absent":
+            reason += f" Start-up: caught up {caught_up / 1000:.1f} s after the replay began."
         if figures.get("p99_within_bound") is not None:
-            p99 = metrics["engines"][engine]["latency_ms"]["p99"]
+            steady = "latency_after_startup_ms" in metrics["engines"][engine]
+            p99 = metrics["engines"][engine]["latency_after_startup_ms" if steady else "latency_ms"]["p99"]
             side = "within" if figures["p99_within_bound"] else "over"
             bound = figures["latency_bound_ms"] / 1000
-            reason += (f" Latency p99 {p99 / 1000:.1f} s: {side} the {bound:g} s a run that keeps up stays within "
-                       "(2 × batch interval + watermark delay).")
+            latency = ("No output row's input came after that" if p99 is None else
+                       f"Latency p99{' after that' if steady else ''} {p99 / 1000:.1f} s")
+            reason += (f" {latency}: {side} the {bound:g} s a run that keeps up stays within (2 × batch interval + "
+                       "watermark delay).")
         sentences.append(reason if figures["kept_up"] else f"**{reason}**")
     return sentences
 

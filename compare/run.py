@@ -40,6 +40,7 @@ from compare.engines import ENGINES, get_engine
 from compare.errors import EngineFailed
 from compare.harness import route_inputs
 from compare.measure import (
+    after_startup,
     backlog,
     batch_breakdown,
     dead_letters,
@@ -141,6 +142,7 @@ def _measure(
         spans, produced = engine.batch_spans(outcome.out_dir, job), outcome.replay.log["produced_ms"].to_numpy()
         kept = (keeping_up(name, spans, produced, outcome.interval_s, by_clock=engine.batches_by_clock)
                 if settings.rate_rps else None)
+        steady = after_startup(rows[name], first_produced, kept)
         batches = batch_breakdown(engine, outcome.out_dir, job)
         series[f"backlog_{name}"] = backlog(spans, produced)
         series[f"batches_{name}"] = batches
@@ -151,6 +153,7 @@ def _measure(
             "late_dropped": engine.late_dropped(outcome.out_dir, job),
             "throughput_rps": round(len(outcome.replay.log) / span_s, 1),
             "latency_ms": percentiles(latencies[name]),
+            "latency_after_startup_ms": percentiles(steady),
             "output_rows": len(rows[name]),
             "restarts": outcome.restarts,
             "kills_at_s": outcome.kills,
@@ -163,7 +166,7 @@ def _measure(
             "replay_seconds": round(outcome.replay.seconds, 2),
             "replay_started_ms": first_produced,
             "input_records": len(outcome.replay.log),
-            "kept_up": kept.to_dict() | _latency_bound(settings, spec, latencies[name]) if kept else None,
+            "kept_up": kept.to_dict() | _latency_bound(settings, spec, steady) if kept else None,
             "time_breakdown_ms": dict(time_breakdown(batches)),
         }
     metrics = {
@@ -211,11 +214,14 @@ def _latency_bound(settings: CompareSettings, spec: workloads.WorkloadSpec, late
     """The latency a run that keeps up should stay within: p99 <= 2 x batch interval + watermark delay.
 
     A row waits at most for its batch to be cut and processed (two intervals), and an event-time result also
-    for the watermark to pass its window. The same bound for both engines: the run's batch interval.
+    for the watermark to pass its window. The same bound for both engines: the run's batch interval. Judged
+    on the latencies after the start-up (``after_startup``): the backlog of a cold start is reported on its
+    own, as the time until the engine caught up. An engine that caught up only after the replay ended (or
+    never) has no row after its start-up, and is over the bound.
     """
     bound = 2 * settings.batch_seconds * 1000 + (spec.watermark_delay_ms or 0)
     p99 = percentiles(latencies)["p99"]
-    return {"latency_bound_ms": bound, "p99_within_bound": None if p99 is None else bool(p99 <= bound)}
+    return {"latency_bound_ms": bound, "p99_within_bound": p99 is not None and bool(p99 <= bound)}
 
 
 def _write_diff(out: Path, diff: ThreeWayDiff) -> None:

@@ -7,6 +7,7 @@ The measurements are checked on hand-made inputs with known answers (batch logs,
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -15,8 +16,9 @@ import pandas as pd
 import pytest
 
 from compare.cli import main
-from compare.measure import backlog, batch_breakdown, keeping_up, spark_jobs, time_breakdown
+from compare.measure import after_startup, backlog, batch_breakdown, keeping_up, spark_jobs, time_breakdown
 from compare.report import baseline_rows, render, smoothed_rate
+from kit import workloads
 from legacy.engine import BATCHES_LOG, LEGACY
 from modern.engine import MODERN
 
@@ -36,6 +38,8 @@ def test_an_engine_that_keeps_up_and_one_that_falls_behind() -> None:
     # At the replay's last record (9.999 s) the batches ending up to 9.4 s had taken 9,000 records.
     assert kept.backlog_at_end == 1000
     assert kept.reason.startswith("legacy kept up: batches took 0.40 s (median) against a 1 s interval;")
+    # It never fell behind: at the first batch's end (1.4 s) 400 records waited, within three batches' worth.
+    assert kept.caught_up_ms == 1400.0
 
     # Batches of 2.5 s against a 1 s interval: each ends 1.5 s later than the one before.
     slow = _spans([1 + 2.5 * (i + 1) for i in range(6)], [1000] * 6, [2500] * 6, [1500 * i for i in range(6)])
@@ -45,6 +49,23 @@ def test_an_engine_that_keeps_up_and_one_that_falls_behind() -> None:
     assert behind.backlog_at_end == 7000  # three batches (8.5 s) ended by 10 s: 3,000 of 10,000 records
     assert "legacy fell behind: batches took 2.50 s (median) against a 1 s interval; scheduling delay grew to " \
            "7.5 s; processed 400 records/s of work" in behind.reason
+
+    # Its first batch ended with 2,501 records waiting (within three batches' worth): no start-up backlog, it
+    # fell behind afterwards.
+    assert behind.caught_up_ms == 3500.0
+
+    # A cold start: the first batch (1 s of input) takes 4 s, the next ones 200 ms each, working the backlog off.
+    cold = _spans([5, 5.2, 5.4, 5.6, 5.8, 6.2, 7.2, 8.2, 9.2, 10.2], [1000] * 10, [4000] + [200] * 9,
+                  [0, 3000, 2200, 1400, 600, 0, 0, 0, 0, 0])
+    started = keeping_up("legacy", cold, produced, 1.0, by_clock=True)
+    assert started is not None and started.kept_up
+    # Waiting at the batch ends: 4,001 records at 5 s, 3,201 at 5.2 s, 2,401 at 5.4 s: within three batches'
+    # worth (3,000) from there on.
+    assert started.caught_up_ms == 5400.0
+    steady = after_startup(pd.DataFrame({"emitted_at": [5000, 9000], workloads.LAST_INPUT_TS: [900, 8800]}), 0, started)
+    assert steady.tolist() == [200]  # the row whose input came during the start-up is left out
+    never = dataclasses.replace(started, caught_up_ms=None)
+    assert after_startup(pd.DataFrame({"emitted_at": [9000], workloads.LAST_INPUT_TS: [8800]}), 0, never).empty
 
     # Back-to-back micro-batches (interval 0) judged by how much input waited.
     micro = _spans([2, 4, 6, 8, 10], [2000] * 5, [1900] * 5, [0] * 5)
