@@ -65,7 +65,7 @@ def _payload(parsed: tuple[bool, Any]) -> Any:
 
 
 def _at_most_one_task_per_core(rdd: Any) -> Any:
-    # A batch has a task per Kafka partition, and each Python task costs tens of ms of round trip however
+    # A batch has a task per Kafka partition, and each Python task costs a round trip to a worker however
     # few records it holds: with 8 partitions on 2 cores, most of an idle batch's time. Coalescing (no
     # shuffle) reads several ranges in one task, in partition order; the records and their order per
     # partition are unchanged.
