@@ -394,8 +394,10 @@ def _pace(engine: str, figures: dict) -> str:
     if not kept:
         return f"{engine} latency p99 {figures['latency_ms']['p99']:,.0f} ms"
     verdict = "kept up" if kept["kept_up"] else "fell behind"
-    if kept["caught_up_ms"] is None or steady.get("p99") is None:
+    if kept["caught_up_ms"] is None:
         return f"{engine} {verdict}, never caught up"
+    if steady.get("p99") is None:
+        return f"{engine} {verdict}, caught up only after the replay ended"
     return (f"{engine} {verdict} (start-up {kept['caught_up_ms'] / 1000:.1f} s), latency p99 after it "
             f"{steady['p99']:,.0f} ms")
 

@@ -59,6 +59,15 @@ def test_demo_on_the_session_broker(bootstrap_servers: str, tmp_path: Path, caps
     metrics = json.loads((tmp_path / "compare-running_counts" / "metrics.json").read_text())
     assert metrics["equivalent"] and metrics["records"] == 10_000
     assert f"legacy = modern = oracle: {metrics['oracle']['rows']:,} rows, {metrics['oracle']['dead_letters']:,} dead letters" in out
+    for engine in ("legacy", "modern"):  # each engine's pace, as the report gives it
+        kept, steady = metrics["engines"][engine]["kept_up"], metrics["engines"][engine]["latency_after_startup_ms"]
+        pace = f"{engine} {'kept up' if kept['kept_up'] else 'fell behind'}"
+        if kept["caught_up_ms"] is None:
+            assert f"{pace}, never caught up" in out
+        elif steady["p99"] is None:
+            assert f"{pace}, caught up only after the replay ended" in out
+        else:
+            assert f"{pace} (start-up {kept['caught_up_ms'] / 1000:.1f} s), latency p99 after it {steady['p99']:,.0f} ms" in out
     assert (tmp_path / "events.parquet.manifest.json").exists()
     assert (tmp_path / "compare-running_counts" / "report.html").exists()
 
