@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["KEYED_BATCH", "encode_batch", "read_batches", "write_batch", "write_encoded", "write_keyed"]
+__all__ = ["KEYED_BATCH", "batch_path", "encode_batch", "read_batches", "write_batch", "write_encoded", "write_keyed"]
 
 KEYED_BATCH = -1
 """The ``batch`` of rows written by :func:`write_keyed`."""
@@ -53,11 +53,16 @@ def encode_batch(batch: int, rows: pd.DataFrame, emitted_at: int | None = None) 
     return buffer.getvalue()
 
 
+def batch_path(directory: str | os.PathLike[str], batch: int) -> Path:
+    """Where batch ``batch`` of ``directory`` is (or will be) written."""
+    return Path(directory) / f"batch={batch:015d}.parquet"
+
+
 def write_encoded(directory: str | os.PathLike[str], batch: int, payload: bytes) -> Path:
     """Write :func:`encode_batch`'s ``payload`` as batch ``batch`` of ``directory``, atomically, replacing."""
     target = Path(directory)
     target.mkdir(parents=True, exist_ok=True)
-    final = target / f"batch={batch:015d}.parquet"
+    final = batch_path(target, batch)
     temp = target / f".{final.name}.{uuid.uuid4().hex}.tmp"
     temp.write_bytes(payload)
     os.replace(temp, final)

@@ -61,7 +61,7 @@ import pandas as pd
 
 from kit.dataset import DatasetSpec
 from kit.errors import ConfigError, RunTimeout
-from kit.sink import encode_batch, write_batch, write_encoded
+from kit.sink import batch_path, encode_batch, write_batch, write_encoded
 from kit.workloads import job_id
 from legacy.errors import LegacyError
 from legacy.kafka import KafkaUtils, TopicAndPartition
@@ -619,6 +619,12 @@ class _ProgressPoll:
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+def _progress_written_ms(out_dir: str | Path, batch_ms: int) -> int:
+    """When batch ``batch_ms``'s progress files were written (its last output operation ran), in ms."""
+    files = [batch_path(directory, batch_ms) for directory in Path(out_dir).glob("progress.*")]
+    return max((path.stat().st_mtime_ns // 1_000_000 for path in files if path.exists()), default=batch_ms)
+
+
 def _progress_batches(out_dir: str | Path) -> list[int]:
     """Batch times with a progress file in every input (a batch without records has an empty file)."""
     dirs = sorted(Path(out_dir).glob("progress.*"))
@@ -676,7 +682,11 @@ def await_progress(
             ]
             if done and not any(pd.isna(d) for d in done):
                 at = max(int(d) for d in done)
-                later = [b for b in _progress_batches(out_dir) if b > at]  # also batches that read nothing
+                # Batches generated after batch `at` completed (also batches that read nothing): a direct stream
+                # sends the commitAsync of `at`'s commit operation when it generates the next batch, as Spark
+                # does, and batches generated while `at` was still queued or running have not sent it.
+                completed = _progress_written_ms(out_dir, at)
+                later = [b for b in _progress_batches(out_dir) if b > max(at, completed)]
                 if len(later) >= extra_batches:
                     return int(later[extra_batches - 1]) if extra_batches else at
         if time.monotonic() > deadline:

@@ -4,14 +4,15 @@ batch's outputs with its offsets, and the export of committed outputs as batch f
 from __future__ import annotations
 
 import doctest
+import os
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from kit.dataset import DatasetSpec
-from kit.errors import ConfigError
-from kit.sink import read_batches, write_batch
+from kit.errors import ConfigError, RunTimeout
+from kit.sink import batch_path, read_batches, write_batch
 from legacy.errors import LegacyError, NonContiguousOffsets
 from legacy.runner import (
     LegacyRunConfig,
@@ -20,6 +21,7 @@ from legacy.runner import (
     _commit_transaction,
     _pending,
     attach_offset_store,
+    await_progress,
     export_outputs,
     open_offset_store,
 )
@@ -137,3 +139,20 @@ def test_progress_polls_read_new_and_replaced_files(tmp_path: Path) -> None:
     write_batch(progress, 1000, pd.DataFrame([("t", 0, 0, 7)], columns=columns))  # a regenerated batch
     rows = poll.rows().sort_values("batch")
     assert rows[["batch", "until_offset"]].values.tolist() == [[1000, 7], [2000, 9]]
+
+
+def test_extra_batches_count_only_batches_generated_after_the_last_one_completed(tmp_path: Path) -> None:
+    # A direct stream sends a batch's commitAsync when it generates the next batch (as Spark does): a batch
+    # generated while the last one was still queued or running has not sent it, so it does not count.
+    columns = ["topic", "partition", "from_offset", "until_offset"]
+    progress = tmp_path / "progress.events"
+    at = 1_800_000_000_000
+    write_batch(progress, at, pd.DataFrame([("t", 0, 0, 10)], columns=columns))
+    for later in (at + 1000, at + 2000):
+        write_batch(progress, later, pd.DataFrame(columns=columns))
+    completed_ns = (at + 1500) * 1_000_000  # the last batch with records completed after at + 1 s was generated
+    os.utime(batch_path(progress, at), ns=(completed_ns, completed_ns))
+    with pytest.raises(RunTimeout):
+        await_progress(tmp_path, {"t": {0: 10}}, timeout_s=0.3, extra_batches=2, poll_s=0.05)
+    write_batch(progress, at + 3000, pd.DataFrame(columns=columns))
+    assert await_progress(tmp_path, {"t": {0: 10}}, timeout_s=5, extra_batches=2, poll_s=0.05) == at + 3000
