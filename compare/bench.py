@@ -39,10 +39,10 @@ import re
 import statistics
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack, contextmanager, suppress
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -138,6 +138,8 @@ class BenchSettings:
         timeout_s: bound on each wait for an engine.
         baseline: a results file to put every figure beside (default: ``out_dir``'s ``latest.json``, the
             previous run, when there is one).
+        kafka_security: Kafka client settings in the Java client's names (``--kafka-config``/``--kafka-option``)
+            for the engines' sources; the raw clients take them from :func:`kit.kafka.process_settings`.
     """
 
     out_dir: Path = RESULTS_DIR
@@ -153,6 +155,7 @@ class BenchSettings:
     command: str = ""
     timeout_s: float = 1_800.0
     baseline: Path | None = None
+    kafka_security: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.records is not None and self.records < 10 * THROUGHPUT_BATCHES:
@@ -300,8 +303,12 @@ def consume_all(bootstrap_servers: str, topic: str, ends: dict[int, int], progre
 def _kafka_python_poll(bootstrap_servers: str, topic: str, ends: dict[int, int]) -> Iterator[Callable[[], int]]:
     from kafka import KafkaConsumer, TopicPartition
 
+    from kit.kafka import process_settings, python_client_config
+
+    # The command's --kafka-config/--kafka-option settings (TLS/SASL), as every other client of the run has them.
+    security = {k: v for k, v in python_client_config(process_settings()).items() if k in KafkaConsumer.DEFAULT_CONFIG}
     consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, enable_auto_commit=False,
-                             max_partition_fetch_bytes=8 << 20, fetch_max_bytes=64 << 20)
+                             **{"max_partition_fetch_bytes": 8 << 20, "fetch_max_bytes": 64 << 20, **security})
     try:
         tps = [TopicPartition(topic, p) for p in sorted(ends)]
         consumer.assign(tps)
@@ -316,9 +323,13 @@ def _kafka_python_poll(bootstrap_servers: str, topic: str, ends: dict[int, int])
 def _confluent_poll(bootstrap_servers: str, topic: str, ends: dict[int, int]) -> Iterator[Callable[[], int]]:
     from confluent_kafka import Consumer, TopicPartition
 
+    from kit._rdkafka import translate
+    from kit.kafka import process_settings
+
+    security, _ = translate(process_settings())
     consumer = Consumer({
         "bootstrap.servers": bootstrap_servers, "group.id": "dmk-bench-raw", "enable.auto.commit": False,
-        "fetch.max.bytes": 64 << 20, "max.partition.fetch.bytes": 8 << 20, "fetch.wait.max.ms": 100,
+        "fetch.max.bytes": 64 << 20, "max.partition.fetch.bytes": 8 << 20, "fetch.wait.max.ms": 100, **security,
     })
     try:
         consumer.assign([TopicPartition(topic, p, 0) for p in sorted(ends)])
@@ -425,7 +436,7 @@ class _Bench:
             engine=engine, bootstrap_servers=self.bootstrap, topics={"events": topic}, out_dir=str(run.out_dir),
             checkpoint_dir=str(self.workdir / f"{engine}-{workload}-{tag}-checkpoint"),
             dataset=dataset or self.dataset, jobs=((workload, "default"),), timeout_s=self.settings.timeout_s,
-            partitions=self.settings.partitions,
+            partitions=self.settings.partitions, kafka_security=dict(self.settings.kafka_security),
         )
         if interval is not None:
             config = chosen.paced(config, interval)

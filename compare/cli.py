@@ -14,7 +14,11 @@ Commands:
     dmk bench                throughput, latency and state growth of both engines against the raw client
 
 Every command that needs Kafka takes ``--bootstrap-servers`` (default: ``$DMK_BOOTSTRAP_SERVERS``, else an
-embedded broker started for the command). Errors print one line and exit with code 2.
+embedded broker started for the command), and its client settings in the Java client's names:
+``--kafka-config FILE`` (a ``.properties`` file, as Kafka's ``--command-config``; default ``$DMK_KAFKA_CONFIG``)
+and repeatable ``--kafka-option key=value`` (later wins over the file), applied to every client the command
+creates, both engines' drivers included (docs/security.md). Errors print one line and exit with code 2; no
+secret is ever printed.
 
 Example:
     $ dmk gen --records 100000 --profile messy --out events.parquet
@@ -56,6 +60,7 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 BOOTSTRAP_ENV = "DMK_BOOTSTRAP_SERVERS"
+KAFKA_CONFIG_ENV = "DMK_KAFKA_CONFIG"
 
 console = Console(stderr=False)
 err_console = Console(stderr=True)
@@ -64,13 +69,56 @@ err_console = Console(stderr=True)
 # -- helpers ---------------------------------------------------------------------------------------------
 
 
-def _add_bootstrap(parser: argparse.ArgumentParser) -> None:
+def _add_bootstrap(parser: argparse.ArgumentParser, *, bootstrap: bool = True) -> None:
+    if bootstrap:
+        parser.add_argument(
+            "--bootstrap-servers",
+            default=os.environ.get(BOOTSTRAP_ENV),
+            metavar="HOST:PORT",
+            help=f"Kafka to use (env {BOOTSTRAP_ENV}); default: start an embedded Tansu broker for this command",
+        )
+    _add_kafka_security(parser)
+
+
+def _add_kafka_security(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--bootstrap-servers",
-        default=os.environ.get(BOOTSTRAP_ENV),
-        metavar="HOST:PORT",
-        help=f"Kafka to use (env {BOOTSTRAP_ENV}); default: start an embedded Tansu broker for this command",
+        "--kafka-config", metavar="FILE", default=os.environ.get(KAFKA_CONFIG_ENV),
+        help=f"Kafka client settings in the Java client's names, a .properties file as Kafka's --command-config "
+             f"(security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.location..., PEM only; env "
+             f"{KAFKA_CONFIG_ENV}); applied to every client of the command, both engines' drivers included "
+             "(docs/security.md)",
     )
+    parser.add_argument(
+        "--kafka-option", metavar="KEY=VALUE", action="append", default=[],
+        help="one Kafka client setting in the Java client's names, e.g. security.protocol=SASL_SSL; repeatable, "
+             "later ones win over --kafka-config (a secret here is visible in the process list: prefer the file)",
+    )
+
+
+def _kafka_security(args: argparse.Namespace) -> dict[str, str]:
+    """The command's Kafka client settings (Java names): ``--kafka-config``, then each ``--kafka-option``."""
+    from kit.security import parse_kafka_option, read_properties
+
+    java = read_properties(args.kafka_config) if getattr(args, "kafka_config", None) else {}
+    for option in getattr(args, "kafka_option", None) or ():
+        key, value = parse_kafka_option(option)
+        java[key] = value
+    return java
+
+
+def _redacted_argv(argv: Sequence[str]) -> list[str]:
+    """``argv`` with the value of each secret ``--kafka-option`` (``sasl.jaas.config``, passwords, keys) as ``***``."""
+    from kit.security import REDACTED, SECRET_NAMES
+
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        inline = arg.startswith("--kafka-option=")
+        if inline or (i and argv[i - 1] == "--kafka-option"):
+            key = (arg.partition("=")[2] if inline else arg).partition("=")[0]
+            if key.strip() in SECRET_NAMES:
+                arg = f"--kafka-option={key}={REDACTED}" if inline else f"{key}={REDACTED}"
+        out.append(arg)
+    return out
 
 
 def _progress() -> Progress:
@@ -371,7 +419,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             console.print(f"{step}. dmk compare {workload}: legacy and modern driver processes on a live replay")
             compare_settings = CompareSettings(
                 workload, out_dir=workdir / f"compare-{workload}", dataset_file=str(data),
-                bootstrap_servers=bootstrap_servers, master=args.master,
+                bootstrap_servers=bootstrap_servers, master=args.master, kafka_security=args.kafka_security,
             )
             progress, update = _compare_progress()
             with progress:
@@ -435,7 +483,7 @@ def _settings_from_args(args: argparse.Namespace):
         trigger=args.trigger,
         concurrent=args.concurrent, kill_driver=args.kill_driver, pause_broker_s=args.pause_broker,
         seed=args.seed, timeout_s=args.timeout, master=args.master, broker_port=args.broker_port,
-        checkpoint_dir=args.checkpoint_dir,
+        checkpoint_dir=args.checkpoint_dir, kafka_security=args.kafka_security,
     )
 
 
@@ -674,7 +722,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         latency_rate=args.latency_rate,
         state_keys=args.state_keys, workloads=tuple(w for w in args.workloads.split(",") if w),
         command=shlex.join(["dmk", *args.argv]), timeout_s=args.timeout,
-        baseline=Path(args.baseline) if args.baseline else None,
+        baseline=Path(args.baseline) if args.baseline else None, kafka_security=args.kafka_security,
     )
     progress, update = _compare_progress()
     with progress:
@@ -901,6 +949,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="checkpoint: Spark master to read it with (default $DMK_SPARK_MASTER or local[2])")
     cut.add_argument("--bootstrap-servers", default=os.environ.get(BOOTSTRAP_ENV), metavar="HOST:PORT",
                      help=f"Kafka holding the topics (env {BOOTSTRAP_ENV}); needed for every source but checkpoint")
+    _add_kafka_security(cut)
     cut.set_defaults(func=cmd_cutover)
 
     ben = commands.add_parser(
@@ -954,16 +1003,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
-    args.argv = argv
+    args.argv = _redacted_argv(argv)
     handler: Callable[[argparse.Namespace], int] = args.func
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         # Started in the background by a shell, a process inherits SIGINT ignored, and Python then installs no
         # KeyboardInterrupt handler: Ctrl-C or kill -INT must still stop a long command (a broker, a compare).
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    secrets: list[str] = []
     try:
+        from kit.kafka import java_client_settings, set_process_settings
+        from kit.security import secret_values
+
+        args.kafka_security = _kafka_security(args)
+        secrets = secret_values(args.kafka_security)
+        # Every client this process creates (admin, producers, consumers, look-ups) connects the same way; the
+        # drivers of compare, compare-jobs and bench get the same settings through their environment.
+        set_process_settings(java_client_settings(args.kafka_security))
         return handler(args)
     except KitError as exc:
-        err_console.print(f"[bold red]dmk {args.command}: error:[/bold red] {exc}", highlight=False)
+        from kit.security import redact_text
+
+        shown = redact_text(str(exc), secrets)
+        err_console.print(f"[bold red]dmk {args.command}: error:[/bold red] {shown}", highlight=False)
         return 2
     except KeyboardInterrupt:
         err_console.print("interrupted")

@@ -29,13 +29,21 @@ from pathlib import Path
 from compare.engines import get_engine
 from kit.engine import DriverConfig
 from kit.errors import RunTimeout
+from kit.kafka import java_client_settings, set_process_settings
+from kit.security import redact_text, secret_values
 
-__all__ = ["CONTROL", "DONE", "DRAIN", "FAILED", "OFFSET_STORE_ENV", "READY", "main", "run", "write_json"]
+__all__ = [
+    "CONTROL", "DONE", "DRAIN", "FAILED", "KAFKA_SECURITY_ENV", "OFFSET_STORE_ENV", "READY",
+    "main", "run", "write_json",
+]
 
 CONTROL = "control"
 OFFSET_STORE_ENV = "DMK_LEGACY_OFFSET_STORE"
 """Where the legacy driver's offset store is (``--offset-store``), passed outside the config file (a DSN may
 hold a password; the file holds it redacted)."""
+KAFKA_SECURITY_ENV = "DMK_KAFKA_SECURITY"
+"""The run's Kafka client settings (Java names, a JSON object), passed outside the config file: they may hold
+passwords and keys, which the file holds redacted."""
 READY, DRAIN, DONE, FAILED = "ready.json", "drain.json", "done.json", "failed.json"
 
 
@@ -108,8 +116,10 @@ def run(config: DriverConfig) -> int:
     except _Stop:
         return 143
     except BaseException as err:  # noqa: BLE001 - any failure goes to the harness, which shows it as the run's error
-        write_json(out / CONTROL / FAILED, {"error": type(err).__name__, "message": str(err).strip()[:4000]})
-        traceback.print_exc()
+        secrets = secret_values(config.kafka_security)
+        write_json(out / CONTROL / FAILED, {"error": type(err).__name__,
+                                            "message": redact_text(str(err).strip(), secrets)[:4000]})
+        print(redact_text(traceback.format_exc(), secrets), file=sys.stderr)
         return 1
     write_json(out / CONTROL / DONE, {"done_ms": _now_ms()})
     return 0
@@ -125,6 +135,11 @@ def main(argv: list[str]) -> int:
     store = os.environ.get(OFFSET_STORE_ENV)
     if store:
         config = dataclasses.replace(config, offset_store=store)
+    security = os.environ.get(KAFKA_SECURITY_ENV)
+    if security:
+        config = dataclasses.replace(config, kafka_security=json.loads(security))
+    # The driver's own clients (topic checks, offset look-ups, group commits) connect as the engines' do.
+    set_process_settings(java_client_settings(config.kafka_security, where="the run's Kafka settings"))
     return run(config)
 
 

@@ -65,6 +65,8 @@ from kit.dataset import (
 )
 from kit.engine import redacted_dsn
 from kit.errors import ConfigError
+from kit.kafka import java_client_settings, using_process_settings
+from kit.security import redact_settings
 from kit.sink import read_batches
 
 __all__ = ["ENGINES", "LEGACY_MODES", "CompareResult", "CompareSettings", "EngineFailed", "run_compare", "validate"]
@@ -195,6 +197,7 @@ def _measure(
             "partitions": settings.partitions,
             "legacy_mode": settings.legacy_mode,
             "offset_store": redacted_dsn(settings.offset_store) if settings.offset_store else None,
+            "kafka_security": redact_settings(settings.kafka_security),
             "batch_seconds": settings.batch_seconds,
             "trigger": settings.trigger,
             "concurrent": settings.concurrent,
@@ -288,8 +291,9 @@ def run_compare(
     run_id = uuid.uuid4().hex[:8]
     outcomes: dict[str, EngineOutcome] = {}
     log = out / "broker.log"
-    with kafka_or_embedded(settings.bootstrap_servers, port=settings.broker_port, log_path=log,
-                           on_start=on_broker_start) as kafka:
+    with using_process_settings(java_client_settings(settings.kafka_security, where="kafka_security")), \
+            kafka_or_embedded(settings.bootstrap_servers, port=settings.broker_port, log_path=log,
+                              on_start=on_broker_start) as kafka:
         def one(name: str) -> None:
             jobs = [[settings.workload, settings.variant(name)]]
             outcomes[name] = run_engine_process(

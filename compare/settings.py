@@ -10,7 +10,8 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from kit.dataset import DatasetSpec
@@ -71,6 +72,9 @@ class CompareSettings:
         checkpoint_dir: a root for both engines' checkpoints (``<root>/<run id>/legacy-checkpoint`` and
             ``.../modern-checkpoint``); default the run directory. With a master whose executors run on
             other hosts it must be a URI every node reaches (``hdfs://``, ``s3a://``; docs/deploy.md).
+        kafka_security: Kafka client settings in the Java client's names (``--kafka-config``/``--kafka-option``:
+            TLS/SASL, ``client.id``...) for every client of the run, both drivers' included. Its secrets never
+            reach the run directory: the drivers get them through their environment. Default: none.
     """
 
     workload: str
@@ -96,6 +100,13 @@ class CompareSettings:
     master: str | None = None
     broker_port: int | None = None
     checkpoint_dir: str | None = None
+    kafka_security: Mapping[str, str] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        from kit.security import redact_settings
+
+        shown = replace(self, kafka_security=redact_settings(self.kafka_security))
+        return "CompareSettings(" + ", ".join(f"{f.name}={getattr(shown, f.name)!r}" for f in fields(self)) + ")"
 
     def __post_init__(self) -> None:
         if self.legacy_mode not in LEGACY_MODES:

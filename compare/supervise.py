@@ -37,6 +37,7 @@ from compare.driver import (
     DONE,
     DRAIN,
     FAILED,
+    KAFKA_SECURITY_ENV,
     OFFSET_STORE_ENV,
     READY,
     write_json,
@@ -232,7 +233,7 @@ def driver_config(
         write_ahead_log=wal, offset_store=redacted_dsn(settings.offset_store) if settings.offset_store else None,
         job_name=f"dmk-compare-{run_id}", trigger=settings.trigger,
         source_options={"maxOffsetsPerTrigger": modern_cap}, sys_path=(os.getcwd(),),
-        spark_conf=event_log_conf(settings.out_dir / engine.name),
+        spark_conf=event_log_conf(settings.out_dir / engine.name), kafka_security=dict(settings.kafka_security),
     )
     # The job code's fingerprint for checkpoint recovery: the whole config, so a changed run never resumes.
     return replace(config, fingerprint=hashlib.sha256(config.to_json().encode()).hexdigest()[:16])
@@ -271,6 +272,8 @@ def run_engine_process(
     env = {**os.environ, "PYTHONPATH": python_path}
     if settings.offset_store:
         env[OFFSET_STORE_ENV] = settings.offset_store
+    if settings.kafka_security:
+        env[KAFKA_SECURITY_ENV] = json.dumps(dict(settings.kafka_security))
     driver = DriverProcess(engine.name, config_path, out, settings.timeout_s, env)
     outcome = EngineOutcome(engine.name, out, replay=None,  # type: ignore[arg-type]  # set by the replay below
                             interval_s=engine.interval_s(config))

@@ -24,6 +24,7 @@ from confluent_kafka import TopicPartition as RdTopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
 
 from kit.kafka import Sender
+from kit.security import reveal
 
 __all__ = ["RdReader", "RdSender", "translate"]
 
@@ -44,6 +45,10 @@ _NAMES = {
     "ssl_keyfile": "ssl.key.location",
     "ssl_password": "ssl.key.password",
     "ssl_crlfile": "ssl.crl.location",
+    # the kit's inline PEM (kit.kafka), which librdkafka takes as text
+    "ssl_cadata": "ssl.ca.pem",
+    "ssl_certdata": "ssl.certificate.pem",
+    "ssl_keydata": "ssl.key.pem",
     "ssl_ciphers": "ssl.cipher.suites",
     "request_timeout_ms": "request.timeout.ms",
     "metadata_max_age_ms": "metadata.max.age.ms",
@@ -71,11 +76,15 @@ _PRODUCER_NAMES = {
 
 
 def translate(settings: Mapping[str, Any], extra: Mapping[str, str] | None = None) -> tuple[dict[str, Any], list[str]]:
-    """kafka-python settings as librdkafka properties, and the names that have no equivalent."""
+    """kafka-python settings as librdkafka properties, and the names that have no equivalent.
+
+    Secrets (:class:`kit.security.Secret`) are revealed: the result goes to librdkafka only, never to a log.
+    """
     names = {**_NAMES, **(extra or {})}
     out: dict[str, Any] = {}
     untranslated = []
-    for key, value in settings.items():
+    for key, secret_or_value in settings.items():
+        value = reveal(secret_or_value)
         if key == "ssl_check_hostname":
             out["ssl.endpoint.identification.algorithm"] = "https" if value else "none"
             continue

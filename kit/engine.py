@@ -95,6 +95,11 @@ class DriverConfig:
         sys_path: directories a driver process puts first on ``sys.path`` (where the jobs' modules are).
         spark_conf: Spark settings of a driver process's session, applied when it starts (e.g. Spark's event
             log, from which ``dmk compare`` counts the tasks of each batch). Default: none.
+        kafka_security: Kafka client settings in the Java client's names (``security.protocol``,
+            ``sasl.jaas.config``, ``ssl.*``...; :func:`kit.kafka.java_client_settings`) for every client of the
+            run: the legacy ``kafkaParams``, the modern ``kafka.*`` options, the driver's own clients. In a config
+            file its secrets are redacted (:func:`kit.security.redact_settings`); the driver process gets the real
+            ones from its environment (``compare.driver.KAFKA_SECURITY_ENV``). Default: none.
     """
 
     engine: str
@@ -123,6 +128,15 @@ class DriverConfig:
     initial_state: Mapping[str, str] = field(default_factory=dict)
     sys_path: tuple[str, ...] = ()
     spark_conf: Mapping[str, Any] = field(default_factory=dict)
+    kafka_security: Mapping[str, str] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        from kit.security import redact_settings
+
+        shown = dataclasses.replace(self, kafka_security=redact_settings(self.kafka_security),
+                                    offset_store=redacted_dsn(self.offset_store) if self.offset_store else None)
+        fields = ", ".join(f"{f.name}={getattr(shown, f.name)!r}" for f in dataclasses.fields(self))
+        return f"DriverConfig({fields})"
 
     def require_dataset(self) -> DatasetSpec:
         """The dataset spec, which the kit's engines need.
@@ -136,7 +150,7 @@ class DriverConfig:
         return self.dataset
 
     def to_json(self) -> str:
-        """The config as a JSON object (``jobs`` must be names or references, not objects).
+        """The config as a JSON object (``jobs`` must be names or references, not objects), secrets redacted.
 
         Raises:
             ConfigError: a job given as a spec or function object, which a JSON file cannot carry.
@@ -148,8 +162,11 @@ class DriverConfig:
                     "the workload and variant as names or package.module:name references"
                 )
                 raise ConfigError(msg, field="jobs", expected="(str, str) pairs", actual=(workload, variant))
+        from kit.security import redact_settings
+
         raw = dataclasses.asdict(self)
         raw["jobs"] = [list(job) for job in self.jobs]
+        raw["kafka_security"] = redact_settings(self.kafka_security)
         return json.dumps(raw, sort_keys=True)
 
     @classmethod

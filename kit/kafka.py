@@ -40,6 +40,7 @@ from kafka.errors import (
 )
 from kafka.partitioner.default import murmur2
 
+from kit import security
 from kit.errors import (
     BrokerUnavailable,
     ConfigError,
@@ -59,8 +60,13 @@ __all__ = [
     "Sender",
     "TopicPartition",
     "client_settings",
+    "java_client_settings",
     "key_partition",
+    "process_settings",
+    "python_client_config",
     "resolve_client",
+    "set_process_settings",
+    "using_process_settings",
     "wait_for_broker",
 ]
 
@@ -70,8 +76,13 @@ CLIENTS = ("confluent", "kafka-python")
 CLIENT_ENV = "DMK_KAFKA_CLIENT"
 """Environment variable forcing one of :data:`CLIENTS` (``auto``, the default, prefers confluent)."""
 
+# The kit's own settings besides kafka-python's: inline PEM (from ssl.truststore.certificates and
+# ssl.keystore.certificate.chain/key), written to private files for kafka-python (kit.security.materialize_pem) and
+# given inline to librdkafka.
+_INLINE_PEM_KEYS = {"ssl_cadata", "ssl_certdata", "ssl_keydata"}
 _KNOWN_CLIENT_KEYS = (
     set(KafkaConsumer.DEFAULT_CONFIG) | set(KafkaProducer.DEFAULT_CONFIG) | set(KafkaAdminClient.DEFAULT_CONFIG)
+    | _INLINE_PEM_KEYS
 )
 
 
@@ -99,8 +110,8 @@ JAVA_CLIENT_SETTINGS: dict[str, tuple[str, Callable[[Any], Any]]] = {
 translation): Java name -> (kafka-python name, conversion of the setting's text). The legacy ``kafkaParams`` and
 the modern ``kafka.*`` options both map through it."""
 SECURED_PREFIXES = ("security.", "ssl.", "sasl.")
-"""Java client settings for TLS and SASL: dropping one changes the connection, so one with no equivalent here is
-refused, never ignored."""
+"""Java client settings for TLS and SASL, translated by :func:`kit.security.translate_security`: dropping one
+changes the connection, so one with no equivalent here is refused, never ignored."""
 
 # Settings the kit owns: a caller passing them would silently change what a read or an offset means.
 _RESERVED_CLIENT_KEYS = {
@@ -143,6 +154,85 @@ def client_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
         msg = f"the kit sets {sorted(reserved)} itself; remove them from the client settings"
         raise ConfigError(msg)
     return settings
+
+
+def java_client_settings(java: Mapping[str, Any], *, where: str = "--kafka-config/--kafka-option") -> dict[str, Any]:
+    """kafka-python settings for Java client settings given to a ``dmk`` command, the pytest plugin or a driver.
+
+    TLS/SASL settings go through :func:`kit.security.translate_security`; ``client.id`` and
+    :data:`JAVA_CLIENT_SETTINGS` are mapped. A TLS/SASL setting that has no effect (``ssl.*`` with
+    ``security.protocol=PLAINTEXT``...) is dropped with one warning.
+
+    Raises:
+        ConfigError: ``bootstrap.servers`` (``--bootstrap-servers`` says where Kafka is), or a setting the kit
+            does not apply to its clients (named, never with its value).
+        kit.security.SecuritySettingError: a TLS/SASL setting with no equivalent, or malformed.
+    """
+    import warnings
+
+    settings, ignored = security.translate_security(java)
+    unknown = []
+    for key, value in java.items():
+        if key.startswith(SECURED_PREFIXES):
+            continue
+        if key == "client.id":
+            settings["client_id"] = str(value)
+        elif key in JAVA_CLIENT_SETTINGS:
+            name, convert = JAVA_CLIENT_SETTINGS[key]
+            try:
+                settings[name] = convert(value)
+            except ValueError:
+                msg = f"{where}: {key} must be a whole number, got {value!r}"
+                raise ConfigError(msg, field=key, expected="a whole number", actual=value) from None
+        else:
+            unknown.append(key)
+    if unknown:
+        msg = (
+            f"{where}: {sorted(unknown)} are not settings the kit applies to its Kafka clients. Fix: remove them; "
+            "give the brokers with --bootstrap-servers, and TLS/SASL settings (security.protocol, sasl.*, ssl.*), "
+            f"client.id or {', '.join(sorted(JAVA_CLIENT_SETTINGS))} in the Java client's names"
+        )
+        raise ConfigError(msg, field=sorted(unknown)[0], expected="TLS/SASL or client settings", actual=sorted(unknown))
+    if ignored:
+        warnings.warn(f"{where}: " + "; ".join(f"{k} has no effect: {why}" for k, why in sorted(ignored.items())),
+                      UserWarning, stacklevel=2)
+    return settings
+
+
+_PROCESS_SETTINGS: dict[str, Any] = {}
+
+
+def set_process_settings(settings: Mapping[str, Any] | None) -> None:
+    """Client settings (kafka-python names) every :class:`Kafka` handle of this process starts from.
+
+    Set at the edge, by a ``dmk`` command (``--kafka-config``/``--kafka-option``), a compare driver process or the
+    pytest plugin, so that every client a command creates (admin, producers, consumers) connects the same way;
+    a handle's own ``settings`` win over them. None or ``{}`` clears them.
+    """
+    _PROCESS_SETTINGS.clear()
+    _PROCESS_SETTINGS.update(client_settings(settings))
+
+
+@contextlib.contextmanager
+def using_process_settings(settings: Mapping[str, Any] | None) -> Iterator[None]:
+    """:func:`set_process_settings` for the block's duration, then the settings from before it."""
+    before = dict(_PROCESS_SETTINGS)
+    set_process_settings({**before, **(settings or {})})
+    try:
+        yield
+    finally:
+        _PROCESS_SETTINGS.clear()
+        _PROCESS_SETTINGS.update(before)
+
+
+def process_settings() -> dict[str, Any]:
+    """The settings :func:`set_process_settings` gave (a copy; secrets stay :class:`kit.security.Secret`)."""
+    return dict(_PROCESS_SETTINGS)
+
+
+def python_client_config(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``settings`` as kafka-python takes them: secrets revealed, inline PEM written to private 0600 files."""
+    return {k: security.reveal(v) for k, v in security.materialize_pem(settings).items()}
 
 
 def _confluent_installed() -> bool:
@@ -201,7 +291,8 @@ def wait_for_broker(
     Raises:
         BrokerUnavailable: when no broker answers within ``timeout_s`` (default 15 s).
     """
-    extra = _only_known(client_settings(settings), KafkaConsumer.DEFAULT_CONFIG)
+    extra = _only_known(python_client_config({**_PROCESS_SETTINGS, **client_settings(settings)}),
+                        KafkaConsumer.DEFAULT_CONFIG)
     try:
         consumer = KafkaConsumer(
             bootstrap_servers=bootstrap_servers, bootstrap_timeout_ms=int(timeout_s * 1000), **extra
@@ -234,7 +325,9 @@ class Kafka:
     Args:
         bootstrap_servers: ``host:port[,host:port...]``.
         settings: extra client settings in kafka-python's names (security and the like), validated by
-            :func:`client_settings`.
+            :func:`client_settings`, over those of :func:`set_process_settings`. Secrets may be
+            :class:`kit.security.Secret` values; :func:`kit.security.translate_security` makes these from the
+            Java client's TLS/SASL settings.
         timeout_s: bound on each admin or offset request (default 30 s).
         client: the client of the hot paths (:func:`resolve_client`; default ``$DMK_KAFKA_CLIENT`` or auto).
             A setting librdkafka has no equivalent for keeps ``"auto"`` on kafka-python and is an error
@@ -252,7 +345,8 @@ class Kafka:
         client: str | None = None,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
-        self.settings = client_settings(settings)
+        self.settings = {**_PROCESS_SETTINGS, **client_settings(settings)}
+        self._python_settings = python_client_config(self.settings)
         self.timeout_s = timeout_s
         self.client = resolve_client(client)
         self._rd_properties: dict[str, Any] = {}
@@ -283,7 +377,7 @@ class Kafka:
                 auto_offset_reset="none",
                 bootstrap_timeout_ms=int(self.timeout_s * 1000),
                 request_timeout_ms=int(self.timeout_s * 1000) + 5000,
-                **_only_known(self.settings, KafkaConsumer.DEFAULT_CONFIG),
+                **_only_known(self._python_settings, KafkaConsumer.DEFAULT_CONFIG),
                 **config,
             )
         except KafkaTimeoutError as exc:
@@ -298,7 +392,7 @@ class Kafka:
                     bootstrap_servers=self.bootstrap_servers,
                     bootstrap_timeout_ms=int(self.timeout_s * 1000),
                     request_timeout_ms=int(self.timeout_s * 1000),
-                    **_only_known(self.settings, KafkaAdminClient.DEFAULT_CONFIG),
+                    **_only_known(self._python_settings, KafkaAdminClient.DEFAULT_CONFIG),
                 )
             except KafkaTimeoutError as exc:
                 raise BrokerUnavailable(self.bootstrap_servers, str(exc)) from exc
@@ -309,7 +403,7 @@ class Kafka:
         try:
             return KafkaProducer(
                 bootstrap_servers=self.bootstrap_servers,
-                **_only_known(self.settings, KafkaProducer.DEFAULT_CONFIG),
+                **_only_known(self._python_settings, KafkaProducer.DEFAULT_CONFIG),
                 **config,
             )
         except KafkaTimeoutError as exc:

@@ -28,6 +28,7 @@ Example (what ``KafkaUtils.createDirectStream`` does):
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import logging
@@ -49,6 +50,7 @@ from pyspark.streaming.listener import StreamingListener
 
 from kit.errors import ConfigError, OffsetOutOfRange
 from kit.kafka import Kafka, TopicPartition
+from kit.security import restore_secrets, withhold_secrets
 from legacy._callbacks import install as _install_callbacks
 from legacy._callbacks import java_map_values
 from legacy._params import kafka_params_settings, warn_ignored
@@ -374,6 +376,13 @@ def take_restored() -> list[DirectStreamState]:
     return restored
 
 
+def _with_settings(spec: _StreamSpec, change: Callable[[Mapping[str, Any]], dict[str, Any]]) -> _StreamSpec:
+    params = spec.read.params
+    settings = tuple(change(dict(params.settings)).items())
+    return dataclasses.replace(spec, read=dataclasses.replace(spec.read, params=dataclasses.replace(
+        params, settings=settings)))
+
+
 def _close_in_background(kafka: Kafka) -> None:
     # Garbage collection may run this on any thread, a Kafka client's IO thread included, where closing the
     # client would block on itself.
@@ -421,7 +430,8 @@ class DirectStreamState:
         with self._lock:
             return {
                 "format": STATE_FORMAT,
-                "spec": self.spec,
+                # The checkpoint goes to disk: Kafka secrets stay in this process (kit.security.withhold_secrets).
+                "spec": _with_settings(self.spec, withhold_secrets),
                 "current": dict(self._current),
                 "batches": dict(self._batches),
                 "latest_ms": self._latest_ms,
@@ -430,7 +440,7 @@ class DirectStreamState:
     def __setstate__(self, state: dict[str, Any]) -> None:
         if state.get("format") != STATE_FORMAT:
             raise StateFormatMismatch(expected=STATE_FORMAT, actual=state.get("format"))
-        self.spec = state["spec"]
+        self.spec = _with_settings(state["spec"], restore_secrets)
         self._current = state["current"]
         self._batches = state["batches"]
         self._latest_ms = state["latest_ms"]

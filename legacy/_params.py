@@ -10,9 +10,12 @@ is accepted:
 - ignored with one :class:`IgnoredKafkaParams` warning listing them, when it had no effect on what the stream
   reads in 2.4 either, or concerns what this design does not have (ZooKeeper, a high-level consumer's
   threads); an unknown key is ignored the same way, with the closest known key named, as 2.4 did;
-- refused (:class:`~legacy.errors.UnsupportedKafkaParams`, with the reason) only when ignoring it would change
-  what the job does without a word: TLS and SASL settings (dropping them would connect in plaintext, or not at
-  all, where the job expects a secured connection).
+- TLS and SASL settings (``security.protocol``, ``sasl.mechanism``, ``sasl.jaas.config``, PEM ``ssl.*`` stores...)
+  translated by :func:`kit.security.translate_security`, the one translation both engines share;
+- refused (:class:`~legacy.errors.UnsupportedKafkaParams`, with the reason and the fix) only when ignoring it would
+  change what the job does without a word: TLS/SASL settings with no equivalent here (JKS/PKCS12 stores,
+  Kerberos, OAUTHBEARER; dropping them would connect in plaintext, or not at all, where the job expects a
+  secured connection), or a value that is not a number.
 
 Example:
     >>> settings, ignored = kafka_params_settings({"fetch.message.max.bytes": "2097152", "zookeeper.connect": "zk",
@@ -31,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kit.kafka import JAVA_CLIENT_SETTINGS, SECURED_PREFIXES
+from kit.security import SecuritySettingError, translate_security
 from legacy.errors import UnsupportedKafkaParams
 
 __all__ = ["MAPPED", "IgnoredKafkaParams", "kafka_params_settings", "warn_ignored"]
@@ -98,30 +102,33 @@ IGNORED: dict[str, str] = {
 }
 """``kafkaParams`` key → why it is ignored (0.8 and 0.10 consumer keys with no effect here)."""
 
-_SECURED_WHY = (
-    "TLS/SASL settings are not translated for the DStream API yet: ignoring them would connect in plaintext, or "
-    "not at all, where the job expects a secured connection; use kit.kafka's client settings "
-    "(security_protocol, ssl_cafile, sasl_mechanism...) through legacy.runner's kafka_settings"
-)
-
-
 def kafka_params_settings(
     params: Mapping[str, Any], *, handled: Iterable[str]
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """kafka-python settings for ``params``' mapped keys, and ``{key: why}`` for the ignored ones.
+    """kafka-python settings for ``params``' mapped and TLS/SASL keys, and ``{key: why}`` for the ignored ones.
 
-    ``handled``: the keys the caller reads itself (brokers, ``auto.offset.reset``...), left alone.
+    ``handled``: the keys the caller reads itself (brokers, ``auto.offset.reset``...), left alone. Secrets come
+    back as :class:`kit.security.Secret` values.
 
     Raises:
-        UnsupportedKafkaParams: TLS/SASL keys (all listed), or a mapped key whose value is not a number.
+        UnsupportedKafkaParams: TLS/SASL keys with no equivalent or malformed (the reason and the fix, never the
+            secret), or a mapped key whose value is not a number (all listed).
     """
     handled = set(handled)
     settings: dict[str, Any] = {}
     ignored: dict[str, str] = {}
-    refused = {key: _SECURED_WHY for key in params if key.startswith(SECURED_PREFIXES)}
+    refused: dict[str, str] = {}
+    try:
+        secured, secured_ignored = translate_security(params)
+    except SecuritySettingError as err:
+        field = str(err.field)
+        refused[field] = str(err).removeprefix(f"{field}: ")
+        secured, secured_ignored = {}, {}
+    settings.update(secured)
+    ignored.update(secured_ignored)
     known = set(MAPPED) | set(IGNORED) | handled
     for key, value in params.items():
-        if key in handled or key in refused:
+        if key in handled or key.startswith(SECURED_PREFIXES):
             continue
         if key in MAPPED:
             name, convert = MAPPED[key]

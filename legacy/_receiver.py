@@ -56,7 +56,7 @@ from pyspark import StorageLevel
 from pyspark.streaming import DStream
 
 from kit.errors import BrokerUnavailable, ConfigError
-from kit.kafka import Kafka, client_settings
+from kit.kafka import Kafka, client_settings, process_settings, python_client_config
 from legacy._types import KafkaMessageAndMetadata
 from legacy.errors import LegacyError
 
@@ -849,7 +849,8 @@ def create_receiver_stream(
             kafka.partitions(topic)  # UnknownTopic, instead of a stream that silently waits
     config = {
         "allow_auto_create_topics": False,
-        **{k: v for k, v in settings.items() if k in KafkaConsumer.DEFAULT_CONFIG},
+        **{k: v for k, v in python_client_config({**process_settings(), **settings}).items()
+           if k in KafkaConsumer.DEFAULT_CONFIG},
     }
     try:
         consumer = KafkaConsumer(

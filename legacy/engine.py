@@ -108,7 +108,8 @@ def _output_ops(info: Any, labels: list[str]) -> list[dict[str, Any]]:
 def _run_config(config: DriverConfig, checkpoint: str) -> LegacyRunConfig:
     return LegacyRunConfig(
         config.bootstrap_servers, config.topics, config.out_dir, checkpoint, config.require_dataset(), config.jobs,
-        batch_seconds=config.batch_seconds, kafka_params=config.kafka_params, offsets=config.offsets,
+        batch_seconds=config.batch_seconds, kafka_params={**config.kafka_security, **config.kafka_params},
+        offsets=config.offsets,
         offset_store=config.offset_store, stream=config.stream, job_name=config.job_name,
     )
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kit.kafka import JAVA_CLIENT_SETTINGS, SECURED_PREFIXES
+from kit.security import SecuritySettingError, translate_security
 from modern.errors import KafkaOptionError, KafkaOptionWarning
 
 __all__ = ["EARLIEST", "LATEST", "SinkSettings", "SourceSettings"]
@@ -48,15 +49,6 @@ _SPELLING = {name.lower(): name for name in (
 _CLIENT_KEYS = {
     "bootstrap.servers": "bootstrap_servers",
     "client.id": "client_id",
-    "security.protocol": "security_protocol",
-    "sasl.mechanism": "sasl_mechanism",
-    "sasl.plain.username": "sasl_plain_username",
-    "sasl.plain.password": "sasl_plain_password",
-    "ssl.cafile": "ssl_cafile",
-    "ssl.certfile": "ssl_certfile",
-    "ssl.keyfile": "ssl_keyfile",
-    "ssl.password": "ssl_password",
-    "ssl.check.hostname": "ssl_check_hostname",
     **{java: python for java, (python, _) in JAVA_CLIENT_SETTINGS.items()},
 }
 _PRODUCER_KEYS = {
@@ -74,7 +66,7 @@ _INT_SETTINGS = {
     "linger_ms", "batch_size", "retries", "max_request_size", "max_in_flight_requests_per_connection",
     "delivery_timeout_ms",
 }
-_BOOL_SETTINGS = {"ssl_check_hostname", "enable_idempotence"}
+_BOOL_SETTINGS = {"enable_idempotence"}
 
 _AUTO_OFFSET_RESET_MESSAGE = (
     "Kafka option 'auto.offset.reset' is not supported.\n"
@@ -149,22 +141,28 @@ def _kafka_params(
 ) -> dict[str, Any]:
     """The ``kafka.*`` options as kafka-python settings.
 
-    A Java client setting with an equivalent here is mapped; one without is accepted with a warning (the Java
-    client, too, only logs a setting it does not use), except TLS/SASL settings, refused because dropping them
-    changes the connection. ``accepted``: settings handled elsewhere, left out.
+    A Java client setting with an equivalent here is mapped; TLS/SASL settings are translated by
+    :func:`kit.security.translate_security` (secrets become :class:`kit.security.Secret`), and one of them with no
+    equivalent is an error, since dropping it changes the connection; any other is accepted with a warning (the
+    Java client, too, only logs a setting it does not use). ``accepted``: settings handled elsewhere, left out.
     """
-    params: dict[str, Any] = {}
-    unsupported: list[str] = []
+    # Spark lower-cases option keys; the Java names of TLS/SASL settings are lower case, so nothing is lost.
+    java_secured = {k[len("kafka."):]: v for k, v in options.items()
+                    if k.startswith("kafka.") and k[len("kafka."):].startswith(SECURED_PREFIXES)}
+    try:
+        params, secured_ignored = translate_security(java_secured, prefix="kafka.")
+    except SecuritySettingError as err:
+        raise KafkaOptionError(str(err), option=str(err.field)) from None
     no_effect: list[str] = []
     for key, raw in options.items():
         if not key.startswith("kafka."):
             continue
         java_name = key[len("kafka."):]
-        if java_name in accepted:
+        if java_name in accepted or java_name in java_secured:
             continue
         python_name = allowed.get(java_name)
         if python_name is None:
-            (unsupported if java_name.startswith(SECURED_PREFIXES) else no_effect).append(java_name)
+            no_effect.append(java_name)
             continue
         value: Any = raw
         if java_name in JAVA_CLIENT_SETTINGS:
@@ -176,16 +174,9 @@ def _kafka_params(
         elif python_name == "acks" and raw not in ("all", "-1"):
             value = int(raw)
         params[python_name] = value
-    if unsupported:
-        msg = (
-            f"Kafka option(s) {sorted('kafka.' + k for k in unsupported)} are not supported by this "
-            f"{what}: TLS/SASL settings without an equivalent in the Python clients (JKS stores, a JAAS config) "
-            f"cannot be dropped without changing the connection. Supported: {sorted('kafka.' + k for k in allowed)}."
-        )
-        raise KafkaOptionError(
-            msg,
-            option="kafka." + sorted(unsupported)[0],
-        )
+    if secured_ignored:
+        _warn("; ".join(f"Kafka option 'kafka.{k}' has no effect on this {what}: {why}"
+                        for k, why in sorted(secured_ignored.items())))
     if no_effect:
         _warn(f"Kafka option(s) {sorted('kafka.' + k for k in no_effect)} have no effect on this {what}: the "
               "Python Kafka clients it runs on have no such setting (the Java client's own tuning). Settings "

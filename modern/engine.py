@@ -99,7 +99,8 @@ class ModernEngine:
         """
         run_config = ModernRunConfig(
             config.bootstrap_servers, config.topics, config.out_dir, config.checkpoint_dir, config.require_dataset(),
-            config.jobs, trigger=config.trigger, source_options=config.source_options,
+            config.jobs, trigger=config.trigger,
+            source_options={**{f"kafka.{k}": v for k, v in config.kafka_security.items()}, **config.source_options},
             initial_state=config.initial_state,
         )
         return ModernRun(spark, run_config).start()

@@ -376,7 +376,8 @@ _WORKER_HANDLES: dict[tuple[Any, ...], Kafka] = {}
 
 
 def _handle_key(settings: SourceSettings) -> tuple[Any, ...]:
-    return (settings.bootstrap_servers, tuple(sorted((k, repr(v)) for k, v in settings.client.items())))
+    # By value (a Secret compares by its value; its repr is *** for every password).
+    return (settings.bootstrap_servers, tuple(sorted(settings.client.items(), key=lambda item: item[0])))
 
 
 def _read(settings: SourceSettings, part: KafkaInputPartition) -> Iterator[pa.RecordBatch]:
