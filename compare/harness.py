@@ -16,7 +16,7 @@ Example::
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,11 +125,14 @@ def run_engine(
     workdir: Path,
     timeout_s: float = 600,
     partitions: int = PARTITIONS,
+    kafka_security: Mapping[str, str] | None = None,
 ) -> EngineRun:
     """Replay ``frame`` (routed to each job's inputs) while ``engine`` runs ``jobs``; wait for all output.
 
     ``jobs`` are ``(workload, variant)`` pairs as :func:`kit.workloads.resolve` takes them: a workload name or
     spec, and a variant name or your own builder function. ``partitions``: of each input topic (default 4).
+    ``kafka_security``: Kafka client settings in the Java client's names (TLS/SASL) for the engine's sources
+    (default none); the run's own clients take :func:`kit.kafka.process_settings`.
     """
     tag = f"{engine}-{uuid.uuid4().hex[:6]}"
     routed = route_inputs([w if isinstance(w, workloads.WorkloadSpec) else workloads.get(w) for w, _ in jobs], frame)
@@ -155,6 +158,7 @@ def run_engine(
         engine=engine, bootstrap_servers=bootstrap_servers, topics=topics, out_dir=str(out_dir),
         checkpoint_dir=str(checkpoint), dataset=spec, jobs=jobs, timeout_s=timeout_s, partitions=partitions,
         max_rate_per_partition=legacy_cap, source_options={"maxOffsetsPerTrigger": modern_cap},
+        kafka_security=dict(kafka_security or {}),
     )
     run = chosen.start(spark, config)
     try:

@@ -4,7 +4,14 @@ Its entry point is ``pytest11``, so pytest loads it automatically once the kit i
 
 Fixtures:
     ``kafka_broker``        session: bootstrap servers of an embedded Tansu broker, or of ``--kafka-bootstrap``
-                            (env ``DMK_TEST_BOOTSTRAP_SERVERS``).
+                            (env ``DMK_TEST_BOOTSTRAP_SERVERS``). Every Kafka client of the fixtures connects
+                            with ``kafka_settings``.
+    ``kafka_settings``      session: the Kafka client settings of ``--kafka-config FILE`` (a ``.properties``
+                            file in the Java client's names, env ``DMK_TEST_KAFKA_CONFIG``) and each
+                            ``--kafka-option key=value`` (repeatable, later wins; env ``DMK_TEST_KAFKA_OPTIONS``,
+                            options separated by newlines), as a dict in Java names: TLS/SASL for a secured
+                            cluster (docs/security.md). Give them to your own jobs' ``kafkaParams`` /
+                            ``kafka.*`` options; ``assert_equivalent`` passes them to both engines' sources.
     ``spark``               session: one SparkSession (local[2] unless ``DMK_SPARK_MASTER`` says otherwise).
     ``streaming_context``   a DStream StreamingContext (1 s batches) on that session's SparkContext, stopped
                             after the test (the SparkContext stays).
@@ -42,25 +49,57 @@ import pytest
 from kit.errors import ConfigError
 
 BOOTSTRAP_ENV = "DMK_TEST_BOOTSTRAP_SERVERS"
+KAFKA_CONFIG_ENV = "DMK_TEST_KAFKA_CONFIG"
+KAFKA_OPTIONS_ENV = "DMK_TEST_KAFKA_OPTIONS"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Add ``--kafka-bootstrap``: a running Kafka for the fixtures instead of the embedded broker."""
+    """Add ``--kafka-bootstrap``, ``--kafka-config`` and ``--kafka-option`` (see the module docstring)."""
     parser.addoption(
         "--kafka-bootstrap",
         default=os.environ.get(BOOTSTRAP_ENV),
         help=f"run dmk's Kafka fixtures against this broker instead of an embedded one (env {BOOTSTRAP_ENV})",
     )
+    parser.addoption(
+        "--kafka-config", default=os.environ.get(KAFKA_CONFIG_ENV), metavar="FILE",
+        help=f"Kafka client settings (Java names, .properties; TLS/SASL) for dmk's fixtures (env {KAFKA_CONFIG_ENV})",
+    )
+    parser.addoption(
+        "--kafka-option", action="append", metavar="KEY=VALUE",
+        default=[line for line in os.environ.get(KAFKA_OPTIONS_ENV, "").splitlines() if line.strip()],
+        help=f"one Kafka client setting (Java name) for dmk's fixtures, repeatable, over --kafka-config (env "
+             f"{KAFKA_OPTIONS_ENV}: one per line)",
+    )
 
 
 @pytest.fixture(scope="session")
-def kafka_broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Bootstrap servers of the session's Kafka: an embedded Tansu broker unless ``--kafka-bootstrap`` is given."""
+def kafka_settings(request: pytest.FixtureRequest) -> dict[str, str]:
+    """The session's Kafka client settings in Java names (``--kafka-config``, then each ``--kafka-option``)."""
+    from kit.security import parse_kafka_option, read_properties
+
+    path = request.config.getoption("--kafka-config")
+    java = read_properties(path) if path else {}
+    for option in request.config.getoption("--kafka-option") or ():
+        key, value = parse_kafka_option(option)
+        java[key] = value
+    return java
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, kafka_settings: dict[str, str]
+) -> Iterator[str]:
+    """Bootstrap servers of the session's Kafka: an embedded Tansu broker unless ``--kafka-bootstrap`` is given.
+
+    Every Kafka client the fixtures create in this process connects with ``kafka_settings``.
+    """
     from kit.broker import kafka_or_embedded
+    from kit.kafka import java_client_settings, using_process_settings
 
     external = request.config.getoption("--kafka-bootstrap")
     log = None if external else tmp_path_factory.mktemp("broker") / "tansu.log"
-    with kafka_or_embedded(external, log_path=log) as kafka:
+    with using_process_settings(java_client_settings(kafka_settings, where="--kafka-config/--kafka-option")), \
+            kafka_or_embedded(external, log_path=log) as kafka:
         yield kafka.bootstrap_servers
 
 
@@ -142,7 +181,9 @@ def _spec_for(spec: Any, legacy_fn: Callable) -> Any:
 
 
 @pytest.fixture
-def assert_equivalent(kafka_broker: str, spark: Any, tmp_path: Path) -> Callable[..., Any]:
+def assert_equivalent(
+    kafka_broker: str, spark: Any, tmp_path: Path, kafka_settings: dict[str, str]
+) -> Callable[..., Any]:
     """``assert_equivalent(legacy_fn, modern_fn, dataset, oracle=None, *, spec=None)``.
 
     Runs ``legacy_fn(ssc, source)`` and ``modern_fn(spark, source)`` (the job contract of docs/compare.md),
@@ -166,7 +207,7 @@ def assert_equivalent(kafka_broker: str, spark: Any, tmp_path: Path) -> Callable
         for engine, fn in (("legacy", legacy_fn), ("modern", modern_fn)):
             run = run_engine(
                 engine, ((contract, fn),), dataset_spec, frame,
-                bootstrap_servers=kafka_broker, spark=spark, workdir=tmp_path / engine,
+                bootstrap_servers=kafka_broker, spark=spark, workdir=tmp_path / engine, kafka_security=kafka_settings,
             )
             finals[engine] = workloads.final_result(contract, run.rows(contract.name))
         expected = (oracle or contract.oracle)(frame, dataset_spec)

@@ -334,6 +334,7 @@ class SecuritySettingError(ConfigError):
 
 # -- sasl.jaas.config --------------------------------------------------------------------------------------------
 
+_FLAGS = ("required", "requisite", "sufficient", "optional")
 _JAAS_TOKEN = re.compile(r'\s*(?:(?P<word>[A-Za-z_$][\w$.\-]*)|(?P<eq>=)|(?P<semi>;)|(?P<quoted>"))')
 
 
@@ -379,6 +380,9 @@ def parse_jaas(text: str, *, option: str = "sasl.jaas.config") -> tuple[str, str
             pairs[pending_key] = value
             pending_key, expect_value = None, False
         elif match.group("eq"):
+            if pending_key is None and len(words) == 2 and words[1].lower() not in _FLAGS:
+                raise _jaas_error(option, f"the control flag must be required, requisite, sufficient or optional, "
+                                          f"got {words[1]!r} followed by '='")
             if pending_key is None or expect_value:
                 raise _jaas_error(option, f"'=' without a key before it, at character {match.start()}")
             expect_value = True
@@ -403,7 +407,7 @@ def parse_jaas(text: str, *, option: str = "sasl.jaas.config") -> tuple[str, str
     if len(words) < 2:
         raise _jaas_error(option, "expected a login module class and a control flag (required)")
     module, flag = words
-    if flag.lower() not in ("required", "requisite", "sufficient", "optional"):
+    if flag.lower() not in _FLAGS:
         raise _jaas_error(option, f"the control flag must be required, requisite, sufficient or optional, got {flag!r}")
     if module not in _LOGIN_MODULES:
         if "krb5" in module.lower() or "kerberos" in module.lower():
@@ -593,6 +597,8 @@ def _tls(java: Mapping[str, Any], name: Any) -> dict[str, Any]:
         out["ssl_keydata"] = Secret(_pem(java, "ssl.keystore.key", "PRIVATE KEY", name))
     if "ssl.key.password" in java:
         out["ssl_password"] = Secret(str(java["ssl.key.password"]))
+    if "ssl_certfile" in out or "ssl_certdata" in out:
+        _check_key(out, name)
     if "ssl.endpoint.identification.algorithm" in java:
         algorithm = str(java["ssl.endpoint.identification.algorithm"]).strip().lower()
         if algorithm not in ("", "https"):
@@ -603,6 +609,35 @@ def _tls(java: Mapping[str, Any], name: Any) -> dict[str, Any]:
             )
         out["ssl_check_hostname"] = algorithm == "https"
     return out
+
+
+def _check_key(out: Mapping[str, Any], name: Any) -> None:
+    """Load the client certificate and key now, so a wrong ``ssl.key.password`` fails here, clearly."""
+    import ssl
+
+    files = materialize_pem({k: v for k, v in out.items() if k in ("ssl_certdata", "ssl_keydata")})
+    certfile = files.get("ssl_certfile", out.get("ssl_certfile"))
+    keyfile = files.get("ssl_keyfile", out.get("ssl_keyfile"))
+    password = reveal(out.get("ssl_password"))
+    try:
+        # Without a password OpenSSL would prompt on the terminal for an encrypted key: answer with nothing.
+        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_cert_chain(
+            certfile, keyfile, password=password if password is not None else (lambda: b""))
+    except ssl.SSLError as err:
+        encrypted = "ENCRYPTED" in Path(str(keyfile)).read_text(encoding="utf-8", errors="replace")
+        if encrypted:
+            problem = ("does not decrypt the client key" if password is not None
+                       else "is missing: the client key is encrypted")
+            raise SecuritySettingError(
+                name("ssl.key.password"), problem, expected="the key's password", actual=REDACTED,
+                fix=f"give the password the key was encrypted with as {name('ssl.key.password')}",
+            ) from None
+        raise SecuritySettingError(
+            name("ssl.keystore.key") if "ssl_keydata" in out else name("ssl.keystore.location"),
+            f"the client certificate and key do not load ({err.reason or err})", expected="a PEM certificate "
+            "chain and its private key", actual=REDACTED,
+            fix="give the certificate chain and the private key that belongs to it, both PEM",
+        ) from None
 
 
 def _pem(java: Mapping[str, Any], key: str, kind: str, name: Any) -> str:

@@ -509,7 +509,7 @@ class SinkSettings:
             )
         params = _kafka_params(opts, {**_CLIENT_KEYS, **_PRODUCER_KEYS}, "sink")
         bootstrap = params.pop("bootstrap_servers")
-        client = {k: v for k, v in params.items() if k in _CLIENT_KEYS.values()}
-        producer = {k: v for k, v in params.items() if k not in client}
+        producer = {k: v for k, v in params.items() if k in _PRODUCER_KEYS.values()}
+        client = {k: v for k, v in params.items() if k not in producer}  # TLS/SASL settings included
         topic = opts.get("topic")
         return cls(bootstrap, topic.strip() if topic else None, client, producer)

@@ -214,10 +214,12 @@ def test_kafka_params_refuse_only_what_would_change_the_connection_silently() ->
                            "fetch.message.max.bytes": "lots"})
     e = err.value
     assert isinstance(e, ConfigError)
-    assert sorted(e.unsupported) == ["fetch.message.max.bytes", "security.protocol", "ssl.truststore.location"]
-    assert "plaintext" in e.unsupported["security.protocol"]
+    # TLS settings are translated (kit.security); a JKS truststore (Java's default type) has no equivalent.
+    assert sorted(e.unsupported) == ["fetch.message.max.bytes", "ssl.truststore.type"]
+    assert e.unsupported["ssl.truststore.type"].startswith(
+        "JKS truststores cannot be read by the Python Kafka clients (JKS is Java's default type). Fix: export")
     assert e.unsupported["fetch.message.max.bytes"] == "must be a whole number, got 'lots'"
-    assert str(e).startswith("Unrecognized configs: {'fetch.message.max.bytes', 'security.protocol'")
+    assert str(e).startswith("Unrecognized configs: {'fetch.message.max.bytes', 'ssl.truststore.type'")
 
 
 @pytest.mark.parametrize(
@@ -261,8 +263,10 @@ def test_create_stream_needs_brokers_and_known_params() -> None:
     assert err.value.field == "metadata.broker.list" and "zkQuorum='zk:2181'" in str(err.value)
     with pytest.raises(UnsupportedKafkaParams) as secured:
         KafkaUtils.createStream(None, "zk:2181", "group", {"events": 1}, {"metadata.broker.list": "h:1",
-                                                                          "sasl.mechanism": "PLAIN"})
+                                                                          "security.protocol": "SASL_SSL",
+                                                                          "sasl.mechanism": "GSSAPI"})
     assert list(secured.value.unsupported) == ["sasl.mechanism"]
+    assert secured.value.unsupported["sasl.mechanism"].startswith("mechanism GSSAPI is not supported here")
     with pytest.raises(ConfigError, match="the receiver's consumer always commits"):
         KafkaUtils.createStream(None, "zk:2181", "group", {"events": 1},
                                 {"metadata.broker.list": "h:1", "auto.commit.enable": "false"})
