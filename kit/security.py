@@ -616,8 +616,8 @@ def _check_key(out: Mapping[str, Any], name: Any) -> None:
     import ssl
 
     files = materialize_pem({k: v for k, v in out.items() if k in ("ssl_certdata", "ssl_keydata")})
-    certfile = files.get("ssl_certfile", out.get("ssl_certfile"))
-    keyfile = files.get("ssl_keyfile", out.get("ssl_keyfile"))
+    certfile = str(files.get("ssl_certfile", out.get("ssl_certfile")))
+    keyfile = str(files.get("ssl_keyfile", out.get("ssl_keyfile")))
     password = reveal(out.get("ssl_password"))
     try:
         # Without a password OpenSSL would prompt on the terminal for an encrypted key: answer with nothing.

@@ -504,7 +504,9 @@ class DirectStreamState:
             )
         with self._lock:
             if self._committer is None:
-                self._committer = KafkaGroupOffsetStore(params.bootstrap_servers, params.group_id)
+                # The stream's own client settings (TLS/SASL from kafkaParams), as its reads have.
+                self._committer = KafkaGroupOffsetStore(params.bootstrap_servers, params.group_id,
+                                                        settings=params.client_settings())
             committer = self._committer
         committer.commit_async(offset_ranges, callback)
 

@@ -28,7 +28,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any, cast
@@ -803,7 +803,10 @@ def _kafka_offsets(text: str | None) -> Offsets | None:
         return None  # another kind of source
 
 
-def GroupOffsetCommitter(spark: Any, group_id: str, bootstrap_servers: str, *, query_name: str | None = None):  # noqa: N802
+def GroupOffsetCommitter(  # noqa: N802
+    spark: Any, group_id: str, bootstrap_servers: str, *, query_name: str | None = None,
+    kafka_options: Mapping[str, str] | None = None,
+):
     """Attach a listener that commits each completed batch's Kafka end offsets to consumer group ``group_id``.
 
     Spark's Kafka source never commits offsets (SPARK-27549 was closed unmerged), so consumer-lag tools see
@@ -817,15 +820,22 @@ def GroupOffsetCommitter(spark: Any, group_id: str, bootstrap_servers: str, *, q
         group_id: the consumer group to commit as.
         bootstrap_servers: the Kafka cluster holding the group.
         query_name: only commit for the query with this name (default: every query with Kafka sources).
+        kafka_options: the Kafka client settings of the query's source, Java names with or without the
+            ``kafka.`` prefix (TLS/SASL: ``kafka.security.protocol``, ``kafka.sasl.jaas.config``...; default none).
     """
     from pyspark.sql.streaming import StreamingQueryListener
+
+    from kit.kafka import java_client_settings
+
+    java = {k.removeprefix("kafka."): v for k, v in (kafka_options or {}).items()}
+    settings = java_client_settings(java, where="GroupOffsetCommitter(kafka_options=...)")
 
     class _Committer(StreamingQueryListener):
         def __init__(self) -> None:
             self.behind_latest: dict[str, dict[str, float]] = {}
             self.committed: dict[TopicPartition, int] = {}
             # One handle for the listener's life: progress events arrive on Spark's single listener thread.
-            self._kafka = Kafka(bootstrap_servers)
+            self._kafka = Kafka(bootstrap_servers, settings=settings)
 
         def onQueryStarted(self, event: Any) -> None:  # noqa: N802 - PySpark's name
             pass

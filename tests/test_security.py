@@ -490,7 +490,7 @@ def test_dmk_commands_and_a_compare_run_connect_through_tls_and_write_no_secret(
         sender.close()
     offsets = _dmk("offsets", topic, "--json", "--bootstrap-servers", bootstrap, "--kafka-config", str(config))
     assert offsets.returncode == 0, offsets.stderr
-    assert json.loads(offsets.stdout) == {topic: {"0": 3, "1": 0}}
+    assert json.loads(offsets.stdout) == {topic: {"0": {"beginning": 0, "end": 3}, "1": {"beginning": 0, "end": 0}}}
     # A wrong key password given on the command line (over the file): one clear line, no secret.
     wrong = "wrong-" + uuid.uuid4().hex
     refused = _dmk("offsets", topic, "--bootstrap-servers", bootstrap, "--kafka-config", str(config),
@@ -502,7 +502,7 @@ def test_dmk_commands_and_a_compare_run_connect_through_tls_and_write_no_secret(
     # A compare run: replay, both driver processes (their sources, the legacy checkpoint), report, metrics.
     run = tmp_path / "run"
     before = proxy.handshakes
-    done = _dmk("compare", "running_counts", "--records", "600", "--burst", "--partitions", "2", "--out", str(run),
+    done = _dmk("compare", "running_counts", "--records", "600", "--profile", "clean", "--burst", "--partitions", "2", "--out", str(run),
                 "--bootstrap-servers", bootstrap, "--kafka-config", str(config), "--timeout", "240", timeout_s=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert proxy.handshakes > before + 4
@@ -514,3 +514,19 @@ def test_dmk_commands_and_a_compare_run_connect_through_tls_and_write_no_secret(
     config_file = json.loads((run / "legacy" / "driver-config.json").read_text())
     assert config_file["kafka_security"]["ssl.key.password"] == REDACTED
     assert list(run.glob("legacy-checkpoint/checkpoint-*"))
+
+
+def test_the_docs_kafka_config_example_reads_and_translates() -> None:
+    """docs/security.md's --kafka-config example is a file dmk reads as the docs say."""
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "security.md").read_text()
+    block = doc.split("```properties\n", 1)[1].split("```", 1)[0]
+    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"dmk-doc-{uuid.uuid4().hex}.properties"
+    path.write_text(block)
+    try:
+        java = read_properties(path)
+    finally:
+        path.unlink()
+    assert java["sasl.jaas.config"] == f'{SCRAM} required username="alice" password="alice-secret";'
+    settings, ignored = translate_security({k: v for k, v in java.items() if k != "ssl.truststore.location"})
+    assert ignored == {} and settings["sasl_plain_username"] == "alice"
+    assert settings["sasl_plain_password"] == Secret("alice-secret")
