@@ -21,6 +21,7 @@ __all__ = [
     "BrokerUnavailable",
     "ConfigError",
     "DatasetError",
+    "KafkaConnectionRefused",
     "KafkaTimeout",
     "KitError",
     "OffsetOutOfRange",
@@ -77,6 +78,23 @@ class BrokerUnavailable(KitError):
             "Check the address and that the broker is running, or leave out --bootstrap-servers "
             "to use the embedded broker."
         )
+
+
+class KafkaConnectionRefused(BrokerUnavailable):
+    """A broker answered but the connection was refused: SASL authentication or the TLS handshake failed.
+
+    Attributes:
+        bootstrap_servers: where.
+        kind: ``"authentication"`` or ``"tls"``.
+        reason: the client's words (never a secret).
+        fix: what to check.
+    """
+
+    def __init__(self, bootstrap_servers: str, kind: str, reason: str, fix: str) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.kind, self.reason, self.fix = kind, reason, fix
+        what = "refused the client's credentials" if kind == "authentication" else "failed the TLS handshake"
+        KitError.__init__(self, f"Kafka at {bootstrap_servers!r} {what}: {reason}. Fix: {fix}")
 
 
 class UnknownTopic(KitError):

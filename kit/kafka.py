@@ -24,6 +24,7 @@ timestamp_type, key, value, headers`` among their fields) with raw ``bytes`` key
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
@@ -44,6 +45,7 @@ from kit import security
 from kit.errors import (
     BrokerUnavailable,
     ConfigError,
+    KafkaConnectionRefused,
     KafkaTimeout,
     OffsetOutOfRange,
     TopicConfigurationMismatch,
@@ -235,6 +237,61 @@ def python_client_config(settings: Mapping[str, Any]) -> dict[str, Any]:
     return {k: security.reveal(v) for k, v in security.materialize_pem(settings).items()}
 
 
+class _ConnectionProblems(logging.Handler):
+    """Collects what kafka-python logs about failed authentications and TLS handshakes while a client connects.
+
+    kafka-python reports neither to the caller: it logs the failure and retries until the bootstrap times out.
+    """
+
+    _AUTH = ("SaslAuthenticationFailed", "Authentication failed", "AuthenticationFailed", "SASL")
+    _TLS = ("CERTIFICATE_VERIFY_FAILED", "SSLError", "SSL:", "certificate", "handshake")
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.auth: list[str] = []
+        self.tls: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = record.getMessage()
+        except (TypeError, ValueError):
+            return
+        if any(marker in text for marker in self._AUTH):
+            self.auth.append(text)
+        elif any(marker in text for marker in self._TLS):
+            self.tls.append(text)
+
+
+@contextlib.contextmanager
+def _diagnosed(bootstrap_servers: str, settings: Mapping[str, Any]) -> Iterator[None]:
+    """Turn kafka-python's bootstrap timeout into :class:`KafkaConnectionRefused` when it was a refusal."""
+    handler = _ConnectionProblems()
+    logger = logging.getLogger("kafka")
+    logger.addHandler(handler)
+    try:
+        yield
+    except KafkaTimeoutError as exc:
+        secrets = security.secret_values(settings)
+        if handler.auth:
+            reason = security.redact_text(handler.auth[-1], secrets)
+            raise KafkaConnectionRefused(
+                bootstrap_servers, "authentication", reason,
+                "check sasl.mechanism and the username and password in sasl.jaas.config against the broker's users "
+                "(kafka-configs.sh --describe --entity-type users), and security.protocol",
+            ) from exc
+        if handler.tls:
+            reason = security.redact_text(handler.tls[-1], secrets)
+            raise KafkaConnectionRefused(
+                bootstrap_servers, "tls", reason,
+                "check that ssl.truststore.* holds the CA that signed the broker's certificate, that the broker's "
+                "certificate names the host you connect to (or ssl.endpoint.identification.algorithm= to skip the "
+                "check), and that the client certificate (ssl.keystore.*) is one the broker trusts",
+            ) from exc
+        raise BrokerUnavailable(bootstrap_servers, str(exc)) from exc
+    finally:
+        logger.removeHandler(handler)
+
+
 def _confluent_installed() -> bool:
     try:
         import confluent_kafka  # noqa: F401
@@ -294,9 +351,14 @@ def wait_for_broker(
     extra = _only_known(python_client_config({**_PROCESS_SETTINGS, **client_settings(settings)}),
                         KafkaConsumer.DEFAULT_CONFIG)
     try:
-        consumer = KafkaConsumer(
-            bootstrap_servers=bootstrap_servers, bootstrap_timeout_ms=int(timeout_s * 1000), **extra
-        )
+        with _diagnosed(bootstrap_servers, extra):
+            consumer = KafkaConsumer(
+                bootstrap_servers=bootstrap_servers, bootstrap_timeout_ms=int(timeout_s * 1000), **extra
+            )
+    except KafkaConnectionRefused:
+        raise
+    except BrokerUnavailable as exc:
+        raise BrokerUnavailable(bootstrap_servers, f"nothing answered within {timeout_s:g} s") from exc
     except (KafkaTimeoutError, OSError) as exc:
         raise BrokerUnavailable(bootstrap_servers, f"nothing answered within {timeout_s:g} s") from exc
     except KafkaConfigurationError as exc:
@@ -370,7 +432,7 @@ class Kafka:
     # -- clients ---------------------------------------------------------------------------------------
 
     def _consumer(self, **config: Any) -> KafkaConsumer:
-        try:
+        with _diagnosed(self.bootstrap_servers, self.settings):
             return KafkaConsumer(
                 bootstrap_servers=self.bootstrap_servers,
                 enable_auto_commit=False,
@@ -380,34 +442,28 @@ class Kafka:
                 **_only_known(self._python_settings, KafkaConsumer.DEFAULT_CONFIG),
                 **config,
             )
-        except KafkaTimeoutError as exc:
-            raise BrokerUnavailable(self.bootstrap_servers, str(exc)) from exc
 
     @property
     def admin(self) -> KafkaAdminClient:
         """The kafka-python admin client (opened on first use)."""
         if self._admin is None:
-            try:
+            with _diagnosed(self.bootstrap_servers, self.settings):
                 self._admin = KafkaAdminClient(
                     bootstrap_servers=self.bootstrap_servers,
                     bootstrap_timeout_ms=int(self.timeout_s * 1000),
                     request_timeout_ms=int(self.timeout_s * 1000),
                     **_only_known(self._python_settings, KafkaAdminClient.DEFAULT_CONFIG),
                 )
-            except KafkaTimeoutError as exc:
-                raise BrokerUnavailable(self.bootstrap_servers, str(exc)) from exc
         return self._admin
 
     def producer(self, **config: Any) -> KafkaProducer:
         """A new producer on this cluster with the handle's settings (the caller closes it)."""
-        try:
+        with _diagnosed(self.bootstrap_servers, self.settings):
             return KafkaProducer(
                 bootstrap_servers=self.bootstrap_servers,
                 **_only_known(self._python_settings, KafkaProducer.DEFAULT_CONFIG),
                 **config,
             )
-        except KafkaTimeoutError as exc:
-            raise BrokerUnavailable(self.bootstrap_servers, str(exc)) from exc
 
     def sender(self, *, max_block_s: float = 60.0, **config: Any) -> Sender:
         """A new :class:`Sender` on this cluster with the handle's client and settings (the caller closes it).

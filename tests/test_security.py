@@ -8,26 +8,31 @@ own), then grep every file the runs wrote for the secrets. SASL cannot be run ag
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
+import ssl
 import stat
 import subprocess
 import sys
 import uuid
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _sasl import SaslProxy
 from _streaming import await_condition
 from _tls import AdvertisedBroker, Pki, TlsProxy, make_pki
 
 from compare.cli import _redacted_argv
 from compare.settings import CompareSettings
 from kit._rdkafka import translate
+from kit.broker import free_port
 from kit.engine import DriverConfig
-from kit.errors import BrokerUnavailable, ConfigError
-from kit.kafka import Kafka, java_client_settings
+from kit.errors import ConfigError, KafkaConnectionRefused
+from kit.kafka import Kafka, TopicPartition, java_client_settings
 from kit.security import (
     REDACTED,
     Secret,
@@ -353,28 +358,123 @@ def test_both_clients_produce_and_read_through_mutual_tls(tls, kafka_client: str
 def test_a_client_trusting_another_ca_does_not_connect(tls) -> None:
     pki, bootstrap, _ = tls
     java = {**_java_tls(pki), "ssl.truststore.certificates": pki.other_ca_pem}
-    with pytest.raises(BrokerUnavailable) as err, \
+    with pytest.raises(KafkaConnectionRefused) as err, \
             Kafka(bootstrap, settings=java_client_settings(java), timeout_s=5, client="kafka-python") as kafka:
         kafka.topics()
+    assert err.value.kind == "tls" and "CERTIFICATE_VERIFY_FAILED" in err.value.reason
+    assert str(err.value).startswith(f"Kafka at '{bootstrap}' failed the TLS handshake: ")
+    assert "Fix: check that ssl.truststore.* holds the CA that signed the broker's certificate" in str(err.value)
     assert PASSWORD not in str(err.value)
 
 
-def test_legacy_direct_stream_reads_through_tls_and_its_checkpoint_holds_no_secret(
-    tls, spark, tmp_path: Path, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture
+# -- SASL (PLAIN, SCRAM) through an authenticating proxy -----------------------------------------------------------
+
+
+def _jaas(mechanism: str, password: str) -> str:
+    module = PLAIN if mechanism == "PLAIN" else SCRAM
+    return f'{module} required username="alice" password="{password}";'
+
+
+@contextlib.contextmanager
+def _sasl_endpoint(mechanism: str, log: Path, tls_pki: Pki | None = None) -> Iterator[tuple[str, SaslProxy]]:
+    """Bootstrap servers where clients must log in as alice/PASSWORD with ``mechanism`` (over TLS with a PKI)."""
+    context = None
+    if tls_pki is not None:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(str(tls_pki.server_cert), str(tls_pki.server_key))
+    port = free_port()
+    with AdvertisedBroker(port, log) as broker, \
+            SaslProxy(mechanism, {"alice": PASSWORD}, broker.port, tls=context, port=port) as proxy:
+        yield f"127.0.0.1:{port}", proxy
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_both_clients_log_in_with_each_mechanism(kafka_client: str, mechanism: str, tmp_path: Path) -> None:
+    java = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
+            "sasl.jaas.config": _jaas(mechanism, PASSWORD)}
+    with _sasl_endpoint(mechanism, tmp_path / "tansu.log") as (bootstrap, proxy), \
+            Kafka(bootstrap, settings=java_client_settings(java), timeout_s=20) as kafka:
+        assert kafka.client == kafka_client
+        _produce_and_read(kafka)
+    assert proxy.failed == [] and set(proxy.authenticated) == {"alice"} and len(proxy.authenticated) >= 2
+
+
+def test_scram_over_tls_with_a_pem_truststore(kafka_client: str, tmp_path: Path) -> None:
+    pki = make_pki(tmp_path / "pki", PASSWORD)
+    java = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.jaas.config": _jaas("SCRAM-SHA-512", PASSWORD), "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(pki.ca_file)}
+    with _sasl_endpoint("SCRAM-SHA-512", tmp_path / "tansu.log", pki) as (bootstrap, proxy), \
+            Kafka(bootstrap, settings=java_client_settings(java), timeout_s=20) as kafka:
+        _produce_and_read(kafka)
+    assert proxy.failed == [] and "alice" in proxy.authenticated
+
+
+def test_a_wrong_password_is_refused_with_the_fix_and_without_either_password(tmp_path: Path) -> None:
+    wrong = "wrong-" + uuid.uuid4().hex
+    java = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.jaas.config": _jaas("SCRAM-SHA-256", wrong)}
+    with _sasl_endpoint("SCRAM-SHA-256", tmp_path / "tansu.log") as (bootstrap, proxy):
+        with pytest.raises(KafkaConnectionRefused) as err, \
+                Kafka(bootstrap, settings=java_client_settings(java), timeout_s=5) as kafka:
+            kafka.topics()
+        assert proxy.failed and set(proxy.failed) == {"alice"} and proxy.authenticated == []
+    message = str(err.value)
+    assert err.value.kind == "authentication"
+    assert message.startswith(f"Kafka at '{bootstrap}' refused the client's credentials: ")
+    assert "Authentication failed: Invalid username or password" in message
+    assert "Fix: check sasl.mechanism and the username and password in sasl.jaas.config" in message
+    assert wrong not in message and PASSWORD not in message
+
+
+def _produce_and_read(kafka: Kafka) -> None:
+    topic = f"sec_{uuid.uuid4().hex[:8]}"
+    kafka.create_topic(topic, 1)
+    sender = kafka.sender()
+    for i in range(3):
+        sender.send(topic, key=b"k", value=f"v{i}".encode(), partition=0)
+    assert sender.flush(20) == 0
+    sender.close()
+    end = kafka.end_offsets(topic)[TopicPartition(topic, 0)]
+    rows = [(r.offset, r.value) for r in kafka.read_range(topic, 0, 0, end)]
+    assert rows == [(i, f"v{i}".encode()) for i in range(3)]
+
+
+# -- both engines on a secured cluster: the run works, and nothing it writes holds a secret ------------------------
+
+
+@pytest.fixture(params=["mutual-tls", "sasl-scram"])
+def secured(request: pytest.FixtureRequest, tls, tmp_path: Path) -> Iterator[tuple[str, dict[str, str], list[str]]]:
+    """``(bootstrap, Java settings, secrets to grep for)`` of a mutual-TLS or a SASL/SCRAM endpoint."""
+    if request.param == "mutual-tls":
+        pki, bootstrap, _ = tls
+        yield bootstrap, _java_tls(pki), _secrets(pki)
+        return
+    java = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.jaas.config": _jaas("SCRAM-SHA-256", PASSWORD)}
+    with _sasl_endpoint("SCRAM-SHA-256", tmp_path / "tansu.log") as (bootstrap, _):
+        yield bootstrap, java, [PASSWORD]
+
+
+def _fill(bootstrap: str, java: dict[str, str], topic: str, values: list[str]) -> None:
+    with Kafka(bootstrap, settings=java_client_settings(java), timeout_s=20) as kafka:
+        kafka.create_topic(topic, 2)
+        sender = kafka.sender()
+        for i, value in enumerate(values):
+            sender.send(topic, key=None, value=value.encode(), partition=i % 2)
+        assert sender.flush(20) == 0
+        sender.close()
+
+
+def test_legacy_direct_stream_reads_a_secured_cluster_and_its_checkpoint_holds_no_secret(
+    secured, spark, tmp_path: Path, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture
 ) -> None:
     from kit.spark import streaming_context
     from legacy.kafka import KafkaUtils
 
-    pki, bootstrap, _ = tls
-    java = _java_tls(pki)
-    topic = f"tls_legacy_{uuid.uuid4().hex[:8]}"
-    with Kafka(bootstrap, settings=java_client_settings(java), timeout_s=20) as kafka:
-        kafka.create_topic(topic, 2)
-        sender = kafka.sender()
-        for i in range(6):
-            sender.send(topic, key=None, value=f"r{i}".encode(), partition=i % 2)
-        assert sender.flush(20) == 0
-        sender.close()
+    bootstrap, java, secrets = secured
+    topic = f"sec_legacy_{uuid.uuid4().hex[:8]}"
+    _fill(bootstrap, java, topic, [f"r{i}" for i in range(6)])
     checkpoint = tmp_path / "checkpoint"
     ssc = streaming_context(0.5)
     try:
@@ -389,32 +489,26 @@ def test_legacy_direct_stream_reads_through_tls_and_its_checkpoint_holds_no_secr
     finally:
         ssc.stop(stopSparkContext=False, stopGraceFully=False)
     assert sorted(seen) == [f"r{i}" for i in range(6)]
-    assert list(checkpoint.glob("checkpoint-*"))
     out, err = capfd.readouterr()
-    assert _leaks(checkpoint, _secrets(pki)) == []
-    assert not [s for s in _secrets(pki) if s in out + err + caplog.text]
+    assert _leaks(checkpoint, secrets) == []
+    assert not [s for s in secrets if s in out + err + caplog.text]
 
 
-def test_modern_source_and_sink_run_through_tls_and_the_checkpoint_holds_no_secret(
-    tls, spark, tmp_path: Path, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture
+def test_modern_source_and_sink_run_on_a_secured_cluster_and_the_checkpoint_holds_no_secret(
+    secured, spark, tmp_path: Path, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture
 ) -> None:
     from modern.kafka import source_format
 
-    pki, bootstrap, _ = tls
-    options = {"kafka.bootstrap.servers": bootstrap, **{f"kafka.{k}": v for k, v in _java_tls(pki).items()}}
-    topic, out_topic = f"tls_modern_{uuid.uuid4().hex[:8]}", f"tls_modern_out_{uuid.uuid4().hex[:8]}"
-    with Kafka(bootstrap, settings=java_client_settings(_java_tls(pki)), timeout_s=20) as kafka:
-        kafka.create_topic(topic, 2)
+    bootstrap, java, secrets = secured
+    options = {"kafka.bootstrap.servers": bootstrap, **{f"kafka.{k}": v for k, v in java.items()}}
+    topic, out_topic = f"sec_modern_{uuid.uuid4().hex[:8]}", f"sec_modern_out_{uuid.uuid4().hex[:8]}"
+    _fill(bootstrap, java, topic, [f"m{i}" for i in range(6)])
+    fmt = source_format(spark)
+    frame = (spark.readStream.format(fmt).options(**options).option("subscribe", topic)
+             .option("startingOffsets", "earliest").load().selectExpr("value"))
+    checkpoint = tmp_path / "checkpoint"
+    with Kafka(bootstrap, settings=java_client_settings(java), timeout_s=20) as kafka:
         kafka.create_topic(out_topic, 1)
-        sender = kafka.sender()
-        for i in range(6):
-            sender.send(topic, key=None, value=f"m{i}".encode(), partition=i % 2)
-        assert sender.flush(20) == 0
-        sender.close()
-        fmt = source_format(spark)
-        frame = (spark.readStream.format(fmt).options(**options).option("subscribe", topic)
-                 .option("startingOffsets", "earliest").load().selectExpr("value"))
-        checkpoint = tmp_path / "checkpoint"
         query = (frame.writeStream.format(fmt).options(**options).option("topic", out_topic)
                  .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
         assert query.awaitTermination(120), "the query did not finish within 120 s"
@@ -424,9 +518,9 @@ def test_modern_source_and_sink_run_through_tls_and_the_checkpoint_holds_no_secr
                          for r in kafka.read_range(out_topic, tp.partition, 0, o))
     assert written == [f"m{i}" for i in range(6)]
     out, err = capfd.readouterr()
-    assert _leaks(checkpoint, _secrets(pki)) == []
-    assert not [s for s in _secrets(pki) if s in out + err + caplog.text]
     assert os.listdir(checkpoint)
+    assert _leaks(checkpoint, secrets) == []
+    assert not [s for s in secrets if s in out + err + caplog.text]
 
 
 @pytest.mark.parametrize("inline", [True, False], ids=["inline-pem", "pem-files"])
@@ -484,7 +578,7 @@ def test_dmk_commands_and_a_compare_run_connect_through_tls_and_write_no_secret(
     with Kafka(bootstrap, settings=java_client_settings(_java_tls(pki)), timeout_s=20) as kafka:
         kafka.create_topic(topic, 2)
         sender = kafka.sender()
-        for i in range(3):
+        for _ in range(3):
             sender.send(topic, key=None, value=b"x", partition=0)
         assert sender.flush(20) == 0
         sender.close()
@@ -502,7 +596,8 @@ def test_dmk_commands_and_a_compare_run_connect_through_tls_and_write_no_secret(
     # A compare run: replay, both driver processes (their sources, the legacy checkpoint), report, metrics.
     run = tmp_path / "run"
     before = proxy.handshakes
-    done = _dmk("compare", "running_counts", "--records", "600", "--profile", "clean", "--burst", "--partitions", "2", "--out", str(run),
+    done = _dmk("compare", "running_counts", "--records", "600", "--profile", "clean", "--burst", "--partitions", "2",
+                "--out", str(run),
                 "--bootstrap-servers", bootstrap, "--kafka-config", str(config), "--timeout", "240", timeout_s=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert proxy.handshakes > before + 4
