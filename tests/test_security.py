@@ -625,3 +625,30 @@ def test_the_docs_kafka_config_example_reads_and_translates() -> None:
     settings, ignored = translate_security({k: v for k, v in java.items() if k != "ssl.truststore.location"})
     assert ignored == {} and settings["sasl_plain_username"] == "alice"
     assert settings["sasl_plain_password"] == Secret("alice-secret")
+
+
+def test_the_pytest_plugin_connects_its_fixtures_with_kafka_config_and_options(tmp_path: Path) -> None:
+    """A team's CI runs the plugin's fixtures against a secured cluster: --kafka-config, --kafka-option, env."""
+    config = tmp_path / "client.properties"
+    config.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config={_jaas('PLAIN', 'x')}\n")
+    (tmp_path / "test_secured.py").write_text(
+        "from kit.kafka import Kafka\n\n"
+        "def test_fixtures(kafka_settings, kafka_broker):\n"
+        "    assert kafka_settings['sasl.mechanism'] == 'SCRAM-SHA-256'\n"
+        "    assert kafka_settings['client.id'] == 'from-env'\n"
+        "    with Kafka(kafka_broker) as kafka:  # no settings given: the session's\n"
+        "        kafka.create_topic('plugin_topic', 1)\n"
+        "        assert 'plugin_topic' in kafka.topics()\n"
+    )
+    with _sasl_endpoint("SCRAM-SHA-256", tmp_path / "tansu.log") as (bootstrap, proxy):
+        env = {**os.environ, "DMK_TEST_KAFKA_OPTIONS": "client.id=from-env\n"}
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path / "test_secured.py"),
+             "--kafka-bootstrap", bootstrap, "--kafka-config", str(config),
+             "--kafka-option", "sasl.mechanism=SCRAM-SHA-256",
+             "--kafka-option", f"sasl.jaas.config={_jaas('SCRAM-SHA-256', PASSWORD)}"],
+            capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        assert "1 passed" in done.stdout
+        assert proxy.failed == [] and "alice" in proxy.authenticated
+    assert PASSWORD not in done.stdout + done.stderr
