@@ -268,7 +268,8 @@ def restore_secrets(settings: Mapping[str, Any]) -> dict[str, Any]:
 def secret_values(settings: Mapping[str, Any]) -> list[str]:
     """The secret strings in ``settings`` (any vocabulary), for :func:`redact_text`: passwords, keys, JAAS."""
     found = []
-    for key, value in settings.items():
+    for raw_key, value in settings.items():
+        key = _unprefixed(raw_key)
         if isinstance(value, Withheld):
             continue
         if isinstance(value, Secret) or key in SECRET_NAMES:
@@ -291,13 +292,33 @@ def redact_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     """
     out: dict[str, Any] = {}
     for key, value in settings.items():
-        if key == "sasl.jaas.config":
+        name = _unprefixed(key)
+        if name == "sasl.jaas.config" and not isinstance(value, Withheld):
             out[key] = _redacted_jaas(str(reveal(value)))
-        elif isinstance(value, (Secret, Withheld)) or key in SECRET_NAMES:
+        elif isinstance(value, (Secret, Withheld)) or name in SECRET_NAMES:
             out[key] = REDACTED
         else:
             out[key] = value
     return out
+
+
+def _unprefixed(key: object) -> str:
+    # Spark's source and sink options carry the Java names behind "kafka." (any case).
+    text = str(key)
+    return text[len("kafka."):] if text.lower().startswith("kafka.") else text
+
+
+def redacted_repr(obj: Any) -> str:
+    """``repr`` of a dataclass with every mapping field passed through :func:`redact_settings`."""
+    import dataclasses
+
+    shown = []
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if isinstance(value, Mapping):
+            value = redact_settings(value)
+        shown.append(f"{f.name}={value!r}")
+    return f"{type(obj).__name__}({', '.join(shown)})"
 
 
 def _redacted_jaas(text: str) -> str:

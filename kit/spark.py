@@ -88,6 +88,9 @@ _BASE_CONF: dict[str, str] = {
     "spark.executor.extraJavaOptions": _JAVA_OPTIONS,
     # Spark stops StreamingContexts on JVM shutdown; the kit's runners stop them themselves.
     "spark.streaming.stopGracefullyOnShutdown": "false",
+    # Query plans and errors show data source options: redact the Kafka secrets there too (Spark's default redacts
+    # only "url"; docs/security.md).
+    "spark.sql.redaction.options.regex": "(?i)url|jaas|password|keystore[.]key|secret|token",
 }
 
 

@@ -61,6 +61,7 @@ import pandas as pd
 
 from kit.dataset import DatasetSpec
 from kit.errors import ConfigError, RunTimeout
+from kit.security import redacted_repr
 from kit.sink import batch_path, encode_batch, write_batch, write_encoded
 from kit.workloads import job_id
 from legacy.errors import LegacyError
@@ -118,6 +119,8 @@ class LegacyRunConfig:
         ConfigError: an unknown ``offsets`` or ``stream``, a receiver without ``offsets="kafka"``, or a
             ZooKeeper or PostgreSQL store without ``offset_store``.
     """
+
+    __repr__ = redacted_repr  # kafkaParams / source options may hold TLS/SASL secrets
 
     bootstrap_servers: str
     topics: Mapping[str, str]

@@ -40,6 +40,7 @@ from typing import Any
 from kit import workloads
 from kit.dataset import DatasetSpec
 from kit.errors import ConfigError, RunTimeout
+from kit.security import redacted_repr
 from kit.workloads import job_id
 from modern.kafka import offsets_from_json
 from modern.sinks import ParquetBatchSink
@@ -66,6 +67,8 @@ class ModernRunConfig:
         initial_state: job name → a Parquet file of the legacy job's last rows (``dmk cutover --seed-state``),
             which the job's query continues (:func:`continue_totals`). Default: none.
     """
+
+    __repr__ = redacted_repr  # kafkaParams / source options may hold TLS/SASL secrets
 
     bootstrap_servers: str
     topics: Mapping[str, str]

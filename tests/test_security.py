@@ -506,6 +506,8 @@ def test_modern_source_and_sink_run_on_a_secured_cluster_and_the_checkpoint_hold
     fmt = source_format(spark)
     frame = (spark.readStream.format(fmt).options(**options).option("subscribe", topic)
              .option("startingOffsets", "earliest").load().selectExpr("value"))
+    plan = frame._jdf.queryExecution().toString()
+    assert topic in plan and not [s for s in secrets if s in plan]  # the kit's sessions redact Kafka options
     checkpoint = tmp_path / "checkpoint"
     with Kafka(bootstrap, settings=java_client_settings(java), timeout_s=20) as kafka:
         kafka.create_topic(out_topic, 1)
@@ -652,3 +654,17 @@ def test_the_pytest_plugin_connects_its_fixtures_with_kafka_config_and_options(t
         assert "1 passed" in done.stdout
         assert proxy.failed == [] and "alice" in proxy.authenticated
     assert PASSWORD not in done.stdout + done.stderr
+
+
+def test_run_configs_of_both_engines_show_their_kafka_settings_redacted() -> None:
+    from kit.dataset import DatasetSpec
+    from legacy.runner import LegacyRunConfig
+    from modern.runner import ModernRunConfig
+
+    dataset = DatasetSpec.from_profile("clean", records=100)
+    legacy = LegacyRunConfig("h:1", {"events": "t"}, "o", "c", dataset, (), kafka_params=dict(SASL))
+    modern = ModernRunConfig("h:1", {"events": "t"}, "o", "c", dataset, (),
+                             source_options={f"kafka.{k}": v for k, v in SASL.items()})
+    for config in (legacy, modern):
+        assert PASSWORD not in repr(config)
+        assert f'{SCRAM} required username="alice" password="***";' in repr(config)
