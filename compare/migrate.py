@@ -142,6 +142,7 @@ class _Step:
     line: int
     node: ast.AST
     target: str = ""
+    value: ast.expr | None = None
 
 
 @dataclass(frozen=True)
@@ -234,6 +235,7 @@ class _Analyser:
         self.facts: dict[str, Any] = {}
         self.deferred: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, _Scope]] = []
         self.function: list[int] = []
+        self.builder: list[bool] = [False]
 
     # ---- driving
     def run(self) -> None:
@@ -290,9 +292,9 @@ class _Analyser:
         finding = Finding(line, key, _UNKNOWN_COUNTERPART, playbook_link("the-map"), False, note)
         self.sites.setdefault((id(node), key), ((line, col), _Site(finding, node, None)))
 
-    def _step(self, kind: str, node: ast.AST, target: str = "") -> None:
+    def _step(self, kind: str, node: ast.AST, target: str = "", value: ast.expr | None = None) -> None:
         if self.record:
-            self.steps.append(_Step(kind, getattr(node, "lineno", 0), node, target))
+            self.steps.append(_Step(kind, getattr(node, "lineno", 0), node, target, value))
 
     # ---- statements
     def _body(self, body: Iterable[ast.stmt], scope: _Scope) -> None:
@@ -328,7 +330,7 @@ class _Analyser:
             kind = self._eval(stmt.value, scope) if stmt.value is not None else None
             if self.function and kind is not None:
                 self.returns[self.function[-1]] = kind
-            if kind == DSTREAM and stmt.value is not None:
+            if kind == DSTREAM and stmt.value is not None and self.builder[-1]:
                 self._step("return", stmt.value)
         elif isinstance(stmt, ast.If):
             self._eval(stmt.test, scope)
@@ -385,8 +387,12 @@ class _Analyser:
             if extra is not None:
                 scope.set(extra.arg, None)
         self.function.append(id(func))
+        # A builder of the kit's contract (build(ssc, source)) hands its returned DStream to a runner that writes
+        # it: that return is the job's output. Any other function's return value is just a value.
+        self.builder.append(scope.names.get("source") == SOURCE)
         self._body(func.body, scope)
         self.function.pop()
+        self.builder.pop()
 
     def _param_kind(self, param: ast.arg, names: set[str], scope: _Scope) -> Any:
         if param.annotation is not None:
@@ -428,8 +434,16 @@ class _Analyser:
             self._eval(target.value, scope)
 
     def _assign_step(self, stmt: ast.stmt, targets: list[ast.expr], kind: Any) -> None:
+        value = getattr(stmt, "value", None)
         if len(targets) == 1 and isinstance(targets[0], ast.Name) and kind == DSTREAM:
-            self._step("assign", stmt, targets[0].id)
+            self._step("assign", stmt, targets[0].id, value)
+        elif (len(targets) == 1 and isinstance(targets[0], ast.Tuple) and isinstance(value, ast.Tuple)
+              and isinstance(kind, tuple) and len(kind[1]) == len(value.elts) == len(targets[0].elts)
+              and all(isinstance(t, ast.Name) for t in targets[0].elts)):
+            for target, element, element_kind in zip(targets[0].elts, value.elts, kind[1], strict=True):
+                if element_kind == DSTREAM:
+                    assert isinstance(target, ast.Name)
+                    self._step("assign", stmt, target.id, element)
         elif kind in (PAIR_OF_DSTREAMS, _CONTAINER) or (isinstance(kind, tuple) and DSTREAM in kind[1]):
             self._step("unpack", stmt)
 
@@ -962,12 +976,12 @@ class _Drafter:
             self.trigger = "TRIGGER"
         checkpoint = facts.get("checkpoint")
         if isinstance(_const(checkpoint), str):
-            self.checkpoint = repr(_const(checkpoint))
+            self.checkpoint = _py(_const(checkpoint))
         else:
             if checkpoint is not None:
                 out.append(f"# TODO(playbook: {playbook_link('the-map')}): the job's checkpoint directory is "
                            f"{self._text(checkpoint)}; give each query its own directory under it")
-            self.checkpoint = repr("CHECKPOINT_DIR")
+            self.checkpoint = _py("CHECKPOINT_DIR")
         out.append("")
         self.lines = out
         steps = sorted(self.plan._steps, key=lambda s: s.line)
@@ -1004,7 +1018,9 @@ class _Drafter:
         sites = self._sites_in(node)
         original = [f"# line {step.line}: {line.strip()}" for line in self._text(node).splitlines()]
         if step.kind == "assign":
-            value = node.value  # type: ignore[attr-defined]
+            value = step.value
+            assert value is not None
+            sites = self._sites_in(value)
             translated = self._translate(value)
             self.lines += ["", *original]
             for site in sites:
@@ -1012,6 +1028,9 @@ class _Drafter:
                     self.lines.append(self._todo(site))
             if translated is None:
                 partial = self._partial(value)
+                if not sites:
+                    self.lines.append(f"# TODO(playbook: {playbook_link('the-map')}): {step.target} comes from "
+                                      f"{self._text(value)}, which the draft does not translate")
                 self.models[step.target] = None
                 self.lines.append(f"{step.target} = {partial if partial else 'None'}")
             else:
@@ -1020,6 +1039,9 @@ class _Drafter:
                 self.lines.append(f"{step.target} = {code}")
         elif step.kind == "unpack":
             self.lines += ["", *original, *[self._todo(s) for s in sites]]
+            if not sites:
+                self.lines.append(f"# TODO(playbook: {playbook_link('the-map')}): these streams come from code the "
+                                  "draft does not translate")
             for target in node.targets:  # type: ignore[attr-defined]
                 for name in ast.walk(target):
                     if isinstance(name, ast.Name):
@@ -1072,6 +1094,9 @@ class _Drafter:
         self._query(stream, sink, todos + [self._todo(s) for s in sites if id(s.node) not in self.done])
 
     def _query(self, stream: tuple[str, Any] | None, sink: str, todos: list[str]) -> None:
+        if stream is None:
+            todos = [*todos, f"# TODO(playbook: {playbook_link('the-map')}): the stream written here was not "
+                             "translated: put its DataFrame in place of None"]
         self.queries += 1
         name = f"query_{self.queries}"
         mode = "update" if self.stateful else "append"
@@ -1082,7 +1107,7 @@ class _Drafter:
         code = stream[0] if stream is not None else "None"
         trigger = f'.trigger(processingTime="{self.trigger}")' if self.trigger else ""
         self.lines.append(
-            f"{name} = ({code}.writeStream.queryName({name!r}).outputMode({mode!r})\n"
+            f"{name} = ({code}.writeStream.queryName({_py(name)}).outputMode({_py(mode)})\n"
             f"    .option(\"checkpointLocation\", {self.checkpoint} + \"/{name}\"){trigger}\n"
             f"    .{sink}.start())"
         )
@@ -1181,8 +1206,8 @@ class _Drafter:
         if node is None:
             return '"TODO"'
         if isinstance(node, ast.Constant):
-            return repr(node.value)
-        return repr(f"TODO: {self._text(node)}")
+            return _py(node.value)
+        return _py(f"TODO: {self._text(node)}")
 
     def _kafka(self, node: ast.Call, construct: str) -> str:
         self.done.add(id(node))
@@ -1205,16 +1230,16 @@ class _Drafter:
                         '"TODO: the brokers"'))
         topics = self._resolve(topics)
         if isinstance(topics, (ast.List, ast.Tuple)) and all(isinstance(_const(t), str) for t in topics.elts):
-            options.append(("subscribe", repr(",".join(_const(t) for t in topics.elts))))
+            options.append(("subscribe", _py(",".join(_const(t) for t in topics.elts))))
         elif isinstance(topics, ast.Dict) and all(isinstance(_const(k), str) for k in topics.keys):
-            options.append(("subscribe", repr(",".join(_const(k) for k in topics.keys))))
+            options.append(("subscribe", _py(",".join(_const(k) for k in topics.keys))))
         else:
             options.append(("subscribe", self._literal(topics)))
         from_offsets = _arg(node, 3, "fromOffsets") if direct else None
         if from_offsets is not None:
-            options.append(("startingOffsets", repr(f"TODO: the JSON of {self._text(from_offsets)}")))
+            options.append(("startingOffsets", _py(f"TODO: the JSON of {self._text(from_offsets)}")))
         else:
-            options.append(("startingOffsets", repr(reset or "latest")))
+            options.append(("startingOffsets", _py(reset or "latest")))
         shown = "".join(f"\n    .option({json.dumps(k)}, {v})" for k, v in options)
         return f'(spark.readStream.format("kafka"){shown}\n    .load())'
 
@@ -1225,6 +1250,11 @@ class _Drafter:
         values = [s.value for s in ast.walk(ast.parse(self.source)) if isinstance(s, ast.Assign)
                   and any(isinstance(t, ast.Name) and t.id == node.id for t in s.targets)]
         return values[0] if len(values) == 1 and isinstance(values[0], (ast.Dict, ast.List, ast.Tuple)) else node
+
+
+def _py(value: Any) -> str:
+    """A Python literal for the draft: strings in double quotes, as the rest of the draft."""
+    return json.dumps(value) if isinstance(value, str) else repr(value)
 
 
 def _is_sum(function: ast.expr | None) -> bool:
@@ -1249,10 +1279,10 @@ def _column(node: ast.expr, param: str, model: Any) -> str | None:
         if isinstance(model, tuple) and isinstance(index, int) and 0 <= index < model[1]:
             return f'F.col("_{index + 1}")'
         if model == "fields" and isinstance(index, str):
-            return f"F.col({index!r})"
+            return f"F.col({_py(index)})"
         return None
     if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, bool)):
-        return f"F.lit({node.value!r})"
+        return f"F.lit({_py(node.value)})"
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
         left = _column(node.left, param, model)
         right_node = node.comparators[0]
@@ -1261,7 +1291,7 @@ def _column(node: ast.expr, param: str, model: Any) -> str | None:
             values = [_const(e) for e in right_node.elts]
             if left is None or any(v is None for v in values):
                 return None
-            test = f"{left}.isin({values!r})"
+            test = f"{left}.isin([{', '.join(_py(v) for v in values)}])"
             return test if op is ast.In else f"~({test})"
         right = _column(right_node, param, model)
         if left is None or right is None or op not in _F_OPS:
@@ -1293,11 +1323,14 @@ def _column(node: ast.expr, param: str, model: Any) -> str | None:
                 sep = _const(node.args[0]) if node.args else None
                 if node.args and not isinstance(sep, str):
                     return None
-                pattern = re.escape(sep) if sep else r"\s+"
-                return f"F.split({receiver if sep else f'F.trim({receiver})'}, {pattern!r})"
+                # F.split takes a Java regular expression: escape a separator only where it has metacharacters.
+                pattern = (re.escape(sep) if set(sep) & set(".^$*+?{}[]\\|()") else sep) if sep else r"\s+"
+                return f"F.split({receiver if sep else f'F.trim({receiver})'}, {_py(pattern)})"
             unary = {"lower": "F.lower", "upper": "F.upper", "strip": "F.trim"}
             if method in unary and not node.args:
                 return f"{unary[method]}({receiver})"
+            if method in ("startswith", "endswith") and len(node.args) == 1 and isinstance(_const(node.args[0]), str):
+                return f"{receiver}.{method}({_py(_const(node.args[0]))})"
             return None
         if isinstance(node.func, ast.Name) and len(node.args) == 1 and not node.keywords:
             inner = _column(node.args[0], param, model)
