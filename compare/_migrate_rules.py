@@ -80,9 +80,10 @@ _ARRIVAL = (
     "event-time column and needs withWatermark to bound state and to emit in append mode."
 )
 _STATELESS = "Per record, no state: equivalent once the function is a column expression (a Python UDF otherwise)."
-_SELECT = _any("select", "withColumn", "withColumns", "selectExpr", "mapInPandas", "mapInArrow", "events")
+# A map that builds key-value pairs for an aggregation is folded into the groupBy of the rewrite.
+_SELECT = _any("select", "withColumn", "withColumns", "selectExpr", "mapInPandas", "mapInArrow", "groupBy+agg")
 _WINDOWED = _any("withWatermark+window", "withWatermark+session_window")
-_OUTPUT = _any("writeStream+start", "foreachBatch", "events")
+_OUTPUT = _any("writeStream+start", "foreachBatch")
 
 _R: list[Rule] = [
     # -- StreamingContext --------------------------------------------------------------------------------
@@ -202,9 +203,9 @@ _R: list[Rule] = [
     Rule("DStream.map", "select / withColumn with column expressions", _MAP, False, _STATELESS, _SELECT, DSTREAM),
     Rule("DStream.flatMap", "select(F.explode(...)) (e.g. F.explode(F.split(col, pattern)))", _MAP, False,
          _STATELESS + " An empty result drops the record, as explode drops a row with an empty array.",
-         _any("explode", "explode_outer", "mapInPandas", "select+where", "events"), DSTREAM),
+         _any("explode", "explode_outer", "mapInPandas", "select+where"), DSTREAM),
     Rule("DStream.filter", "where / filter with a column expression", _MAP, False,
-         _STATELESS + " A predicate that is null drops the row.", _any("where", "filter", "events"), DSTREAM),
+         _STATELESS + " A predicate that is null drops the row.", _any("where", "filter"), DSTREAM),
     Rule("DStream.mapPartitions", "mapInPandas / mapInArrow (an iterator of DataFrames or Arrow batches per "
          "partition)", _MAP, False,
          "Per-partition set-up (connections) moves into the function; a partition is a Kafka partition range only "
@@ -252,7 +253,7 @@ _R: list[Rule] = [
          "RDD code only in foreachBatch", "ysb", False,
          "The function ran on the driver every batch (with the batch time if it takes two arguments); a query plan "
          "is fixed at start, so per-batch driver logic moves to foreachBatch.",
-         _any("join", "foreachBatch", "select", "events"), DSTREAM),
+         _any("join", "foreachBatch", "select"), DSTREAM),
     Rule("DStream.transformWith", "a stream-stream join or union of the two DataFrames; arbitrary two-RDD code has no "
          "counterpart", "join", False,
          "The function saw both streams' RDDs of one batch, matched by arrival; a stream-stream join matches by "

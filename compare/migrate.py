@@ -857,7 +857,7 @@ def review(plan: MigrationPlan, modern_path: str | Path) -> Review:
             continue
         for alternative in rule.addressed_by:
             if alternative <= tokens.keys():
-                shown = ", ".join(f"{t} (line {tokens[t]})" for t in sorted(alternative, key=tokens.__getitem__))
+                shown = ", ".join(f"{t} (line {tokens[t]})" for t in sorted(alternative, key=lambda t: (tokens[t], t)))
                 items.append(ReviewItem(site.finding, True, shown))
                 break
         else:
@@ -902,14 +902,16 @@ def compare_jobs_command(legacy: MigrationPlan, modern: MigrationPlan) -> tuple[
     notes = ["Fill in CAPTURE.jsonl (a capture of the job's input topic: `dmk capture TOPIC --out CAPTURE.jsonl`) "
              "and KEY (the output's key fields): a static reading cannot know them."]
     for job, unmapped in ((legacy, legacy_unmapped), (modern, modern_unmapped)):
-        if not job.argv_names:
+        if job.has_main and not job.argv_names:
             notes.append(f"{job.path} unpacks no sys.argv in a __main__ block: its arguments above are a guess; "
                          "give the command that runs it with compare-jobs' placeholders.")
         if unmapped:
             notes.append(f"{job.path}: replace {', '.join(unmapped)} with the value or a placeholder.")
     if not (legacy.has_main and modern.has_main):
-        notes.append("compare-jobs runs scripts; a builder module (build(ssc, source) / build(spark, source)) is "
-                     "compared with `dmk compare WORKLOAD` (or `--legacy MOD:FN --modern MOD:FN`) instead.")
+        workload = Path(legacy.path).stem if Path(legacy.path).parent.name == "workloads" else "WORKLOAD"
+        notes.append("compare-jobs runs scripts, and this pair has no __main__ block: builder modules "
+                     f"(build(ssc, source) / build(spark, source)) are compared with `dmk compare {workload}` (or "
+                     "`dmk compare SPEC --legacy MOD:FN --modern MOD:FN`) instead.")
     notes.append("Exit code 0 means the outputs are equivalent by key (docs/compare.md).")
     return command, " ".join(notes)
 
