@@ -91,7 +91,7 @@ _R: list[Rule] = [
          'seconds") on each query', _MAP, True,
          "Batch timing: a DStream batch is generated every interval even while the previous one runs (batches "
          "queue; scheduling delay); a micro-batch starts at the next interval boundary, or at once if the previous "
-         "one overran, and none starts without new data.",
+         "one overran, and none starts without new data unless a watermark or state timeout needs it.",
          _any("trigger:processingTime", "trigger", "SparkSession"), SSC),
     Rule("StreamingContext.getOrCreate", 'writeStream.option("checkpointLocation", dir) on each query', _MAP, True,
          "Checkpoint incompatibility: a DStream checkpoint (the pickled graph) is read by neither Structured "

@@ -1018,7 +1018,7 @@ class _Drafter:
     def _step(self, step: _Step) -> None:
         node = step.node
         sites = self._sites_in(node)
-        original = [f"# line {step.line}: {line.strip()}" for line in self._text(node).splitlines()]
+        original = [f"# line {step.line + i}: {line.strip()}" for i, line in enumerate(self._text(node).splitlines())]
         if step.kind == "assign":
             value = step.value
             assert value is not None

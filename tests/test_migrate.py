@@ -521,3 +521,34 @@ def test_the_dmk_console_script(tmp_path: Path) -> None:
     assert [(f["line"], f["construct"]) for f in document["findings"]] == EXPECTED[f"{JOBS}/recoverable_network_wordcount.py"]
     ast.parse(out.read_text())
     assert "migrate" in subprocess.run([str(dmk), "--help"], capture_output=True, text=True, cwd=REPO).stdout
+
+
+_DOC_BLOCK = re.compile(
+    r"<!-- (?P<kind>migrate-[\w-]+): (?P<args>[^>]+?) -->\n(?P<fence>`{3,})\w*\n(?P<body>.*?)(?P=fence)\n", re.S)
+
+
+def test_docs_show_real_runs(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every example output in docs/migrate.md is what the command prints today (run from the repository root)."""
+    monkeypatch.chdir(REPO)
+    blocks = list(_DOC_BLOCK.finditer((REPO / "docs" / "migrate.md").read_text(encoding="utf-8")))
+    assert sorted(b["kind"] for b in blocks) == [
+        "migrate-draft", "migrate-json-finding", "migrate-output", "migrate-output-tail"]
+    fix = "Fix: paste the output of the command into docs/migrate.md."
+    for block in blocks:
+        args = block["args"].split()
+        if block["kind"] == "migrate-draft":
+            assert block["body"] == draft(analyse(args[0])), fix
+            continue
+        assert main(["migrate", *args, *(["--json"] if block["kind"] == "migrate-json-finding" else [])]) == 0
+        out = capsys.readouterr().out
+        if block["kind"] == "migrate-json-finding":
+            assert json.loads(block["body"]) in json.loads(out)["findings"], fix
+        elif block["kind"] == "migrate-output-tail":
+            assert out.endswith(block["body"]), fix
+        else:
+            assert block["body"] == out, fix
+
+
+def test_the_docs_link_the_page() -> None:
+    assert "(docs/migrate.md)" in (REPO / "README.md").read_text(encoding="utf-8")
+    assert "(migrate.md)" in (REPO / "docs" / "playbook.md").read_text(encoding="utf-8")
