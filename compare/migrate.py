@@ -54,7 +54,7 @@ from compare._migrate_rules import (
     Rule,
     playbook_link,
 )
-from compare.errors import CompareError
+from compare.errors import JobSourceError
 
 __all__ = [
     "FINDING_KEYS",
@@ -79,20 +79,6 @@ _CONF_KEY = re.compile(r"^(spark\.streaming\.[A-Za-z0-9_.\-]+?)(?:=.*)?$", re.S)
 _UNKNOWN_COUNTERPART = "unknown: not in dmk migrate's table"
 _CONTAINER = "dstreams"  # a list, dict or set of DStreams
 _PER_RECORD = ("DStream.map", "DStream.filter", "DStream.flatMap")
-
-
-class JobSourceError(CompareError):
-    """The job's source cannot be read or parsed.
-
-    Attributes:
-        path: the job file.
-        line: the line of the syntax error (None when the file cannot be read).
-    """
-
-    def __init__(self, message: str, *, path: str, line: int | None = None) -> None:
-        super().__init__(message)
-        self.path = path
-        self.line = line
 
 
 @dataclass(frozen=True)
@@ -518,8 +504,6 @@ class _Analyser:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):
                 self._eval(child, scope)
-            elif isinstance(child, ast.comprehension):  # pragma: no cover - handled above
-                self._eval(child.iter, scope)
         return None
 
     def _attribute(self, node: ast.Attribute, base: Any) -> None:
@@ -947,9 +931,15 @@ class _Drafter:
             for s in plan._sites
         )
         self.queries = 0
+        self.trigger: str | None = None
+        self.checkpoint = _py("CHECKPOINT_DIR")
 
     def _text(self, node: ast.AST) -> str:
         return ast.get_source_segment(self.source, node) or ast.unparse(node)
+
+    def _flat(self, node: ast.AST) -> str:
+        """The node's source on one line, for a comment."""
+        return " ".join(self._text(node).split())
 
     def _todo(self, site: _Site, indent: str = "") -> str:
         rule, f = site.rule, site.finding
@@ -974,7 +964,7 @@ class _Drafter:
             self.trigger = f"{_const(batch):g} seconds"
         elif batch is not None:
             out.append(f"# TODO(playbook: {playbook_link('the-map')}): the batch interval is "
-                       f"{self._text(batch)}: set TRIGGER below to it in seconds")
+                       f"{self._flat(batch)}: set TRIGGER below to it in seconds")
             self.trigger = "TRIGGER"
         checkpoint = facts.get("checkpoint")
         if isinstance(_const(checkpoint), str):
@@ -982,7 +972,7 @@ class _Drafter:
         else:
             if checkpoint is not None:
                 out.append(f"# TODO(playbook: {playbook_link('the-map')}): the job's checkpoint directory is "
-                           f"{self._text(checkpoint)}; give each query its own directory under it")
+                           f"{self._flat(checkpoint)}; give each query its own directory under it")
             self.checkpoint = _py("CHECKPOINT_DIR")
         out.append("")
         self.lines = out
@@ -1032,7 +1022,7 @@ class _Drafter:
                 partial = self._partial(value)
                 if not sites:
                     self.lines.append(f"# TODO(playbook: {playbook_link('the-map')}): {step.target} comes from "
-                                      f"{self._text(value)}, which the draft does not translate")
+                                      f"{self._flat(value)}, which the draft does not translate")
                 self.models[step.target] = None
                 self.lines.append(f"{step.target} = {partial if partial else 'None'}")
             else:
@@ -1309,7 +1299,7 @@ def _column(node: ast.expr, param: str, model: Any) -> str | None:
         inner = _column(node.operand, param, model)
         return f"~{inner}" if inner else None
     if isinstance(node, ast.BinOp) and type(node.op) in _ARITH:
-        if isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
+        if any(isinstance(side, ast.Constant) and isinstance(side.value, str) for side in (node.left, node.right)):
             return None  # Python's str + str is a concatenation, Spark's + a number
         left, right = _column(node.left, param, model), _column(node.right, param, model)
         if left is None or right is None:

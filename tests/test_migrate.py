@@ -552,3 +552,23 @@ def test_docs_show_real_runs(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Cap
 def test_the_docs_link_the_page() -> None:
     assert "(docs/migrate.md)" in (REPO / "README.md").read_text(encoding="utf-8")
     assert "(migrate.md)" in (REPO / "docs" / "playbook.md").read_text(encoding="utf-8")
+
+
+def test_the_draft_parses_whatever_the_job_computes() -> None:
+    source = (
+        "import os\n"
+        "from pyspark.streaming import StreamingContext\n"
+        "ssc = StreamingContext(sc, int(\n    os.environ['BATCH']))\n"
+        "ssc.checkpoint(os.path.join(\n    '/ckpt', 'app'))\n"
+        "built = make_stream(\n    ssc)\n"
+        "lines = ssc.textFileStream(os.environ[\"IN\"]).map(lambda s: s + '\\n')\n"
+        "lines.foreachRDD(lambda t, rdd: None)\n"
+    )
+    text = draft(analyse_source(source, "job.py"))
+    ast.parse(text)
+    assert ("# TODO(playbook: docs/playbook.md#the-map): the job's checkpoint directory is "
+            "os.path.join( '/ckpt', 'app'); give each query its own directory under it") in text
+    assert "set TRIGGER below to it in seconds" in text and '.trigger(processingTime="TRIGGER")' in text
+    # Python's + on strings concatenates, Spark's adds numbers: that map is left to port.
+    assert 'lines = spark.readStream.format("text").load("TODO: os.environ[\\"IN\\"]")\n' in text
+    assert "line 9 DStream.map -> select / withColumn" in text
