@@ -156,12 +156,25 @@ class MigrationPlan:
 # -- the analyser ---------------------------------------------------------------------------------------
 
 
+_MODULES = frozenset((
+    "pyspark", "pyspark.streaming", "pyspark.streaming.kafka", "pyspark.streaming.context", "pyspark.streaming.dstream",
+    "pyspark.streaming.listener", "pyspark.streaming.kinesis", "pyspark.streaming.flume", "pyspark.streaming.util",
+    "legacy", "legacy.kafka", "legacy.workloads",
+))
+
+
 def _qualify(dotted: str) -> Any:
-    """What an imported name is: a known entity, a tracked module, or None."""
+    """What an imported name is.
+
+    A known entity, a tracked module, a name of pyspark.streaming not in the table (``("unknown", dotted)``,
+    reported when called), or None.
+    """
     if dotted in MODULE_NAMES:
         return MODULE_NAMES[dotted]
-    if dotted in ("pyspark", "legacy", "legacy.workloads") or dotted.startswith(("pyspark.streaming", "legacy.kafka")):
+    if dotted in _MODULES:
         return "module:" + dotted
+    if dotted.startswith("pyspark.streaming."):
+        return ("unknown", dotted)
     return None
 
 
@@ -180,6 +193,11 @@ class _Scope:
 
     def set(self, name: str, kind: Any) -> None:
         self.names[name] = kind
+
+
+def _is_tuple(kind: Any) -> bool:
+    """Whether ``kind`` is the kind of a tuple expression, ``("tuple", element kinds)``."""
+    return isinstance(kind, tuple) and kind[0] == "tuple"
 
 
 def _is_main_test(test: ast.expr) -> bool:
@@ -339,7 +357,7 @@ class _Analyser:
                 if item.optional_vars is not None:
                     self._bind(item.optional_vars, None, scope)
             self._body(stmt.body, scope)
-        elif isinstance(stmt, ast.Try):
+        elif isinstance(stmt, (ast.Try, ast.TryStar)):
             self._body(stmt.body, scope)
             for handler in stmt.handlers:
                 self._body(handler.body, scope)
@@ -358,10 +376,17 @@ class _Analyser:
                 if self._eval(base, scope) == "listener_class":
                     self._report(stmt, RULES["StreamingListener"])
             self._body(stmt.body, _Scope(scope))
-        elif isinstance(stmt, (ast.Raise, ast.Assert, ast.Delete)):
-            for child in ast.iter_child_nodes(stmt):
-                if isinstance(child, ast.expr):
-                    self._eval(child, scope)
+        else:  # raise, assert, del, match...: whatever expressions and statements they hold
+            self._children(stmt, scope)
+
+    def _children(self, node: ast.AST, scope: _Scope) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                self._eval(child, scope)
+            elif isinstance(child, ast.stmt):
+                self._stmt(child, scope)
+            elif isinstance(child, ast.match_case):
+                self._children(child, scope)
 
     def _function(self, func: ast.FunctionDef | ast.AsyncFunctionDef, parent: _Scope) -> None:
         scope = _Scope(parent)
@@ -408,7 +433,7 @@ class _Analyser:
             scope.set(target.id, kind)
         elif isinstance(target, (ast.Tuple, ast.List)):
             elements = target.elts
-            if isinstance(kind, tuple) and kind[0] == "tuple" and len(kind[1]) == len(elements):
+            if _is_tuple(kind) and len(kind[1]) == len(elements):
                 kinds = list(kind[1])
             elif kind in (PAIR_OF_DSTREAMS, _CONTAINER):
                 kinds = [DSTREAM] * len(elements)
@@ -424,13 +449,13 @@ class _Analyser:
         if len(targets) == 1 and isinstance(targets[0], ast.Name) and kind == DSTREAM:
             self._step("assign", stmt, targets[0].id, value)
         elif (len(targets) == 1 and isinstance(targets[0], ast.Tuple) and isinstance(value, ast.Tuple)
-              and isinstance(kind, tuple) and len(kind[1]) == len(value.elts) == len(targets[0].elts)
+              and _is_tuple(kind) and len(kind[1]) == len(value.elts) == len(targets[0].elts)
               and all(isinstance(t, ast.Name) for t in targets[0].elts)):
             for target, element, element_kind in zip(targets[0].elts, value.elts, kind[1], strict=True):
                 if element_kind == DSTREAM:
                     assert isinstance(target, ast.Name)
                     self._step("assign", stmt, target.id, element)
-        elif kind in (PAIR_OF_DSTREAMS, _CONTAINER) or (isinstance(kind, tuple) and DSTREAM in kind[1]):
+        elif kind in (PAIR_OF_DSTREAMS, _CONTAINER) or (_is_tuple(kind) and DSTREAM in kind[1]):
             self._step("unpack", stmt)
 
     # ---- expressions
@@ -487,7 +512,7 @@ class _Analyser:
             self._eval(node.slice, scope)
             if base in (_CONTAINER, PAIR_OF_DSTREAMS):
                 return DSTREAM
-            if isinstance(base, tuple) and base[0] == "tuple" and isinstance(_const(node.slice), int):
+            if _is_tuple(base) and isinstance(_const(node.slice), int):
                 index = _const(node.slice)
                 return base[1][index] if -len(base[1]) <= index < len(base[1]) else None
             return None
@@ -534,7 +559,7 @@ class _Analyser:
 
     def _method(self, node: ast.Call, method: str, base: Any, scope: _Scope) -> Any:
         if isinstance(base, str) and base.startswith("module:"):
-            return self._callee(node, _qualify(f"{base[len('module:'):]}.{method}"), dotted=f"{base[7:]}.{method}")
+            return self._callee(node, _qualify(f"{base[len('module:'):]}.{method}"))
         if method == "offsetRanges" and base not in (SSC, DSTREAM):
             self._report(node, RULES["offsetRanges"])
             return None
@@ -584,7 +609,7 @@ class _Analyser:
             self.facts.setdefault("kafka", node)
         return rule.returns
 
-    def _callee(self, node: ast.Call, callee: Any, dotted: str = "") -> Any:
+    def _callee(self, node: ast.Call, callee: Any) -> Any:
         if callee == "ssc_class":
             self._report(node, RULES["StreamingContext(sc, batchDuration)"])
             self.facts.setdefault("batch", _arg(node, 1, "batchDuration"))
@@ -601,8 +626,8 @@ class _Analyser:
             return PAIR_OF_DSTREAMS
         if isinstance(callee, tuple) and callee[0] == "func":
             return self.returns.get(callee[1])
-        if callee is None and dotted.startswith("pyspark.streaming"):
-            owner, _, name = dotted.rpartition(".")
+        if isinstance(callee, tuple) and callee[0] == "unknown":
+            owner, _, name = callee[1].rpartition(".")
             self._unknown(node, owner, name, called=True)
         return None
 

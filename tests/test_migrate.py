@@ -572,3 +572,33 @@ def test_the_draft_parses_whatever_the_job_computes() -> None:
     # Python's + on strings concatenates, Spark's adds numbers: that map is left to port.
     assert 'lines = spark.readStream.format("text").load("TODO: os.environ[\\"IN\\"]")\n' in text
     assert "line 9 DStream.map -> select / withColumn" in text
+
+
+def test_the_kit_s_drop_in_module_and_other_spellings() -> None:
+    source = (
+        "import pyspark.streaming.kafka as psk\n"
+        "import pyspark.streaming as ps\n"
+        "from legacy.kafka import KafkaUtils, get_or_create\n"
+        "def create():\n"
+        "    ssc = ps.StreamingContext(sc, 1)\n"
+        "    direct = KafkaUtils.createDirectStream(ssc, ['t'], {'metadata.broker.list': 'k:9092'})\n"
+        "    other = psk.KafkaUtils.createDirectStream(ssc, ['u'], {})\n"
+        "    match direct:\n"
+        "        case _:\n"
+        "            direct.union(other).pprint()\n"
+        "    print(ssc.sparkContext)\n"
+        "    ps.StreamingContextFactory()\n"
+        "    return ssc\n"
+        "maker = create  # a function and a name of pyspark.streaming outside the table, bound to names\n"
+        "make, name = maker, ps.unknown_name\n"
+        "ssc = get_or_create('/ckpt', make)\n"
+        "ssc.start()\n"
+    )
+    plan = analyse_source(source, "job.py")
+    assert [(f.line, f.construct) for f in plan.findings] == [
+        (5, "StreamingContext(sc, batchDuration)"), (6, "KafkaUtils.createDirectStream"),
+        (7, "KafkaUtils.createDirectStream"), (10, "DStream.union"), (10, "DStream.pprint"),
+        (11, "StreamingContext.sparkContext"), (12, "pyspark.streaming.StreamingContextFactory"),
+        (16, "get_or_create"), (17, "StreamingContext.start"),
+    ]
+    assert plan.findings[6].unknown and plan.findings[7].playbook == "docs/playbook.md#the-map"
