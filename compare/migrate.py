@@ -698,8 +698,12 @@ def analyse_source(source: str, path: str = "<job>") -> MigrationPlan:
     )
 
 
-def analyse(path: str | Path) -> MigrationPlan:
+def analyse(path: str | Path, *, role: str = "DStream job") -> MigrationPlan:
     """Analyse the DStream job in ``path`` (read, parsed, never imported or run).
+
+    Args:
+        path: the job's source file.
+        role: what the file is, for the error message (default "DStream job").
 
     Raises:
         JobSourceError: the file cannot be read, or is not valid Python 3.
@@ -707,7 +711,7 @@ def analyse(path: str | Path) -> MigrationPlan:
     try:
         source = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        msg = f"cannot read the job {str(path)!r}: {exc}. Give the path of the DStream job's .py file."
+        msg = f"cannot read the {role} {str(path)!r}: {exc}. Give the path of the {role}'s .py file."
         raise JobSourceError(msg, path=str(path)) from None
     return analyse_source(source, str(path))
 
@@ -852,7 +856,7 @@ def review(plan: MigrationPlan, modern_path: str | Path) -> Review:
     Raises:
         JobSourceError: the modern job cannot be read or parsed.
     """
-    modern = analyse(modern_path)  # the same reading and error messages
+    modern = analyse(modern_path, role="Structured Streaming job (--modern)")  # the same reading and errors
     tokens = _tokens(ast.parse(modern.source))
     items = []
     for site in plan._sites:

@@ -488,8 +488,12 @@ def test_a_syntax_error_is_one_error_with_exit_code_2(tmp_path: Path, capsys: py
 def test_a_missing_job_is_one_error_with_exit_code_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["migrate", str(tmp_path / "nope.py")]) == 2
     err = " ".join(capsys.readouterr().err.split())
-    assert f"dmk migrate: error: cannot read the job '{tmp_path / 'nope.py'}'" in err
+    assert f"dmk migrate: error: cannot read the DStream job '{tmp_path / 'nope.py'}'" in err
     assert "Give the path of the DStream job's .py file." in err
+    job = str(REPO / f"{JOBS}/network_wordcount.py")
+    assert main(["migrate", job, "--modern", str(tmp_path / "new.py")]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"cannot read the Structured Streaming job (--modern) '{tmp_path / 'new.py'}'" in err
 
 
 def test_the_job_is_never_imported_or_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -520,7 +524,6 @@ def test_the_dmk_console_script(tmp_path: Path) -> None:
     document = json.loads(run.stdout)
     assert [(f["line"], f["construct"]) for f in document["findings"]] == EXPECTED[f"{JOBS}/recoverable_network_wordcount.py"]
     ast.parse(out.read_text())
-    assert "migrate" in subprocess.run([str(dmk), "--help"], capture_output=True, text=True, cwd=REPO).stdout
 
 
 _DOC_BLOCK = re.compile(
