@@ -92,7 +92,7 @@ _R: list[Rule] = [
          "Batch timing: a DStream batch is generated every interval even while the previous one runs (batches "
          "queue; scheduling delay); a micro-batch starts at the next interval boundary, or at once if the previous "
          "one overran, and none starts without new data unless a watermark or state timeout needs it.",
-         _any("trigger:processingTime", "trigger", "SparkSession"), SSC),
+         _any("trigger"), SSC),
     Rule("StreamingContext.getOrCreate", 'writeStream.option("checkpointLocation", dir) on each query', _MAP, True,
          "Checkpoint incompatibility: a DStream checkpoint (the pickled graph) is read by neither Structured "
          "Streaming nor changed job code. Start the query from the legacy offsets (`dmk cutover checkpoint DIR`); "
