@@ -12,6 +12,7 @@ Commands:
     dmk cutover SOURCE WHERE the startingOffsets (and state) that continue a stopped legacy job
     dmk cluster start|stop|status  a Spark standalone cluster on this machine (loopback)
     dmk bench                throughput, latency and state growth of both engines against the raw client
+    dmk migrate JOB.py       a DStream job's migration plan from its source (ast; never run); --out a draft
 
 Every command that needs Kafka takes ``--bootstrap-servers`` (default: ``$DMK_BOOTSTRAP_SERVERS``, else an
 embedded broker started for the command), and its client settings in the Java client's names:
@@ -543,6 +544,23 @@ def cmd_compare_jobs(args: argparse.Namespace) -> int:
     return 0 if result.equivalent else 1
 
 
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from compare.migrate import analyse, draft, render_json, render_markdown, review
+
+    plan = analyse(args.job)
+    modern = review(plan, args.modern) if args.modern else None
+    if args.out:
+        try:
+            Path(args.out).write_text(draft(plan), encoding="utf-8")
+        except OSError as exc:
+            msg = f"cannot write the draft to {args.out!r}: {exc}. Give --out a writable file path."
+            raise ConfigError(msg, field="out", expected="a writable file", actual=args.out) from None
+        sys.stderr.write(f"draft Structured Streaming job written to {args.out} (review every TODO)\n")
+    text = render_json(plan, modern) if args.json else render_markdown(plan, modern)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from compare.report import load_metrics, render
 
@@ -897,6 +915,25 @@ def build_parser() -> argparse.ArgumentParser:
     jobs.add_argument("--timeout", type=float, default=600.0, help="bound on each wait, in seconds (default 600)")
     _add_bootstrap(jobs)
     jobs.set_defaults(func=cmd_compare_jobs)
+
+    mig = commands.add_parser(
+        "migrate", help="a DStream job's migration plan, read from its source (never run) (docs/migrate.md)",
+        description="Read a DStream job's source with Python's ast (the job is never imported or run) and report "
+        "every StreamingContext, DStream, KafkaUtils and spark.streaming.* construct at its line: the Structured "
+        "Streaming counterpart, the playbook section, whether the rewrite is mechanical, and the semantic trap to "
+        "check. Markdown by default. Exit code 2 if the job cannot be read or parsed (docs/migrate.md).",
+    )
+    mig.add_argument("job", metavar="JOB.py", help="the DStream job's source file")
+    mig.add_argument("--json", action="store_true",
+                     help='print {"job", "findings": [{"line", "construct", "counterpart", "playbook", "automatic", '
+                          '"note"}]} instead of Markdown')
+    mig.add_argument("--out", metavar="DRAFT.py",
+                     help="also write a draft Structured Streaming job: mechanical parts translated, a TODO with the "
+                          "playbook link at each manual part")
+    mig.add_argument("--modern", metavar="NEW.py",
+                     help="the Structured Streaming rewrite: say which findings it addressed, and print the "
+                          "dmk compare-jobs command that proves it")
+    mig.set_defaults(func=cmd_migrate)
 
     rpt = commands.add_parser("report", help="re-render report.md and report.html of a compare run directory")
     rpt.add_argument("run_dir", metavar="RUN_DIR")

@@ -1,4 +1,4 @@
-"""The modern side's parse (``modern.workloads.parse_value``) decides exactly as ``kit.events.parse_event``.
+"""The modern side's parse (``modern.workloads.with_parsed``) decides exactly as ``kit.events.parse_event``.
 
 Canonical records are parsed in the JVM, the others in Python; these tests hold both paths to the one
 definition of a valid event, on the corner cases where Spark's JSON parser and Python's differ.
@@ -12,7 +12,7 @@ import pytest
 
 from kit.dataset import DatasetSpec, generate
 from kit.events import REQUIRED_FIELDS, parse_event
-from modern.workloads import CANONICAL_EVENT, parse_value
+from modern.workloads import CANONICAL_EVENT, with_parsed
 
 pytestmark = pytest.mark.spark
 
@@ -63,10 +63,8 @@ def _expected(value: bytes | None) -> tuple:
 
 
 def _parsed(spark, values: list[bytes | None]) -> list[tuple]:  # noqa: ANN001
-    from pyspark.sql import functions as F  # noqa: N812
-
     frame = spark.createDataFrame(list(enumerate(values)), "i int, value binary")
-    return [tuple(row.p) for row in frame.select("i", parse_value(F.col("value")).alias("p")).orderBy("i").collect()]
+    return [tuple(row.p) for row in with_parsed(frame).select("i", "p").orderBy("i").collect()]
 
 
 def test_corner_cases_are_decided_as_parse_event_decides(spark) -> None:  # noqa: ANN001

@@ -36,7 +36,7 @@ from kit.dataset import DatasetSpec
 from kit.errors import ConfigError
 from kit.events import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, REQUIRED_FIELDS, parse_event
 
-__all__ = ["CANONICAL_EVENT", "EVENT_COLUMNS", "Source", "parse_value", "resolve"]
+__all__ = ["CANONICAL_EVENT", "EVENT_COLUMNS", "Source", "resolve", "with_parsed"]
 
 EVENT_COLUMNS: tuple[str, ...] = (
     *REQUIRED_FIELDS,
@@ -83,7 +83,7 @@ def _parse_values(values: pd.Series) -> pd.DataFrame:
 
 
 def _parse_and_dead_letter(directories: Mapping[str, str] | None) -> Any:
-    """The pandas UDF function of :func:`parse_value`: ``parse_event`` over the values it is sent.
+    """The pandas UDF function of :func:`with_parsed`: ``parse_event`` over the values it is sent.
 
     Given ``directories`` (topic → directory), it also writes the malformed records to their topic's directory
     as it finds them.
@@ -118,28 +118,40 @@ def _parse_and_dead_letter(directories: Mapping[str, str] | None) -> Any:
     return parse
 
 
-def parse_value(value: Any, coordinates: tuple[Any, Any, Any] | None = None,
-                dead_letters: Mapping[str, str] | None = None) -> Any:
-    """The Column of :func:`kit.events.parse_event` over a binary ``value`` Column, exactly as it decides.
+_TEXT, _JSON, _CANONICAL = "_dmk_text", "_dmk_json", "_dmk_canonical"
+"""with_parsed's intermediate columns (dropped before it returns)."""
 
-    The Column is a struct of the event fields and ``reason`` (null for a valid event).
+
+def with_parsed(frame: Any, column: str = "p", dead_letters: Mapping[str, str] | None = None) -> Any:
+    """``frame`` with ``column``: :func:`kit.events.parse_event` over its binary ``value``, exactly as it decides.
+
+    The new column is a struct of the event fields and ``reason`` (null for a valid event).
 
     Valid records of the form :data:`CANONICAL_EVENT` are parsed in the JVM; the pandas UDF sees only the
-    others' values (nulls cost next to nothing to ship to Python).
+    others' values (nulls cost next to nothing to ship to Python). Each record's text, ``from_json`` and
+    form check are computed once, in a projection of their own: in one projection Spark evaluated
+    ``from_json`` again for every field it took and for the condition (a ``CASE WHEN`` condition's
+    subexpressions are not shared with its branches), and its optimizer does not merge a projection into the
+    next when that would repeat such an expression.
 
     Args:
-        value: the record value Column.
-        coordinates: the ``topic``, ``partition`` and ``offset`` Columns; needed with ``dead_letters``.
+        frame: a DataFrame with a binary ``value`` column; with ``dead_letters``, also ``topic``,
+            ``partition`` and ``offset``.
+        column: the name of the new column.
         dead_letters: topic → directory: where the UDF writes each malformed record (see
             :func:`_parse_and_dead_letter`). The UDF is then declared non-deterministic, so that Spark neither
             evaluates it twice for a row nor pushes a filter below it (every record is seen).
     """
     from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
-    text = value.cast("string")
-    canonical = F.coalesce(F.is_valid_utf8(text) & text.rlike(CANONICAL_EVENT), F.lit(False))
-    fields = F.from_json(text, _EVENT_SCHEMA)
-    in_jvm = canonical & F.coalesce(
+    staged = frame.withColumn(_TEXT, F.col("value").cast("string"))
+    text = F.col(_TEXT)
+    staged = staged.withColumns({
+        _JSON: F.from_json(text, _EVENT_SCHEMA),
+        _CANONICAL: F.coalesce(F.is_valid_utf8(text) & text.rlike(CANONICAL_EVENT), F.lit(False)),
+    })
+    fields = F.col(_JSON)
+    in_jvm = F.col(_CANONICAL) & F.coalesce(
         fields["event_time"].between(EVENT_TIME_MIN_MS, EVENT_TIME_MAX_MS - 1), F.lit(False)
     )
     parsed_in_jvm = F.struct(
@@ -149,12 +161,14 @@ def parse_value(value: Any, coordinates: tuple[Any, Any, Any] | None = None,
     udf = F.pandas_udf(_parse_and_dead_letter(dead_letters), _PARSED)  # type: ignore[call-overload]
     if dead_letters:
         udf = udf.asNondeterministic()
-    topic, partition, offset = coordinates or (
-        F.lit(None).cast("string"), F.lit(None).cast("int"), F.lit(None).cast("long")
-    )
+        topic, partition, offset = F.col("topic"), F.col("partition"), F.col("offset")
+    else:
+        topic, partition, offset = F.lit(None).cast("string"), F.lit(None).cast("int"), F.lit(None).cast("long")
     sent = ~in_jvm
-    in_python = udf(F.when(sent, topic), F.when(sent, partition), F.when(sent, offset), F.when(sent, value))
-    return F.when(in_jvm, parsed_in_jvm).otherwise(in_python)
+    in_python = udf(F.when(sent, topic), F.when(sent, partition), F.when(sent, offset), F.when(sent, F.col("value")))
+    return staged.withColumn(column, F.when(in_jvm, parsed_in_jvm).otherwise(in_python)).drop(
+        _TEXT, _JSON, _CANONICAL
+    )
 
 
 class Source:
@@ -218,9 +232,8 @@ class Source:
             directories = {
                 self.topics[name]: str(Path(self.dead_letter_root) / f"dead_letters.{name}") for name in names
             }
-        parsed = parse_value(F.col("value"), (F.col("topic"), F.col("partition"), F.col("offset")), directories)
-        return reader.load().select(
-            "topic", "partition", "offset", F.col("timestamp").alias("kafka_ts"), parsed.alias("p")
+        return with_parsed(reader.load(), "p", directories).select(
+            "topic", "partition", "offset", F.col("timestamp").alias("kafka_ts"), "p"
         )
 
     def events(self, name: str = "events") -> Any:

@@ -1,6 +1,6 @@
 """``ysb`` (Yahoo Streaming Benchmark) in Structured Streaming: a stream-static join and a window count.
 
-Views are joined to the static ``(ad_id, campaign_id)`` table (a small DataFrame, broadcast to every task),
+Views are joined to the static ``(ad_id, campaign_id)`` table (a small local DataFrame, broadcast to every task),
 then counted per campaign in 10 s event-time windows with a 5 s watermark, in append mode. The watermark is
 set after the filter and the join, so it comes from the joined views only, as on the legacy side.
 
@@ -21,10 +21,13 @@ __all__ = ["build"]
 
 # --8<-- [start:ysb]
 def build(spark: Any, source: Any) -> Any:
+    import pandas as pd
     from pyspark.sql import functions as F  # noqa: N812
 
+    # From pandas (through Arrow) the table is a local relation, broadcast from the driver. From a list of
+    # tuples it would be an RDD of Python rows that every micro-batch recomputes with a Python job.
     campaigns = spark.createDataFrame(
-        sorted(ad_campaigns(source.dataset).items()), "ad_id string, campaign_id string"
+        pd.DataFrame(sorted(ad_campaigns(source.dataset).items()), columns=["ad_id", "campaign_id"])
     )
     views = source.events().where(F.col("event_type") == "view").join(F.broadcast(campaigns), "ad_id")
     return (

@@ -1,0 +1,609 @@
+"""``dmk migrate``: every finding of every DStream job in the repository, the outputs, the draft, the review.
+
+Fast tier: no JVM, no broker. The jobs under ``tests/migrate_jobs/`` are written the way Spark 2.x tutorials
+wrote them; their names do not match ``test_*.py``, and the directory is no package, so pytest never imports
+them (nor does the analyser: ``test_the_job_is_never_imported_or_run``).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from compare._migrate_rules import CONF_RULES, RULES
+from compare.cli import main
+from compare.migrate import FINDING_KEYS, JobSourceError, analyse, analyse_source, draft, review
+
+REPO = Path(__file__).resolve().parents[1]
+JOBS = "tests/migrate_jobs"
+
+# Every finding, as (line, construct), of every DStream job in the repository: the six legacy workloads, the
+# DStream examples, and the tutorial-style jobs. Read by eye against each file; any change to the analyser
+# that moves, adds or drops a finding fails here.
+EXPECTED: dict[str, list[tuple[int, str]]] = {
+    "legacy/workloads/dedup.py": [
+        (46, "event_time_operator"), (47, "Source.events"), (49, "Source.drop_late"),
+    ],
+    "legacy/workloads/join.py": [
+        (123, "Source.events"), (123, "DStream.filter"), (124, "Source.events"), (124, "DStream.filter"),
+        (125, "DStream.union"), (126, "DStream.map"), (126, "DStream.updateStateByKey"),
+        (129, "DStream.transformWith"), (130, "Source.drop_late"), (130, "DStream.filter"), (130, "DStream.map"),
+        (131, "DStream.transform"), (131, "DStream.window"), (131, "DStream._slideDuration"),
+        (132, "DStream.transform"),
+    ],
+    "legacy/workloads/running_counts.py": [
+        (28, "Source.events"), (28, "DStream.map"), (28, "DStream.reduceByKey"), (29, "DStream.updateStateByKey"),
+        (30, "DStream.filter"), (30, "DStream.map"),
+    ],
+    "legacy/workloads/sessions.py": [
+        (53, "event_time_operator"), (54, "Source.events"), (56, "Source.drop_late"),
+    ],
+    "legacy/workloads/windowed_counts.py": [
+        (54, "event_time_operator"), (55, "Source.events"), (57, "Source.drop_late"), (83, "Source.events"),
+        (83, "DStream.map"), (85, "DStream.reduceByKeyAndWindow (with inverse function)"), (87, "DStream.transform"),
+        (92, "DStream.union"), (92, "DStream.window"),
+    ],
+    "legacy/workloads/ysb.py": [
+        (62, "Source.events"), (63, "DStream.filter"), (64, "DStream.map"), (65, "DStream.transform"),
+        (66, "DStream.map"), (68, "event_time_operator"), (71, "Source.drop_late"),
+    ],
+    "examples/event_types.py": [
+        (40, "Source.events"), (40, "DStream.map"), (41, "DStream.updateStateByKey"), (42, "DStream.filter"),
+        (42, "DStream.map"),
+    ],
+    "examples/purchases.py": [
+        (25, "Source.events"), (25, "DStream.filter"), (26, "DStream.map"),
+    ],
+    "examples/orders/legacy_job.py": [
+        (49, "StreamingContext(sc, batchDuration)"), (50, "StreamingContext.checkpoint"),
+        (51, "KafkaUtils.createDirectStream"), (53, "DStream.flatMap"), (53, "DStream.reduceByKey"),
+        (53, "DStream.updateStateByKey"), (54, "DStream.foreachRDD"), (60, "StreamingContext.getOrCreate"),
+        (61, "StreamingContext.start"), (62, "StreamingContext.awaitTermination"),
+    ],
+    f"{JOBS}/aliases_and_chains.py": [
+        (12, "DStream.map"), (12, "DStream.filter"), (16, "DStream.pprint"), (21, "KafkaUtils.createDirectStream"),
+        (21, "KafkaUtils.createDirectStream"), (22, "DStream.union"), (22, "DStream.map"), (22, "DStream.filter"),
+        (23, "KafkaUtils.createStream"), (26, "DStream.count"), (27, "DStream.countByValue"),
+        (31, "StreamingContext(sc, batchDuration)"), (33, "DStream.pprint"), (34, "StreamingContext.start"),
+        (35, "StreamingContext.awaitTermination"), (36, "StreamingContext.stop"),
+    ],
+    f"{JOBS}/direct_kafka_wordcount.py": [
+        (28, "spark.streaming.backpressure.enabled"), (29, "spark.streaming.kafka.maxRatePerPartition"),
+        (31, "StreamingContext(sc, batchDuration)"), (34, "KafkaUtils.createDirectStream"), (35, "DStream.map"),
+        (36, "DStream.flatMap"), (37, "DStream.map"), (38, "DStream.reduceByKey"), (39, "DStream.pprint"),
+        (41, "StreamingContext.start"), (42, "StreamingContext.awaitTermination"),
+    ],
+    f"{JOBS}/every_construct.py": [
+        (10, "spark.streaming.receiver.maxRate"), (11, "spark.streaming.receiver.writeAheadLog.enable"),
+        (16, "StreamingListener"), (22, "StreamingContext(sc, batchDuration)"), (23, "StreamingContext.checkpoint"),
+        (24, "StreamingContext.remember"), (25, "StreamingContext.addStreamingListener"),
+        (26, "KafkaUtils.createStream"), (27, "StreamingContext.textFileStream"),
+        (28, "StreamingContext.queueStream"), (29, "StreamingContext.union"), (30, "DStream.mapValues"),
+        (30, "DStream.flatMapValues"), (30, "DStream.mapPartitions"), (31, "DStream.groupByKey"),
+        (31, "DStream.glom"), (31, "DStream.pprint"), (32, "DStream.combineByKey"), (32, "DStream.pprint"),
+        (33, "DStream.countByValue"), (33, "DStream.count"), (33, "DStream.pprint"),
+        (34, "DStream.countByValueAndWindow"), (34, "DStream.pprint"), (35, "DStream.reduceByWindow"),
+        (35, "DStream.pprint"), (36, "DStream.window"), (36, "DStream.leftOuterJoin"), (36, "DStream.rightOuterJoin"),
+        (36, "DStream.fullOuterJoin"), (36, "DStream.cogroup"), (36, "DStream.pprint"), (37, "DStream.join"),
+        (37, "DStream.transformWith"), (37, "DStream.pprint"), (38, "DStream.repartition"), (38, "DStream.cache"),
+        (38, "DStream.persist"), (38, "DStream.checkpoint"), (38, "DStream.saveAsTextFiles"), (39, "DStream.slice"),
+        (43, "StreamingContext.getOrCreate"), (44, "OffsetRange"), (45, "KafkaUtils.createRDD"),
+        (45, "TopicAndPartition"), (46, "StreamingContext.start"), (47, "StreamingContext.awaitTerminationOrTimeout"),
+        (48, "StreamingContext.stop"),
+    ],
+    f"{JOBS}/kafka_offsets_to_db.py": [
+        (23, "TopicAndPartition"), (31, "offsetRanges"), (48, "spark.streaming.stopGracefullyOnShutdown"),
+        (50, "StreamingContext(sc, batchDuration)"), (53, "KafkaUtils.createDirectStream"), (55, "DStream.transform"),
+        (56, "DStream.map"), (57, "DStream.filter"), (58, "DStream.map"), (59, "DStream.foreachRDD"),
+        (61, "StreamingContext.start"), (63, "StreamingContext.awaitTermination"),
+        (65, "StreamingContext.stop(stopGraceFully=True)"),
+    ],
+    f"{JOBS}/network_wordcount.py": [
+        (23, "StreamingContext(sc, batchDuration)"), (25, "StreamingContext.socketTextStream"),
+        (26, "DStream.flatMap"), (27, "DStream.map"), (28, "DStream.reduceByKey"), (29, "DStream.pprint"),
+        (31, "StreamingContext.start"), (32, "StreamingContext.awaitTermination"),
+    ],
+    f"{JOBS}/recoverable_network_wordcount.py": [
+        (43, "StreamingContext(sc, batchDuration)"), (44, "StreamingContext.checkpoint"),
+        (48, "StreamingContext.socketTextStream"), (49, "DStream.flatMap"), (50, "DStream.map"),
+        (50, "DStream.reduceByKey"), (73, "DStream.foreachRDD"), (83, "StreamingContext.getOrCreate"),
+        (85, "StreamingContext.start"), (86, "StreamingContext.awaitTermination"),
+    ],
+    f"{JOBS}/stateful_network_wordcount.py": [
+        (27, "StreamingContext(sc, batchDuration)"), (28, "StreamingContext.checkpoint"),
+        (36, "StreamingContext.socketTextStream"), (37, "DStream.flatMap"), (38, "DStream.map"),
+        (39, "DStream.updateStateByKey"), (41, "DStream.pprint"), (43, "StreamingContext.start"),
+        (44, "StreamingContext.awaitTermination"),
+    ],
+    f"{JOBS}/unknown_constructs.py": [
+        (8, "spark.streaming.kafka.consumer.cache.enabled"), (9, "StreamingContext(sc, batchDuration)"),
+        (10, "StreamingContext.socketTextStream"), (11, "DStream.foreach"), (12, "DStream._jdstream"),
+        (13, "StreamingContext.awaitTerminationOrTimeoutSeconds"), (14, "DStream.map"),
+        (14, "DStream.saveAsHadoopFiles"),
+    ],
+    f"{JOBS}/windowed_wordcount.py": [
+        (16, "StreamingContext(sc, batchDuration)"), (17, "StreamingContext.checkpoint"),
+        (19, "StreamingContext.socketTextStream"), (20, "DStream.flatMap"), (20, "DStream.map"),
+        (23, "DStream.reduceByKeyAndWindow (with inverse function)"), (24, "DStream.pprint"),
+        (27, "DStream.reduceByKeyAndWindow (without inverse function)"), (28, "DStream.pprint"),
+        (30, "DStream.countByWindow"), (30, "DStream.pprint"), (32, "StreamingContext.start"),
+        (33, "StreamingContext.awaitTermination"),
+    ],
+}
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a Markdown heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(doc: Path) -> set[str]:
+    """Every heading anchor of a Markdown file, outside fenced code, with GitHub's -1, -2 for repeats."""
+    anchors: set[str] = set()
+    seen: dict[str, int] = {}
+    fenced = False
+    for line in doc.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+            continue
+        match = re.match(r"^#{1,6} (.+)$", line)
+        if match and not fenced:
+            slug = _slug(match.group(1))
+            count = seen.get(slug, 0)
+            anchors.add(slug if count == 0 else f"{slug}-{count}")
+            seen[slug] = count + 1
+    return anchors
+
+
+PLAYBOOK_ANCHORS = _anchors(REPO / "docs" / "playbook.md")
+
+
+def test_slug_rules_on_the_playbooks_own_headings() -> None:
+    # GitHub's rules on headings of the kind the playbook has: punctuation dropped, underscores kept.
+    assert _slug("Loss after a restart: receivers") == "loss-after-a-restart-receivers"
+    assert _slug("Semantic traps, with the evidence") == "semantic-traps-with-the-evidence"
+    assert _slug("running_counts") == "running_counts"
+    assert _slug("Your own jobs, unmodified: `dmk compare-jobs`") == "your-own-jobs-unmodified-dmk-compare-jobs"
+    assert {"the-map", "running_counts", "output-mode-timing", "two-inputs-one-watermark"} <= PLAYBOOK_ANCHORS
+    assert "one-users-open-sessions-as-a-json-list-of-start-last-event-events-last-kafka_ts" not in PLAYBOOK_ANCHORS
+
+
+@pytest.mark.parametrize("path", sorted(EXPECTED))
+def test_every_finding_of_every_job(path: str) -> None:
+    plan = analyse(REPO / path)
+    assert [(f.line, f.construct) for f in plan.findings] == EXPECTED[path]
+
+
+def test_every_dstream_job_in_the_repository_is_covered() -> None:
+    workloads = {f"legacy/workloads/{p.name}" for p in (REPO / "legacy" / "workloads").glob("[a-z]*.py")}
+    jobs = {f"{JOBS}/{p.name}" for p in (REPO / JOBS).glob("*.py")}
+    # An example is a DStream job when the analyser finds anything in it (modern_job.py, __init__.py: nothing).
+    examples = {str(p.relative_to(REPO)) for p in (REPO / "examples").rglob("*.py") if analyse(p).findings}
+    assert examples == {"examples/event_types.py", "examples/purchases.py", "examples/orders/legacy_job.py"}
+    assert workloads | jobs | examples <= set(EXPECTED)
+
+
+def test_every_anchor_resolves_to_a_playbook_heading() -> None:
+    for rule in [*RULES.values(), *CONF_RULES.values()]:
+        anchor = rule.playbook.split("#", 1)[1]
+        assert rule.playbook.startswith("docs/playbook.md#") and anchor in PLAYBOOK_ANCHORS, (rule.construct, anchor)
+    emitted = {f.playbook for path in EXPECTED for f in analyse(REPO / path).findings}
+    assert {p.split("#", 1)[1] for p in emitted} <= PLAYBOOK_ANCHORS
+
+
+def test_the_issue_s_list_of_constructs_is_in_the_table() -> None:
+    wanted = [
+        "StreamingContext(sc, batchDuration)", "StreamingContext.getOrCreate", "StreamingContext.checkpoint",
+        "StreamingContext.start", "StreamingContext.awaitTermination", "StreamingContext.awaitTerminationOrTimeout",
+        "StreamingContext.stop", "StreamingContext.stop(stopGraceFully=True)", "StreamingContext.remember",
+        "StreamingContext.socketTextStream", "StreamingContext.textFileStream", "StreamingContext.queueStream",
+        "StreamingContext.union", "KafkaUtils.createDirectStream", "KafkaUtils.createStream", "KafkaUtils.createRDD",
+        "OffsetRange", "TopicAndPartition", "offsetRanges", "StreamingContext.addStreamingListener",
+        *(f"DStream.{m}" for m in (
+            "map", "flatMap", "filter", "mapPartitions", "mapValues", "flatMapValues", "reduceByKey", "groupByKey",
+            "combineByKey", "countByValue", "count", "countByWindow", "countByValueAndWindow", "reduceByWindow",
+            "reduceByKeyAndWindow (with inverse function)", "reduceByKeyAndWindow (without inverse function)",
+            "window", "updateStateByKey", "transform", "transformWith", "join", "leftOuterJoin", "rightOuterJoin",
+            "fullOuterJoin", "cogroup", "foreachRDD", "pprint", "saveAsTextFiles", "repartition", "cache", "persist",
+            "checkpoint", "glom", "slice",
+        )),
+    ]
+    assert [c for c in wanted if c not in RULES] == []
+    conf = ["spark.streaming.backpressure.enabled", "spark.streaming.kafka.maxRatePerPartition",
+            "spark.streaming.receiver.maxRate", "spark.streaming.stopGracefullyOnShutdown",
+            "spark.streaming.receiver.writeAheadLog.enable"]
+    assert [c for c in conf if c not in CONF_RULES] == []
+
+
+def _by_construct(path: str) -> dict[str, object]:
+    return {f.construct: f for f in analyse(REPO / path).findings}
+
+
+def test_the_traps_each_construct_names() -> None:
+    windowed = _by_construct(f"{JOBS}/windowed_wordcount.py")
+    with_inverse = windowed["DStream.reduceByKeyAndWindow (with inverse function)"]
+    without = windowed["DStream.reduceByKeyAndWindow (without inverse function)"]
+    assert with_inverse.note != without.note  # type: ignore[attr-defined]
+    assert "inverse function made the arrival-time window incremental" in with_inverse.note  # type: ignore[attr-defined]
+    assert "Processing vs event time" in without.note  # type: ignore[attr-defined]
+    assert with_inverse.playbook == "docs/playbook.md#windowed_counts"  # type: ignore[attr-defined]
+    assert without.playbook == "docs/playbook.md#processing-time-is-not-event-time"  # type: ignore[attr-defined]
+    stateful = _by_construct(f"{JOBS}/stateful_network_wordcount.py")
+    update = stateful["DStream.updateStateByKey"]
+    assert update.note.startswith("State re-emission vs update mode")  # type: ignore[attr-defined]
+    assert update.playbook == "docs/playbook.md#running_counts" and update.automatic is False  # type: ignore[attr-defined]
+    catalogue = _by_construct(f"{JOBS}/every_construct.py")
+    assert catalogue["KafkaUtils.createStream"].note.startswith("Receiver loss")  # type: ignore[attr-defined]
+    assert catalogue["KafkaUtils.createStream"].playbook == (  # type: ignore[attr-defined]
+        "docs/playbook.md#loss-after-a-restart-receivers")
+    assert catalogue["StreamingContext.getOrCreate"].note.startswith(  # type: ignore[attr-defined]
+        "Checkpoint incompatibility")
+    rates = _by_construct(f"{JOBS}/direct_kafka_wordcount.py")
+    assert rates["spark.streaming.kafka.maxRatePerPartition"].note.startswith("Rate limits")  # type: ignore[attr-defined]
+    assert "maxOffsetsPerTrigger" in rates["spark.streaming.kafka.maxRatePerPartition"].counterpart  # type: ignore[attr-defined]
+    assert rates["StreamingContext(sc, batchDuration)"].counterpart.startswith("SparkSession; the batch interval "
+                                                                               "becomes trigger")  # type: ignore[attr-defined]
+
+
+def test_per_record_functions_are_automatic_exactly_when_the_draft_translates_them() -> None:
+    findings = analyse(REPO / f"{JOBS}/kafka_offsets_to_db.py").findings
+    # json.loads has no column expression (from_json needs a schema): that map, and what follows it, are manual.
+    assert [(f.line, f.automatic) for f in findings if f.construct in ("DStream.map", "DStream.filter")] == [
+        (56, False), (57, False), (58, False)]
+    findings = analyse(REPO / f"{JOBS}/network_wordcount.py").findings
+    assert [(f.construct, f.automatic) for f in findings if f.line in (26, 27, 28)] == [
+        ("DStream.flatMap", True), ("DStream.map", True), ("DStream.reduceByKey", False)]
+
+
+def test_aliases_tuple_unpacking_parameters_and_chains() -> None:
+    findings = analyse(REPO / f"{JOBS}/aliases_and_chains.py").findings
+    # `events = clicks.union(views).map(...).filter(...)`: one finding per call, in call order, on one line.
+    assert [f.construct for f in findings if f.line == 22] == ["DStream.union", "DStream.map", "DStream.filter"]
+    # KU (alias), both sides of `clicks, views = ..., ...`, and pyspark.streaming.kafka.KafkaUtils by its full name.
+    assert [(f.line, f.construct) for f in findings if f.construct.startswith("KafkaUtils")] == [
+        (21, "KafkaUtils.createDirectStream"), (21, "KafkaUtils.createDirectStream"), (23, "KafkaUtils.createStream")]
+    # Parameters: `clicks_stream` (by name), `counts: DStream` (by annotation), `ssc` (by name); `each` from a
+    # for loop over a list of DStreams; `built` from the return value of the job's own function.
+    assert (12, "DStream.map") in [(f.line, f.construct) for f in findings]
+    assert (16, "DStream.pprint") in [(f.line, f.construct) for f in findings]
+    assert (26, "DStream.count") in [(f.line, f.construct) for f in findings]
+    assert (33, "DStream.pprint") in [(f.line, f.construct) for f in findings]
+    # `ps.StreamingContext(..., batchDuration=2)` through `import pyspark.streaming as ps`.
+    assert findings[11].construct == "StreamingContext(sc, batchDuration)" and findings[11].line == 31
+
+
+def test_lambda_parameters_and_untracked_names_are_not_dstreams() -> None:
+    source = (
+        "from pyspark.streaming import StreamingContext\n"
+        "ssc = StreamingContext(sc, 1)\n"
+        "lines = ssc.socketTextStream('h', 1)\n"
+        "lines.foreachRDD(lambda rdd: rdd.map(len).foreachPartition(print))\n"
+        "other = something.map(len)\n"
+        "lines = None\n"
+        "lines.map(len)\n"
+    )
+    plan = analyse_source(source, "job.py")
+    assert [(f.line, f.construct) for f in plan.findings] == [
+        (2, "StreamingContext(sc, batchDuration)"), (3, "StreamingContext.socketTextStream"), (4, "DStream.foreachRDD")]
+
+
+def test_unknown_constructs_are_reported_not_skipped() -> None:
+    findings = analyse(REPO / f"{JOBS}/unknown_constructs.py").findings
+    unknown = [(f.line, f.construct) for f in findings if f.unknown]
+    assert unknown == [
+        (8, "spark.streaming.kafka.consumer.cache.enabled"), (11, "DStream.foreach"), (12, "DStream._jdstream"),
+        (13, "StreamingContext.awaitTerminationOrTimeoutSeconds"), (14, "DStream.saveAsHadoopFiles"),
+    ]
+    for f in findings:
+        if f.unknown:
+            assert f.counterpart == "unknown: not in dmk migrate's table"
+            assert f.note.startswith("unknown construct: ") and f.automatic is False
+            assert f.playbook == "docs/playbook.md#the-map"
+    foreach = next(f for f in findings if f.construct == "DStream.foreach")
+    assert "DStream.foreach() is used on a tracked DStream" in foreach.note
+
+
+def test_json_output_has_exactly_the_issue_s_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    job = f"{JOBS}/network_wordcount.py"
+    assert main(["migrate", str(REPO / job), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert list(document) == ["job", "findings"]
+    assert document["job"] == str(REPO / job)
+    assert [list(f) for f in document["findings"]] == [list(FINDING_KEYS)] * len(EXPECTED[job])
+    assert list(FINDING_KEYS) == ["line", "construct", "counterpart", "playbook", "automatic", "note"]
+    assert [(f["line"], f["construct"]) for f in document["findings"]] == EXPECTED[job]
+    socket = document["findings"][1]
+    assert socket == {
+        "line": 25,
+        "construct": "StreamingContext.socketTextStream",
+        "counterpart": 'spark.readStream.format("socket").option("host", h).option("port", p).load() (one column, '
+                       "value)",
+        "playbook": "docs/playbook.md#loss-after-a-restart-receivers",
+        "automatic": True,
+        "note": "Receiver loss: neither side is fault tolerant (the socket source cannot replay); for tests only.",
+    }
+
+
+def test_markdown_plan(capsys: pytest.CaptureFixture[str]) -> None:
+    job = str(REPO / f"{JOBS}/stateful_network_wordcount.py")
+    assert main(["migrate", job]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0] == f"# Migration plan: {job}"
+    assert lines[2] == ("9 findings: 8 automatic, 1 manual, 0 unknown. Read from the source with `ast`; the job was "
+                        "not run.")
+    assert lines[4] == "| line | construct | Structured Streaming | automatic | playbook | check |"
+    rows = [line for line in lines if re.match(r"^\| \d+ \|", line)]
+    assert [int(row.split("|")[1]) for row in rows] == [line for line, _ in EXPECTED[f"{JOBS}/stateful_network_wordcount.py"]]
+    assert rows[5].startswith("| 39 | `DStream.updateStateByKey` | groupBy(key).agg(...) in update mode; arbitrary "
+                              "state: applyInPandasWithState or transformWithStateInPandas (RocksDB state store) | no "
+                              "| [running_counts](docs/playbook.md#running_counts) | State re-emission vs update mode")
+
+
+def _todo_anchors(text: str) -> list[str]:
+    return re.findall(r"# TODO\(playbook: docs/playbook\.md#([\w-]+)\)", text)
+
+
+@pytest.mark.parametrize("path", sorted(EXPECTED))
+def test_the_draft_parses_and_every_manual_part_has_a_todo(path: str) -> None:
+    plan = analyse(REPO / path)
+    text = draft(plan)
+    ast.parse(text)
+    assert "writeStream" in text or "no output operation was found" in text
+    assert set(_todo_anchors(text)) <= PLAYBOOK_ANCHORS
+    todo_lines = [line for line in text.splitlines() if line.lstrip().startswith("# TODO(playbook:")]
+    for f in plan.findings:
+        if not f.automatic:
+            assert any(f"line {f.line} {f.construct} ->" in line for line in todo_lines), (f.line, f.construct)
+
+
+def test_the_draft_of_the_direct_kafka_word_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "draft.py"
+    assert main(["migrate", str(REPO / f"{JOBS}/direct_kafka_wordcount.py"), "--out", str(out)]) == 0
+    assert f"draft Structured Streaming job written to {out}" in capsys.readouterr().err
+    text = out.read_text()
+    assert (
+        'kvs = (spark.readStream.format("kafka")\n'
+        '    .option("kafka.bootstrap.servers", "TODO: brokers")\n'
+        '    .option("subscribe", "TODO: [topic]")\n'
+        '    .option("startingOffsets", "latest")\n'
+        "    .load())\n"
+    ) in text
+    assert 'lines = kvs.select(F.col("value").cast("string").alias("value"))\n' in text
+    assert ('counts = lines.select(F.explode(F.split(F.col("value"), " ")).alias("value"))'
+            '.select(F.col("value").alias("_1"), F.lit(1).alias("_2")).groupBy("_1").agg(F.sum("_2").alias("_2"))\n'
+            ) in text
+    assert ("# TODO(playbook: docs/playbook.md#running_counts): line 38 DStream.reduceByKey -> groupBy(key).agg(...) "
+            "(a running result) or, per batch, in foreachBatch\n") in text
+    assert ('query_1 = (counts.writeStream.queryName("query_1").outputMode("update")\n'
+            '    .option("checkpointLocation", "CHECKPOINT_DIR" + "/query_1").trigger(processingTime="2 seconds")\n'
+            '    .format("console").option("numRows", 10).start())\n') in text
+    assert ("# TODO(playbook: docs/playbook.md#partition-skew-under-a-record-limit): line 29 "
+            "spark.streaming.kafka.maxRatePerPartition -> maxOffsetsPerTrigger") in text
+
+
+def test_the_draft_keeps_literal_kafka_params_checkpoint_and_filters() -> None:
+    source = (
+        "from pyspark.streaming import StreamingContext\n"
+        "from pyspark.streaming.kafka import KafkaUtils\n"
+        "ssc = StreamingContext(sc, 0.5)\n"
+        "ssc.checkpoint('hdfs:///ckpt/app')\n"
+        "params = {'metadata.broker.list': 'k1:9092,k2:9092', 'auto.offset.reset': 'smallest'}\n"
+        "kvs = KafkaUtils.createDirectStream(ssc, ['a', 'b'], params)\n"
+        "big = kvs.filter(lambda kv: len(kv[1]) > 10 and kv[0] in ('x', 'y'))\n"
+        "big.saveAsTextFiles('hdfs:///out/big')\n"
+    )
+    text = draft(analyse_source(source, "job.py"))
+    ast.parse(text)
+    assert '.option("kafka.bootstrap.servers", "k1:9092,k2:9092")' in text
+    assert '.option("subscribe", "a,b")' in text and '.option("startingOffsets", "earliest")' in text
+    assert ('big = kvs.where(((F.length(F.col("value").cast("string")) > F.lit(10)) & '
+            'F.col("key").cast("string").isin(["x", "y"])))') in text
+    assert '.option("checkpointLocation", "hdfs:///ckpt/app" + "/query_1").trigger(processingTime="0.5 seconds")' in text
+    assert '.format("text").option("path", "hdfs:///out/big").start())' in text
+    assert ".outputMode(\"append\")" in text
+
+
+def test_the_draft_of_a_foreach_rdd_job_leaves_foreach_batch_to_port() -> None:
+    text = draft(analyse(REPO / f"{JOBS}/kafka_offsets_to_db.py"))
+    assert "def batch_1(df, batch_id):\n" in text
+    assert '    raise NotImplementedError("port the foreachRDD function of line 55")\n' in text
+    assert ".foreachBatch(batch_1).start())" in text
+    assert '.option("startingOffsets", "TODO: the JSON of fromOffsets")' in text
+    assert ("# TODO(playbook: docs/playbook.md#duplicates-after-a-restart): line 65 "
+            "StreamingContext.stop(stopGraceFully=True) -> no graceful stop") in text
+
+
+def test_modern_review_of_a_legacy_workload_against_its_rewrite(capsys: pytest.CaptureFixture[str]) -> None:
+    plan = analyse(REPO / "legacy/workloads/windowed_counts.py")
+    result = review(plan, REPO / "modern/workloads/windowed_counts.py")
+    assert [(i.finding.line, i.finding.construct, i.addressed, i.evidence) for i in result.items] == [
+        (54, "event_time_operator", True, "withWatermark (line 28), window (line 30)"),
+        (55, "Source.events", True, "events (line 28)"),
+        (57, "Source.drop_late", True, "withWatermark (line 28)"),
+        (83, "Source.events", True, "events (line 28)"),
+        (83, "DStream.map", True, "select (line 32)"),
+        (85, "DStream.reduceByKeyAndWindow (with inverse function)", True, "withWatermark (line 28), window (line 30)"),
+        (87, "DStream.transform", True, "select (line 32)"),
+        (92, "DStream.union", True, "unionByName (line 41)"),
+        (92, "DStream.window", True, "withWatermark (line 28), window (line 30)"),
+    ]
+    result = review(analyse(REPO / "legacy/workloads/running_counts.py"), REPO / "modern/workloads/running_counts.py")
+    assert [(i.finding.construct, i.addressed) for i in result.items] == [
+        ("Source.events", True), ("DStream.map", True), ("DStream.reduceByKey", True),
+        ("DStream.updateStateByKey", True),
+        ("DStream.filter", False),  # keeping the changed keys is update mode's job: no where() to point at
+        ("DStream.map", True),
+    ]
+    assert result.items[4].evidence == "none of: where or filter"
+    assert "`dmk compare running_counts`" in result.command_note
+
+
+def test_modern_review_of_the_example_pair_prints_the_compare_jobs_command(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    legacy, modern = REPO / "examples/orders/legacy_job.py", REPO / "examples/orders/modern_job.py"
+    assert main(["migrate", str(legacy), "--modern", str(modern), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert list(document) == ["job", "findings", "modern"]
+    results = document["modern"]["results"]
+    # The rewrite keeps the default trigger (as fast as possible): the batch interval has no counterpart there.
+    assert [(r["line"], r["construct"], r["addressed"]) for r in results] == [
+        (line, construct, line != 49) for line, construct in EXPECTED["examples/orders/legacy_job.py"]]
+    assert results[0]["evidence"] == "none of: trigger"
+    assert results[2]["evidence"] == "format:kafka (line 31), readStream (line 31)"
+    assert results[5]["evidence"] == "agg (line 33), groupBy (line 33)"
+    assert document["modern"]["command"] == (
+        f"dmk compare-jobs --input CAPTURE.jsonl --key KEY "
+        f"--legacy 'python {legacy} {{bootstrap}} {{topic}} {{output_topic}} {{checkpoint}}' "
+        f"--modern 'python {modern} {{bootstrap}} {{topic}} {{output_topic}} {{checkpoint}}'"
+    )
+    assert document["modern"]["command_note"].startswith("Fill in CAPTURE.jsonl")
+    assert main(["migrate", str(legacy), "--modern", str(modern)]) == 0
+    out = capsys.readouterr().out
+    assert f"## The rewrite: {modern}\n\n9 of 10 findings addressed." in out
+    assert "| 49 | `StreamingContext(sc, batchDuration)` | NO | none of: trigger |" in out
+    assert "| 51 | `KafkaUtils.createDirectStream` | yes | format:kafka (line 31), readStream (line 31) |" in out
+    assert f"## Prove it\n\n```bash\n{document['modern']['command']}\n```" in out
+
+
+def test_a_syntax_error_is_one_error_with_exit_code_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    job = tmp_path / "py2_job.py"
+    job.write_text('from pyspark.streaming import StreamingContext\n\nprint "starting"\n')
+    assert main(["migrate", str(job)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "Traceback" not in captured.err
+    err = " ".join(captured.err.split())  # rich wraps at the terminal width
+    assert f"dmk migrate: error: {job}, line 3: Missing parentheses in call to 'print'" in err
+    assert "fix the syntax" in err
+    with pytest.raises(JobSourceError) as info:
+        analyse(job)
+    assert (info.value.path, info.value.line) == (str(job), 3)
+
+
+def test_a_missing_job_is_one_error_with_exit_code_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["migrate", str(tmp_path / "nope.py")]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"dmk migrate: error: cannot read the DStream job '{tmp_path / 'nope.py'}'" in err
+    assert "Give the path of the DStream job's .py file." in err
+    job = str(REPO / f"{JOBS}/network_wordcount.py")
+    assert main(["migrate", job, "--modern", str(tmp_path / "new.py")]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"cannot read the Structured Streaming job (--modern) '{tmp_path / 'new.py'}'" in err
+
+
+def test_the_job_is_never_imported_or_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    marker = tmp_path / "ran.marker"
+    job = tmp_path / "side_effects.py"
+    job.write_text(
+        "import pathlib\n"
+        f"pathlib.Path({str(marker)!r}).write_text('the job ran')\n"
+        "import module_that_does_not_exist\n"
+        "from pyspark.streaming import StreamingContext\n"
+        "ssc = StreamingContext(sc, 1)\n"
+        "raise SystemExit('the job ran')\n"
+    )
+    modules_before = set(sys.modules)
+    assert main(["migrate", str(job), "--json", "--modern", str(job), "--out", str(tmp_path / "draft.py")]) == 0
+    assert not marker.exists()
+    assert "side_effects" not in set(sys.modules) - modules_before
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    assert [(f["line"], f["construct"]) for f in findings] == [(5, "StreamingContext(sc, batchDuration)")]
+
+
+def test_the_dmk_console_script(tmp_path: Path) -> None:
+    dmk = Path(sys.executable).parent / "dmk"  # the console script pip installed beside this Python
+    out = tmp_path / "draft.py"
+    run = subprocess.run([str(dmk), "migrate", f"{JOBS}/recoverable_network_wordcount.py", "--json", "--out", str(out)],
+                         capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert run.returncode == 0, run.stderr
+    document = json.loads(run.stdout)
+    assert [(f["line"], f["construct"]) for f in document["findings"]] == EXPECTED[f"{JOBS}/recoverable_network_wordcount.py"]
+    ast.parse(out.read_text())
+
+
+_DOC_BLOCK = re.compile(
+    r"<!-- (?P<kind>migrate-[\w-]+): (?P<args>[^>]+?) -->\n(?P<fence>`{3,})\w*\n(?P<body>.*?)(?P=fence)\n", re.S)
+
+
+def test_docs_show_real_runs(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every example output in docs/migrate.md is what the command prints today (run from the repository root)."""
+    monkeypatch.chdir(REPO)
+    blocks = list(_DOC_BLOCK.finditer((REPO / "docs" / "migrate.md").read_text(encoding="utf-8")))
+    assert sorted(b["kind"] for b in blocks) == [
+        "migrate-draft", "migrate-json-finding", "migrate-output", "migrate-output-tail"]
+    fix = "Fix: paste the output of the command into docs/migrate.md."
+    for block in blocks:
+        args = block["args"].split()
+        if block["kind"] == "migrate-draft":
+            assert block["body"] == draft(analyse(args[0])), fix
+            continue
+        assert main(["migrate", *args, *(["--json"] if block["kind"] == "migrate-json-finding" else [])]) == 0
+        out = capsys.readouterr().out
+        if block["kind"] == "migrate-json-finding":
+            assert json.loads(block["body"]) in json.loads(out)["findings"], fix
+        elif block["kind"] == "migrate-output-tail":
+            assert out.endswith(block["body"]), fix
+        else:
+            assert block["body"] == out, fix
+
+
+def test_the_docs_link_the_page() -> None:
+    assert "(docs/migrate.md)" in (REPO / "README.md").read_text(encoding="utf-8")
+    assert "(migrate.md)" in (REPO / "docs" / "playbook.md").read_text(encoding="utf-8")
+
+
+def test_the_draft_parses_whatever_the_job_computes() -> None:
+    source = (
+        "import os\n"
+        "from pyspark.streaming import StreamingContext\n"
+        "ssc = StreamingContext(sc, int(\n    os.environ['BATCH']))\n"
+        "ssc.checkpoint(os.path.join(\n    '/ckpt', 'app'))\n"
+        "built = make_stream(\n    ssc)\n"
+        "lines = ssc.textFileStream(os.environ[\"IN\"]).map(lambda s: s + '\\n')\n"
+        "lines.foreachRDD(lambda t, rdd: None)\n"
+    )
+    text = draft(analyse_source(source, "job.py"))
+    ast.parse(text)
+    assert ("# TODO(playbook: docs/playbook.md#the-map): the job's checkpoint directory is "
+            "os.path.join( '/ckpt', 'app'); give each query its own directory under it") in text
+    assert "set TRIGGER below to it in seconds" in text and '.trigger(processingTime="TRIGGER")' in text
+    # Python's + on strings concatenates, Spark's adds numbers: that map is left to port.
+    assert 'lines = spark.readStream.format("text").load("TODO: os.environ[\\"IN\\"]")\n' in text
+    assert "line 9 DStream.map -> select / withColumn" in text
+
+
+def test_the_kit_s_drop_in_module_and_other_spellings() -> None:
+    source = (
+        "import pyspark.streaming.kafka as psk\n"
+        "import pyspark.streaming as ps\n"
+        "from legacy.kafka import KafkaUtils, get_or_create\n"
+        "def create():\n"
+        "    ssc = ps.StreamingContext(sc, 1)\n"
+        "    direct = KafkaUtils.createDirectStream(ssc, ['t'], {'metadata.broker.list': 'k:9092'})\n"
+        "    other = psk.KafkaUtils.createDirectStream(ssc, ['u'], {})\n"
+        "    match direct:\n"
+        "        case _:\n"
+        "            direct.union(other).pprint()\n"
+        "    print(ssc.sparkContext)\n"
+        "    ps.StreamingContextFactory()\n"
+        "    return ssc\n"
+        "maker = create  # a function and a name of pyspark.streaming outside the table, bound to names\n"
+        "make, name = maker, ps.unknown_name\n"
+        "ssc = get_or_create('/ckpt', make)\n"
+        "ssc.start()\n"
+    )
+    plan = analyse_source(source, "job.py")
+    assert [(f.line, f.construct) for f in plan.findings] == [
+        (5, "StreamingContext(sc, batchDuration)"), (6, "KafkaUtils.createDirectStream"),
+        (7, "KafkaUtils.createDirectStream"), (10, "DStream.union"), (10, "DStream.pprint"),
+        (11, "StreamingContext.sparkContext"), (12, "pyspark.streaming.StreamingContextFactory"),
+        (16, "get_or_create"), (17, "StreamingContext.start"),
+    ]
+    assert plan.findings[6].unknown and plan.findings[7].playbook == "docs/playbook.md#the-map"
