@@ -525,6 +525,7 @@ def cmd_compare_jobs(args: argparse.Namespace) -> int:
         modern=args.modern, out_dir=Path(args.out or f"runs/jobs-{time.strftime('%Y%m%dT%H%M%S')}"), mode=args.mode,
         output=args.output, partitions=args.partitions, rate_rps=args.rate, speed=args.speed, oracle=args.oracle,
         settle_batches=args.settle_batches, bootstrap_servers=args.bootstrap_servers, timeout_s=args.timeout,
+        kafka_security=args.kafka_security,
     )
     progress, update = _compare_progress()
     with progress:
@@ -1048,15 +1049,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     secrets: list[str] = []
     try:
-        from kit.kafka import java_client_settings, set_process_settings
+        from kit.kafka import java_client_settings, using_process_settings
         from kit.security import secret_values
 
         args.kafka_security = _kafka_security(args)
         secrets = secret_values(args.kafka_security)
         # Every client this process creates (admin, producers, consumers, look-ups) connects the same way; the
         # drivers of compare, compare-jobs and bench get the same settings through their environment.
-        set_process_settings(java_client_settings(args.kafka_security))
-        return handler(args)
+        with using_process_settings(java_client_settings(args.kafka_security)):
+            return handler(args)
     except KitError as exc:
         from kit.security import redact_text
 

@@ -30,7 +30,7 @@ from compare.engines import get_engine
 from kit.engine import DriverConfig
 from kit.errors import RunTimeout
 from kit.kafka import java_client_settings, set_process_settings
-from kit.security import redact_text, secret_values
+from kit.security import KAFKA_SECURITY_ENV, redact_text, secret_values
 
 __all__ = [
     "CONTROL", "DONE", "DRAIN", "FAILED", "KAFKA_SECURITY_ENV", "OFFSET_STORE_ENV", "READY",
@@ -41,9 +41,6 @@ CONTROL = "control"
 OFFSET_STORE_ENV = "DMK_LEGACY_OFFSET_STORE"
 """Where the legacy driver's offset store is (``--offset-store``), passed outside the config file (a DSN may
 hold a password; the file holds it redacted)."""
-KAFKA_SECURITY_ENV = "DMK_KAFKA_SECURITY"
-"""The run's Kafka client settings (Java names, a JSON object), passed outside the config file: they may hold
-passwords and keys, which the file holds redacted."""
 READY, DRAIN, DONE, FAILED = "ready.json", "drain.json", "done.json", "failed.json"
 
 

@@ -59,7 +59,8 @@ from kit.broker import kafka_or_embedded
 from kit.capture import read_capture, replay_capture
 from kit.engine import BATCH_SPAN_COLUMNS, DriverConfig, ProcessedRange, written_lines
 from kit.errors import ConfigError, RunTimeout
-from kit.kafka import Kafka
+from kit.kafka import Kafka, java_client_settings, using_process_settings
+from kit.security import KAFKA_SECURITY_ENV
 
 __all__ = [
     "MODES", "PLACEHOLDERS", "QUIET_S", "JobsResult", "JobsSettings", "ScriptEngine", "compare_jobs", "read_output",
@@ -96,6 +97,9 @@ class JobsSettings:
         settle_batches: batches a job must complete after it reached the input's end. Default 2.
         bootstrap_servers: Kafka to use; None starts the embedded broker.
         timeout_s: bound on each wait (start, consumption, stop). Default 600.
+        kafka_security: Kafka client settings in the Java client's names (``--kafka-config``/``--kafka-option``)
+            for the kit's clients and, through the stand-ins, the jobs' own: added to their ``kafkaParams`` and
+            ``kafka.*`` options unless the job sets the same key itself. Given to the jobs in their environment.
     """
 
     input_file: str
@@ -112,6 +116,7 @@ class JobsSettings:
     settle_batches: int = 2
     bootstrap_servers: str | None = None
     timeout_s: float = 600.0
+    kafka_security: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -281,6 +286,8 @@ class ScriptEngine:
                   "--progress", str(self.progress_path(out)), *argv[1:]]
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
                "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
+        if config.kafka_security:
+            env[KAFKA_SECURITY_ENV] = json.dumps(dict(config.kafka_security))
         with open(out / "job.log", "ab") as log:
             log.write(f"--- {' '.join(argv)}\n".encode())
             log.flush()
@@ -473,7 +480,7 @@ def _run_side(
     partitions = settings.partitions or (int(frame["partition"].max()) + 1 if len(frame) else 1)
     config = DriverConfig(engine=engine.name, bootstrap_servers=bootstrap, topics={"input": topic}, out_dir=str(out),
                           checkpoint_dir=str(settings.out_dir / f"{engine.name}-checkpoint"),
-                          timeout_s=settings.timeout_s)
+                          timeout_s=settings.timeout_s, kafka_security=dict(settings.kafka_security))
     with Kafka(bootstrap) as kafka:
         kafka.create_topic(topic, partitions)
         kafka.create_topic(engine.placeholders(config)["output_topic"], partitions)
@@ -532,7 +539,9 @@ def compare_jobs(settings: JobsSettings, progress: Callable[[str, int, int], Non
     run_id = uuid.uuid4().hex[:8]
     outputs: dict[str, pd.DataFrame] = {}
     figures: dict[str, dict[str, Any]] = {}
-    with kafka_or_embedded(settings.bootstrap_servers, log_path=out / "broker.log", on_start=on_broker_start) as kafka:
+    with using_process_settings(java_client_settings(settings.kafka_security, where="kafka_security")), \
+            kafka_or_embedded(settings.bootstrap_servers, log_path=out / "broker.log",
+                              on_start=on_broker_start) as kafka:
         for name, engine in engines.items():
             outputs[name], figures[name] = _run_side(engine, settings, frame, kafka.bootstrap_servers, run_id, report)
     shaped = {name: _shape(rows, settings.key, settings.mode, name) for name, rows in outputs.items()}

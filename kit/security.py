@@ -42,6 +42,7 @@ from kit.errors import ConfigError
 
 __all__ = [
     "JAVA_SECURITY_SETTINGS",
+    "KAFKA_SECURITY_ENV",
     "REDACTED",
     "SECRET_NAMES",
     "Secret",
@@ -60,6 +61,10 @@ __all__ = [
     "translate_security",
     "withhold_secrets",
 ]
+
+KAFKA_SECURITY_ENV = "DMK_KAFKA_SECURITY"
+"""Environment variable carrying a run's Kafka client settings (Java names, a JSON object, secrets included) into
+the processes the kit starts: compare drivers and ``dmk compare-jobs`` job scripts. Never written to a file."""
 
 REDACTED = "***"
 """What a secret is shown as everywhere the kit shows settings (the DSN passwords' redaction too)."""

@@ -126,7 +126,9 @@ class KafkaParams:
         ignored with one :class:`~legacy._params.IgnoredKafkaParams` warning (:mod:`legacy._params`).
 
         Raises:
-            UnsupportedKafkaParams: TLS/SASL keys, whose loss would change the connection silently (all listed).
+            UnsupportedKafkaParams: TLS/SASL keys with no equivalent here (JKS stores, Kerberos...), whose loss would
+                change the connection silently (all listed, each with the fix; :mod:`kit.security` translates the
+                others).
             ConfigError: a missing broker list, two different broker lists, or a bad value.
         """
         if not isinstance(kafka_params, Mapping):

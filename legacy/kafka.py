@@ -97,7 +97,7 @@ class KafkaUtils:
 
         Raises:
             ArgumentTypeError: ``topics`` or ``kafkaParams`` not a dict (a ``TypeError``, as 2.4 raised).
-            UnsupportedKafkaParams: TLS/SASL keys (all listed).
+            UnsupportedKafkaParams: TLS/SASL keys with no equivalent here (all listed, with the fix; docs/security.md).
             ConfigError: no brokers in ``kafkaParams``, ``group.id`` differing from ``groupId``, or
                 ``auto.commit.enable=false``.
         """
@@ -175,7 +175,8 @@ class KafkaUtils:
                 ``socket.timeout.ms`` (default 30000). Every other 0.8/0.10 consumer key is mapped
                 (``fetch.message.max.bytes``, ``socket.receive.buffer.bytes``, ``refresh.leader.backoff.ms``...)
                 or ignored with one warning, as 2.4's consumer config did (:mod:`legacy._params`); TLS/SASL keys
-                are refused.
+                (``security.protocol``, ``sasl.jaas.config``, PEM ``ssl.*``) are translated for both Kafka clients,
+                those with no equivalent refused (docs/security.md).
             fromOffsets: ``{TopicAndPartition: offset}`` to start from; its topics must be ``topics``, and its
                 partitions are then the ones read.
             keyDecoder: decodes key bytes (None for records without key); default :func:`utf8_decoder`.
@@ -188,7 +189,7 @@ class KafkaUtils:
 
         Raises:
             ArgumentTypeError: ``topics`` not a list or ``kafkaParams`` not a dict (a ``TypeError``, as 2.4 raised).
-            UnsupportedKafkaParams: TLS/SASL keys (all listed).
+            UnsupportedKafkaParams: TLS/SASL keys with no equivalent here (all listed, with the fix; docs/security.md).
             ConfigError: other invalid arguments.
             UnknownTopic: a topic does not exist.
             OffsetOutOfRange: a ``fromOffsets`` offset outside the partition's log.
@@ -224,7 +225,7 @@ class KafkaUtils:
             ArgumentTypeError: ``kafkaParams`` not a dict or ``offsetRanges`` not a list (a ``TypeError``, as 2.4
                 raised).
             OffsetOutOfRange: a range not (or no longer) in its partition's log.
-            ConfigError: invalid arguments (``UnsupportedKafkaParams`` for TLS/SASL keys).
+            ConfigError: invalid arguments (``UnsupportedKafkaParams`` for TLS/SASL keys with no equivalent here).
         """
         _typed(kafkaParams, Mapping, "kafkaParams", "createRDD",
                "pass a dict, e.g. {'metadata.broker.list': 'host:9092'}")

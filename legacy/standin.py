@@ -17,11 +17,14 @@ Example (what ``python -m compare.jobrun --engine legacy SCRIPT ARGS`` does)::
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from kit.security import KAFKA_SECURITY_ENV
 
 __all__ = ["install"]
 
@@ -67,8 +70,14 @@ def install(progress_path: str | Path) -> None:
     sys.modules["pyspark.streaming.kafka"] = revived
     pyspark.streaming.kafka = revived  # type: ignore[attr-defined]  # the 2.4 module, as an attribute too
     create = revived.KafkaUtils.createDirectStream
+    # dmk compare-jobs --kafka-config/--kafka-option: the job's own kafkaParams win over them.
+    security = json.loads(os.environ.get(KAFKA_SECURITY_ENV) or "{}")
 
     def create_direct_stream(*args: Any, **kwargs: Any) -> Any:
+        if security and len(args) >= 3:
+            args = (*args[:2], {**security, **args[2]}, *args[3:])
+        elif security and "kafkaParams" in kwargs:
+            kwargs["kafkaParams"] = {**security, **kwargs["kafkaParams"]}
         stream = create(*args, **kwargs)
         stream.foreachRDD(_note_ranges)
         return stream

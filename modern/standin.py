@@ -21,11 +21,14 @@ Example (what ``python -m compare.jobrun --engine modern SCRIPT ARGS`` does)::
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from kit.security import KAFKA_SECURITY_ENV
 
 __all__ = ["install"]
 
@@ -78,10 +81,14 @@ def install(progress_path: str | Path) -> None:
     if getattr(DataStreamWriter, "_dmk_standin", False):
         return
     listening: set[int] = set()
+    # dmk compare-jobs --kafka-config/--kafka-option, as kafka.* options: set when the job names the Kafka format,
+    # so the job's own options, set after, win over them.
+    secured = {f"kafka.{k}": str(v) for k, v in json.loads(os.environ.get(KAFKA_SECURITY_ENV) or "{}").items()}
 
     def reading(original: Any) -> Any:
         def format_(self: Any, source: str) -> Any:
-            return original(self, _kafka_format(self._spark) if source == _KAFKA else source)
+            reader = original(self, _kafka_format(self._spark) if source == _KAFKA else source)
+            return reader.options(**secured) if source == _KAFKA and secured else reader
 
         return format_
 
@@ -91,16 +98,19 @@ def install(progress_path: str | Path) -> None:
         if source != _KAFKA:
             return batch_format(self, source)
         chosen = _kafka_format(self._spark)
-        writer = batch_format(self, chosen)
+        writer = batch_format(self, chosen).options(**secured)
         return writer.mode("append") if chosen != _KAFKA else writer
 
     stream_format, stream_option = DataStreamWriter.format, DataStreamWriter.option
 
     def stream_write_format(self: Any, source: str) -> Any:
         if source == _KAFKA and _kafka_format(self._spark) != _KAFKA:
-            self._dmk_kafka_options = {}  # written batch by batch at start(), see the module docstring
+            self._dmk_kafka_options = dict(secured)  # written batch by batch at start(), see the module docstring
             return self
-        return stream_format(self, source)
+        writer = stream_format(self, source)
+        for key, value in (secured.items() if source == _KAFKA else ()):
+            writer = stream_option(writer, key, value)
+        return writer
 
     def stream_write_option(self: Any, key: str, value: Any) -> Any:
         if getattr(self, "_dmk_kafka_options", None) is not None:

@@ -632,7 +632,8 @@ def test_the_docs_kafka_config_example_reads_and_translates() -> None:
 def test_the_pytest_plugin_connects_its_fixtures_with_kafka_config_and_options(tmp_path: Path) -> None:
     """A team's CI runs the plugin's fixtures against a secured cluster: --kafka-config, --kafka-option, env."""
     config = tmp_path / "client.properties"
-    config.write_text(f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config={_jaas('PLAIN', 'x')}\n")
+    config.write_text(
+        f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config={_jaas('PLAIN', 'x')}\n")
     (tmp_path / "test_secured.py").write_text(
         "from kit.kafka import Kafka\n\n"
         "def test_fixtures(kafka_settings, kafka_broker):\n"
@@ -668,3 +669,59 @@ def test_run_configs_of_both_engines_show_their_kafka_settings_redacted() -> Non
     for config in (legacy, modern):
         assert PASSWORD not in repr(config)
         assert f'{SCRAM} required username="alice" password="***";' in repr(config)
+
+
+def _secured_legacy_job() -> str:
+    """examples/orders/legacy_job.py, its own output producer given the team's client settings, as teams do.
+
+    Its stream's kafkaParams stay without TLS/SASL settings: ``dmk compare-jobs --kafka-config`` gives them.
+    """
+    source = (Path(__file__).resolve().parent.parent / "examples" / "orders" / "legacy_job.py").read_text()
+    producer = "    producer = KafkaProducer(bootstrap_servers=bootstrap)\n"
+    main = "if __name__ == \"__main__\":\n"
+    assert producer in source and main in source
+    # The settings are read where the producer runs: a closure holding them would put them in the checkpoint.
+    return (source.replace(producer, "    producer = KafkaProducer(bootstrap_servers=bootstrap, **client_settings())\n")
+            .replace(main, "from kit.kafka import java_client_settings, python_client_config\n"
+                           "from kit.security import read_properties\n\n"
+                           "CONFIG = sys.argv[5]\n\n\n"
+                           "def client_settings():\n"
+                           "    return python_client_config(java_client_settings(read_properties(CONFIG)))\n\n\n"
+                           + main))
+
+
+
+
+def test_compare_jobs_gives_the_settings_to_the_teams_unmodified_jobs_on_a_sasl_cluster(
+    kafka_broker: str, tmp_path: Path
+) -> None:
+    from examples.orders import orders
+    from kit.capture import capture
+
+    topic = f"sec_orders_{uuid.uuid4().hex[:8]}"
+    with Kafka(kafka_broker) as kafka:  # the capture comes from anywhere: here the plain session broker
+        kafka.create_topic(topic, 2)
+        sender = kafka.sender()
+        for i, (key, value) in enumerate(orders(300)):
+            sender.send(topic, key=key, value=value, partition=i % 2)
+        assert sender.flush(30) == 0
+        sender.close()
+    captured = capture(kafka_broker, topic, tmp_path / "orders.jsonl").path
+    config = tmp_path / "client.properties"
+    config.write_text(_properties({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
+                                   "sasl.jaas.config": _jaas("SCRAM-SHA-512", PASSWORD)}))
+    legacy = tmp_path / "legacy_secured.py"
+    legacy.write_text(_secured_legacy_job())
+    run = tmp_path / "run"
+    with _sasl_endpoint("SCRAM-SHA-512", tmp_path / "tansu.log") as (bootstrap, proxy):
+        done = _dmk("compare-jobs", "--input", str(captured), "--key", "customer", "--out", str(run),
+                    "--legacy", f"python {legacy} {{bootstrap}} {{topic}} {{output_topic}} {{checkpoint}} {config}",
+                    "--modern",
+                    "python examples/orders/modern_job.py {bootstrap} {topic} {output_topic} {checkpoint}",
+                    "--bootstrap-servers", bootstrap, "--kafka-config", str(config), "--timeout", "300",
+                    timeout_s=900)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:] + "".join(
+            p.read_text()[-3000:] for p in run.glob("*/job.log"))
+        assert proxy.failed == [] and proxy.authenticated.count("alice") > 4
+    assert json.loads((run / "metrics.json").read_text())["equivalent"] is True
+    assert _leaks(run, [PASSWORD]) == [] and PASSWORD not in done.stdout + done.stderr
