@@ -65,11 +65,10 @@ class FirstDelivery(StatefulProcessor):
         self.seen = handle.getValueState("forget_at", "forget_at long")
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
-        deliveries = pd.concat(list(rows))
-        if self.seen.exists():
+        if self.seen.exists():  # a re-delivery within the horizon (Spark does not need the rows read)
             return iter([])
         # The first delivery in arrival order (a batch's rows come in no particular order).
-        first = deliveries.sort_values(["topic", "partition", "offset"]).head(1)
+        first = pd.concat(list(rows)).sort_values(["topic", "partition", "offset"]).head(1)
         forget_at = int(first["event_time_ms"].iloc[0]) + self.delay_ms
         self.seen.update((forget_at,))
         # dropDuplicatesWithinWatermark evicts an id when the watermark reaches forget_at; Spark fires a
