@@ -10,6 +10,8 @@ workload on both profiles.
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 
@@ -185,6 +187,18 @@ def test_dedup_transform_with_state_equals_the_oracle_on_a_short_stream(bootstra
     operators = [op for p in read_progress(run.out_dir, workloads.job_id(name, variant)) for op in p["stateOperators"]]
     assert {op["operatorName"] for op in operators} == {"transformWithStateInPandasExec"}
     assert sum(op["customMetrics"].get("numDeletedTimers", 0) for op in operators) > 0, "no id was forgotten"
+
+    # What is still remembered after the last watermark (largest event time - delay): exactly the ids
+    # dropDuplicatesWithinWatermark would keep (watermark < event_time + delay), each with its timer.
+    from modern.inspect import TIMERS, inspect_modern_checkpoint
+
+    delay = dedup.watermark_delay_ms or 0
+    watermark = workloads.parse_dataset(frame)[0]["event_time"].max() - delay
+    remembered = int((expected.rows["event_time"] + delay > watermark).sum())
+    checkpoint = inspect_modern_checkpoint(tmp_path / "modern-checkpoint" / workloads.job_id(name, variant), spark)
+    counts = {c.state_variable: c.rows for c in checkpoint.row_counts or ()}
+    assert counts == {"forget_at": remembered, TIMERS: remembered} and 0 < remembered < len(expected.rows)
+    assert re.search(rf"default/forget_at\s+{remembered}\s", checkpoint.describe())
 
 
 @pytest.mark.slow
