@@ -13,8 +13,8 @@ does). It needs the RocksDB state store provider (the kit's :mod:`kit.spark` def
 
 Example (``source`` a :class:`modern.workloads.Source`)::
 
-    firsts = build(spark, source)                          # event_id, user, key, event_time (ms), last_input_ts
-    by_processor = build_transform_with_state(spark, source)  # the same rows
+    firsts = build(spark, source)   # event_id, user, key, event_time (ms), last_input_ts
+    by_processor = build_transform_with_state(spark, source)   # the same rows
 """
 
 from __future__ import annotations

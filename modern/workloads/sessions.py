@@ -17,9 +17,9 @@ event-time timer at the earliest open session's end closes it. It needs the Rock
 
 Example (``source`` a :class:`modern.workloads.Source`)::
 
-    sessions = build(spark, source)                         # user, session_start, session_end, events, last_input_ts
-    by_hand = build_with_state(spark, source)               # the same rows
-    by_processor = build_transform_with_state(spark, source)  # the same rows
+    sessions = build(spark, source)              # user, session_start, session_end, events, last_input_ts
+    by_hand = build_with_state(spark, source)    # the same rows
+    by_processor = build_transform_with_state(spark, source)   # the same rows, too
 """
 
 from __future__ import annotations
