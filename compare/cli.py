@@ -875,8 +875,11 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--kill-driver", type=int, default=0, metavar="N", help="SIGKILL and restart each driver N times")
     cmp.add_argument("--pause-broker", type=float, default=0.0, metavar="SECONDS",
                      help="SIGSTOP the embedded broker this long mid-replay")
-    cmp.add_argument("--legacy", metavar="MOD:FN", help="your legacy job, fn(ssc, source) -> DStream (docs/compare.md)")
-    cmp.add_argument("--modern", metavar="MOD:FN", help="your modern job, fn(spark, source) -> DataFrame")
+    cmp.add_argument("--legacy", metavar="MOD:FN", help="your legacy job, fn(ssc, source) -> DStream, or a legacy "
+                     "variant of the workload by name (e.g. windowed_counts: naive; docs/compare.md)")
+    cmp.add_argument("--modern", metavar="MOD:FN", help="your modern job, fn(spark, source) -> DataFrame, or a modern "
+                     "variant of the workload by name (sessions: state, transform_with_state; dedup: "
+                     "transform_with_state)")
     cmp.add_argument("--oracle", metavar="MOD:FN",
                      help="your oracle, fn(frame, dataset_spec) -> OracleResult or DataFrame")
     cmp.add_argument("--timeout", type=float, default=600.0,

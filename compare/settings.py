@@ -51,8 +51,9 @@ class CompareSettings:
             batch caps let through (:func:`default_rate`, 750 for the default dataset).
         burst: produce everything before the driver starts instead (latency then measures the backlog).
         partitions: partitions of each input topic.
-        legacy: your legacy builder (``package.module:function``) instead of the spec's default variant.
-        modern: your modern builder, likewise.
+        legacy: your legacy builder (``package.module:function``), or another variant of the spec by name,
+            instead of the spec's default variant.
+        modern: your modern builder or a modern variant's name (``transform_with_state``), likewise.
         oracle: your oracle (``package.module:function``, ``fn(frame, dataset_spec) -> OracleResult``).
         legacy_mode: how the legacy job reads and keeps its offsets (:data:`LEGACY_MODES`).
         offset_store: where that mode's store is: ZooKeeper hosts (``direct-zookeeper``, required), a
@@ -164,9 +165,10 @@ class CompareSettings:
             )
 
     def variant(self, engine: str) -> str:
-        """What ``engine`` runs: your builder, or ``"default"``, the spec's default variant.
+        """What ``engine`` runs: your builder, a variant of the spec, or ``"default"``, the spec's default variant.
 
-        Your builder is ``legacy`` or ``modern``, a ``package.module:function`` reference.
+        Your builder is ``legacy`` or ``modern``, a ``package.module:function`` reference; without a colon it is
+        the name of one of the spec's variants (:meth:`kit.workloads.WorkloadSpec.variant`).
         """
         return {"legacy": self.legacy, "modern": self.modern}.get(engine) or "default"
 

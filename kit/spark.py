@@ -101,7 +101,8 @@ def resolve_master(master: str | None = None) -> str:
 
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 _SHIPPED_PACKAGES = ("kit", "legacy", "modern")
-_EXECUTOR_MODULES = ("pandas", "pyarrow", "kafka", *_SHIPPED_PACKAGES)
+# google.protobuf: transformWithStateInPandas's workers talk to the state server in protobuf.
+_EXECUTOR_MODULES = ("pandas", "pyarrow", "kafka", "google.protobuf", *_SHIPPED_PACKAGES)
 
 
 def on_this_host(master: str | None = None) -> bool:
@@ -218,8 +219,9 @@ def check_executors(sc: SparkContext) -> list[dict]:
         lines = [line for line in str(err.java_exception).splitlines() if line.strip()][:3]
         msg = (
             f"executors could not run a Python task for the kit: {' / '.join(lines)}. Every worker needs Python "
-            f"{sys.version_info[0]}.{sys.version_info[1]} with pyspark==4.3.*, pandas<3, pyarrow and kafka-python "
-            f"at {os.environ.get('PYSPARK_PYTHON', sys.executable)} (or set spark.pyspark.python); see docs/deploy.md."
+            f"{sys.version_info[0]}.{sys.version_info[1]} with pyspark==4.3.*, pandas<3, pyarrow, kafka-python and "
+            f"protobuf at {os.environ.get('PYSPARK_PYTHON', sys.executable)} (or set spark.pyspark.python); see "
+            "docs/deploy.md."
         )
         raise ConfigError(msg, field="executors", expected="a Python that runs the kit", actual=lines) from None
     wrong = [s for s in seen if s["missing"] or s["python"] != list(sys.version_info[:2])]
@@ -229,8 +231,8 @@ def check_executors(sc: SparkContext) -> list[dict]:
             f"executors on {sorted({s['host'] for s in wrong})} cannot run the kit: Python {first['python']} at "
             f"{first['executable']} (the driver runs {list(sys.version_info[:2])}), missing {first['missing']}. "
             "Install the kit's dependencies into that interpreter on every worker (pip install 'pyspark==4.3.*' "
-            "'pandas<3' pyarrow kafka-python, or the kit itself), or point spark.pyspark.python at one that has "
-            "them; the kit's own packages are shipped with the job."
+            "'pandas<3' pyarrow kafka-python 'protobuf>=6.33.5,<7', or the kit itself), or point "
+            "spark.pyspark.python at one that has them; the kit's own packages are shipped with the job."
         )
         raise ConfigError(msg, field="executors", expected="the kit's modules importable", actual=first)
     return seen

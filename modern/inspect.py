@@ -40,6 +40,7 @@ __all__ = [
     "SourceLog",
     "StateOperator",
     "StoreRowCount",
+    "TIMERS",
     "inspect_modern_checkpoint",
     "list_query_checkpoints",
 ]
@@ -153,6 +154,9 @@ class StoreRowCount:
         rows: the row count, None when the reader failed.
         rows_per_partition: partition id → rows (partitions without rows count 0).
         error: the reader's error (first line), None when it succeeded.
+        state_variable: for a ``transformWithState`` operator, whose store holds one column family per state
+            variable: the variable counted (``forget_at``...), or :data:`TIMERS` for its registered timers.
+            None for every other operator.
     """
 
     operator_id: int
@@ -165,6 +169,11 @@ class StoreRowCount:
     rows: int | None
     rows_per_partition: dict[int, int]
     error: str | None = None
+    state_variable: str | None = None
+
+
+TIMERS = "(timers)"
+""":attr:`StoreRowCount.state_variable` of a ``transformWithState`` operator's registered timers."""
 
 
 @dataclass(frozen=True)
@@ -517,34 +526,60 @@ def _count_state_rows(checkpoint: ModernCheckpoint, spark: Any) -> tuple[tuple[S
     counts = []
     for operator_id, store in sorted(stores):
         row = described.get((operator_id, store))
-        rows: int | None = None
-        per_partition: dict[int, int] = {}
-        error = None
-        try:
-            frame = (spark.read.format("statestore").option("operatorId", operator_id)
-                     .option("storeName", store).load(path))
-            found = {int(r["partition_id"]): int(r["count"]) for r in frame.groupBy("partition_id").count().collect()}
-            partitions = range(row["numPartitions"]) if row is not None else next(
-                op.partitions for op in checkpoint.state if op.operator_id == operator_id)
-            per_partition = {p: found.get(p, 0) for p in sorted(set(partitions) | set(found))}
-            rows = sum(per_partition.values())
-        except failures as err:
-            error = _reader_error(err)
-        counts.append(
-            StoreRowCount(
-                operator_id=operator_id,
-                store_name=store,
-                operator_name=None if row is None else row["operatorName"],
-                num_partitions=None if row is None else row["numPartitions"],
-                min_batch_id=None if row is None else row["minBatchId"],
-                max_batch_id=None if row is None else row["maxBatchId"],
-                batch_id=batch_id,
-                rows=rows,
-                rows_per_partition=per_partition,
-                error=error,
+        # A transformWithState store keeps each state variable in a column family of its own; the reader reads
+        # one at a time (STDS_REQUIRED_OPTION_UNSPECIFIED 'stateVarName' without one), and the timers apart.
+        for variable in _state_variables(row) or (None,):
+            rows: int | None = None
+            per_partition: dict[int, int] = {}
+            error = None
+            try:
+                reader = spark.read.format("statestore").option("operatorId", operator_id).option("storeName", store)
+                if variable == TIMERS:
+                    reader = reader.option("readRegisteredTimers", "true")
+                elif variable is not None:
+                    reader = reader.option("stateVarName", variable)
+                by_partition = reader.load(path).groupBy("partition_id").count().collect()
+                found = {int(r["partition_id"]): int(r["count"]) for r in by_partition}
+                partitions = range(row["numPartitions"]) if row is not None else next(
+                    op.partitions for op in checkpoint.state if op.operator_id == operator_id)
+                per_partition = {p: found.get(p, 0) for p in sorted(set(partitions) | set(found))}
+                rows = sum(per_partition.values())
+            except failures as err:
+                error = _reader_error(err)
+            counts.append(
+                StoreRowCount(
+                    operator_id=operator_id,
+                    store_name=store,
+                    operator_name=None if row is None else row["operatorName"],
+                    num_partitions=None if row is None else row["numPartitions"],
+                    min_batch_id=None if row is None else row["minBatchId"],
+                    max_batch_id=None if row is None else row["maxBatchId"],
+                    batch_id=batch_id,
+                    rows=rows,
+                    rows_per_partition=per_partition,
+                    error=error,
+                    state_variable=variable,
+                )
             )
-        )
     return tuple(counts), metadata_error
+
+
+def _state_variables(row: Any) -> list[str]:
+    """The state variables of a ``transformWithState`` operator (timers as :data:`TIMERS`), [] for others.
+
+    The ``state-metadata`` reader lists them in ``operatorProperties`` (operator metadata version 2), e.g.
+    ``{"stateVariables": [{"stateName": "forget_at", "stateVariableType": "ValueState"}, {"stateName":
+    "$eventTimers_keyToTimestamp", "stateVariableType": "TimerState"}]}``; the timers' internal column families
+    are read with ``readRegisteredTimers`` instead of their names.
+    """
+    if row is None or "operatorProperties" not in row.asDict() or not row["operatorProperties"]:
+        return []
+    try:
+        variables = json.loads(row["operatorProperties"]).get("stateVariables") or []
+    except (ValueError, AttributeError):
+        return []
+    names = [v["stateName"] for v in variables if v.get("stateVariableType") != "TimerState"]
+    return names + ([TIMERS] if len(names) < len(variables) else [])
 
 
 # -- rendering -----------------------------------------------------------------------------------------------
@@ -640,7 +675,8 @@ def _describe(c: ModernCheckpoint) -> str:
         rows = [["operator", "name", "store", "rows", "per partition"]]
         for r in c.row_counts:
             per = ", ".join(str(n) for n in r.rows_per_partition.values())
-            rows.append([str(r.operator_id), r.operator_name or "-", r.store_name,
+            store = r.store_name if r.state_variable is None else f"{r.store_name}/{r.state_variable}"
+            rows.append([str(r.operator_id), r.operator_name or "-", store,
                          "FAILED" if r.rows is None else str(r.rows), per if r.error is None else _cut(r.error)])
         out += _table(rows)
         unlisted = sorted({r.operator_id for r in c.row_counts if r.operator_name is None})

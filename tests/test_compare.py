@@ -202,6 +202,8 @@ def test_input_coverage_counts_records_never_processed_and_processed_twice() -> 
         (["compare", "no_such_workload"], "unknown workload 'no_such_workload'"),
         (["compare", "running_counts", "--dataset", "missing.parquet"], "does not exist"),
         (["compare", "running_counts", "--legacy", "no_such_module:fn"], "cannot import 'no_such_module'"),
+        (["compare", "sessions", "--modern", "tws"],
+         "workload 'sessions' has no modern variant 'tws'; it has default, state, transform_with_state."),
         (["compare", "running_counts", "--legacy-mode", "carrier-pigeon"], "legacy mode 'carrier-pigeon'"),
         (["compare", "running_counts", "--legacy-mode", "direct-zookeeper"], "needs --offset-store: the ZooKeeper hosts"),
         (["compare", "running_counts", "--legacy-mode", "direct-postgres"], "needs --offset-store: a PostgreSQL DSN"),
@@ -220,6 +222,15 @@ def test_compare_errors_are_one_line_and_exit_2(
     assert code == 2
     assert message in err
     assert err.startswith(f"dmk {args[0]}: error:")
+
+
+@pytest.mark.parametrize("workload", ["sessions", "dedup"])
+def test_compare_runs_a_modern_variant_by_name(tmp_path: Path, workload: str) -> None:
+    from compare.run import CompareSettings, validate
+
+    spec, resolved = validate(CompareSettings(workload, tmp_path / "run", modern="transform_with_state"))
+    assert (resolved["legacy"].name, resolved["modern"].name) == (workload, f"{workload}.transform_with_state")
+    assert resolved["modern"].build.__name__ == "build_transform_with_state" and resolved["modern"].equivalent
 
 
 def test_compare_unreachable_broker_and_port_in_use_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -128,6 +128,11 @@ def test_resolve_finds_every_variant_and_your_own_jobs() -> None:
 
     job = get_engine("modern").resolve("sessions", "state")
     assert (job.name, job.build.__name__, job.equivalent) == ("sessions.state", "build_with_state", True)
+    for name in ("sessions", "dedup"):
+        tws = get_engine("modern").resolve(name, "transform_with_state")
+        assert (tws.name, tws.build.__name__, tws.equivalent) == (
+            f"{name}.transform_with_state", "build_transform_with_state", True
+        )
     naive = get_engine("legacy").resolve("windowed_counts", "naive")
     assert (naive.name, naive.equivalent) == ("windowed_counts.naive", False)
     # A spec of your own, by reference; its variants name their builders by reference too.

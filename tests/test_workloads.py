@@ -3,10 +3,14 @@
 Each (engine, profile, workload) is one run: a live replay of 20k records into 4 partitions while the engine
 runs every variant of the workload (many batches per engine), shared by all the tests that check it. A run
 takes a minute or more, so the default tier keeps one pair, ``running_counts`` on the messy profile (late,
-too-late, duplicate and malformed records), on both engines; ``-m slow`` runs every workload on both profiles.
+too-late, duplicate and malformed records), on both engines, and one run of Spark 4's
+``transformWithStateInPandas`` (``dedup``'s variant, alone, on a shorter messy stream); ``-m slow`` runs every
+workload on both profiles.
 """
 
 from __future__ import annotations
+
+import re
 
 import pandas as pd
 import pytest
@@ -90,12 +94,8 @@ def test_final_result_equals_the_oracle(engine_run, profile, name, engine, varia
     assert_equivalent(expected, got, keys=spec.key_columns, values=spec.value_columns)
 
 
-@pytest.mark.parametrize("profile", PROFILES)
-@pytest.mark.parametrize("engine", ["legacy", "modern"])
-@pytest.mark.parametrize("name", [pytest.param(n, marks=_tier(n)) for n in workloads.NAMES])
-def test_dead_letters_are_exactly_the_malformed_records(engine_run, profile, engine, name) -> None:
-    run = engine_run(engine, profile, name)
-    rejects = _data(profile)[2]["running_counts"].dead_letters
+def _assert_dead_letters(run: EngineRun, rejects: pd.DataFrame) -> int:
+    """Assert that ``run`` dead-lettered exactly the ``rejects`` (the oracle's), once each; returns how many."""
     # A malformed record produced to two topics (the join's input and "events") is a dead letter in each.
     log = run.replay.log[["seq", "topic"]]
     expected = rejects.merge(log, on="seq")[["topic", "seq", "reason"]]
@@ -107,7 +107,16 @@ def test_dead_letters_are_exactly_the_malformed_records(engine_run, profile, eng
         got.sort_values(columns).reset_index(drop=True), expected.sort_values(columns).reset_index(drop=True),
         check_dtype=False,
     )
-    assert (len(got) > 0) == (profile == "messy")
+    return len(got)
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("engine", ["legacy", "modern"])
+@pytest.mark.parametrize("name", [pytest.param(n, marks=_tier(n)) for n in workloads.NAMES])
+def test_dead_letters_are_exactly_the_malformed_records(engine_run, profile, engine, name) -> None:
+    run = engine_run(engine, profile, name)
+    rejects = _data(profile)[2]["running_counts"].dead_letters
+    assert (_assert_dead_letters(run, rejects) > 0) == (profile == "messy")
 
 
 @pytest.mark.parametrize("profile", PROFILES)
@@ -143,6 +152,53 @@ def test_modern_reports_the_late_rows_spark_dropped(engine_run, profile, name, e
         assert got == expected
     else:
         assert (0 < got <= expected) if expected else got == 0
+
+
+# 23 s of event time, about the shortest messy stream with too-late records (each needs an in-order record
+# allowed lateness + margin + window = 19.9 s after it), at 100 events/s, with the widest lateness margin
+# (4.9 s: late records are at most 0.1 s late) for the fewest micro-batches: 12 of at most 196 records. A new
+# event_id costs a few round trips between the Python worker and the state server; 5,000 records at 200/s
+# (16 batches of 320) made the test take 73 s.
+SHORT_STREAM = {"records": 2_300, "events_per_second": 100, "lateness_margin_ms": 4_900}
+
+
+def test_dedup_transform_with_state_equals_the_oracle_on_a_short_stream(bootstrap_servers, spark, tmp_path) -> None:
+    """The default tier's run of ``transformWithStateInPandas``: dedup's variant, alone, on a short messy stream.
+
+    Every check the slow tier makes of it: the rows, the dead letters, and the too-late records Spark reports
+    dropping. Its ids are forgotten by event-time timers while the stream runs (Spark deletes a timer once
+    ``handleExpiredTimer`` has run), and a re-delivery within the horizon is dropped.
+    """
+    from modern.runner import late_dropped, read_progress
+
+    name, variant = "dedup", "transform_with_state"
+    dedup = workloads.get(name)
+    spec = dataset_spec("messy", **SHORT_STREAM)
+    frame = generate(spec)
+    expected = dedup.oracle(frame, spec)
+    run = run_engine("modern", ((name, variant),), spec, frame, bootstrap_servers=bootstrap_servers, spark=spark,
+                     workdir=tmp_path)
+
+    got = workloads.final_result(dedup, run.rows(name, variant))
+    assert_equivalent(expected.rows, got, keys=dedup.key_columns, values=dedup.value_columns)
+    assert spec.kind_counts()["duplicate"] > 0
+    assert late_dropped(run.out_dir, workloads.job_id(name, variant)) == len(expected.late_dropped) > 0
+    assert _assert_dead_letters(run, expected.dead_letters) > 0
+    operators = [op for p in read_progress(run.out_dir, workloads.job_id(name, variant)) for op in p["stateOperators"]]
+    assert {op["operatorName"] for op in operators} == {"transformWithStateInPandasExec"}
+    assert sum(op["customMetrics"].get("numDeletedTimers", 0) for op in operators) > 0, "no id was forgotten"
+
+    # What is still remembered after the last watermark (largest event time - delay): exactly the ids
+    # dropDuplicatesWithinWatermark would keep (watermark < event_time + delay), each with its timer.
+    from modern.inspect import TIMERS, inspect_modern_checkpoint
+
+    delay = dedup.watermark_delay_ms or 0
+    watermark = workloads.parse_dataset(frame)[0]["event_time"].max() - delay
+    remembered = int((expected.rows["event_time"] + delay > watermark).sum())
+    checkpoint = inspect_modern_checkpoint(tmp_path / "modern-checkpoint" / workloads.job_id(name, variant), spark)
+    counts = {c.state_variable: c.rows for c in checkpoint.row_counts or ()}
+    assert counts == {"forget_at": remembered, TIMERS: remembered} and 0 < remembered < len(expected.rows)
+    assert re.search(rf"default/forget_at\s+{remembered}\s", checkpoint.describe())
 
 
 @pytest.mark.slow

@@ -1,7 +1,8 @@
 """``dedup``: drop records whose ``event_id`` was already seen within the lateness horizon.
 
 Legacy: :func:`legacy.workloads.event_time_operator` keyed by ``event_id``, remembering each id until the
-watermark passes its event time plus the allowed lateness. Modern: ``dropDuplicatesWithinWatermark``. Both
+watermark passes its event time plus the allowed lateness. Modern: ``dropDuplicatesWithinWatermark``, and
+Spark 4's ``transformWithStateInPandas`` with a ValueState per id and an event-time timer forgetting it. All
 output the first occurrence of each id at once (append mode): key ``event_id``, values ``user, key,
 event_time`` (ms).
 
@@ -26,7 +27,7 @@ from __future__ import annotations
 import pandas as pd
 
 from kit.dataset import DatasetSpec
-from kit.workloads import OracleResult, WorkloadSpec, parse_dataset, sorted_rows
+from kit.workloads import OracleResult, Variant, WorkloadSpec, parse_dataset, sorted_rows
 
 __all__ = ["SPEC", "WATERMARK_DELAY_MS", "oracle"]
 
@@ -52,4 +53,12 @@ SPEC = WorkloadSpec(
     granularity="one row per distinct event_id",
     watermark_delay_ms=WATERMARK_DELAY_MS,
     oracle=oracle,
+    modern=(
+        Variant("default", "build", note="withWatermark + dropDuplicatesWithinWatermark(['event_id'])"),
+        Variant(
+            "transform_with_state",
+            "build_transform_with_state",
+            note="transformWithStateInPandas (Spark 4): a ValueState per event_id, forgotten by an event-time timer",
+        ),
+    ),
 )

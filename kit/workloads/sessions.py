@@ -3,8 +3,9 @@
 A session is a user's run of events with no silence longer than the gap; it spans ``[first event, last
 event + gap)``, as Spark's ``session_window`` does (an event at most a gap after the previous one, inclusive,
 extends the session). Legacy: :func:`legacy.workloads.event_time_operator` with per-user open sessions that
-merge when out-of-order events bridge them. Modern: ``session_window`` aggregation in append mode, and a
-second variant, ``applyInPandasWithState`` with event-time timeouts. Each session is output once, when the
+merge when out-of-order events bridge them. Modern: ``session_window`` aggregation in append mode, and two
+variants by hand: ``applyInPandasWithState`` with event-time timeouts, and Spark 4's
+``transformWithStateInPandas`` with a ListState and event-time timers. Each session is output once, when the
 watermark (largest event time seen minus the 5 s allowed lateness) passes its end: keys ``user,
 session_start``, values ``session_end, events`` (all times in ms; ``events`` counts duplicates too, since
 they are records like any other).
@@ -88,6 +89,11 @@ SPEC = WorkloadSpec(
             "state",
             "build_with_state",
             note="applyInPandasWithState with event-time timeouts: sessions kept and closed by hand",
+        ),
+        Variant(
+            "transform_with_state",
+            "build_transform_with_state",
+            note="transformWithStateInPandas (Spark 4): open sessions in a ListState, closed by event-time timers",
         ),
     ),
 )

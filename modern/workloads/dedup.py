@@ -1,21 +1,33 @@
-"""``dedup`` in Structured Streaming: ``withWatermark`` + ``dropDuplicatesWithinWatermark("event_id")``.
+"""``dedup`` in Structured Streaming: ``dropDuplicatesWithinWatermark``, and with ``transformWithStateInPandas``.
 
-Spark remembers each ``event_id`` until the watermark (largest event time seen minus 5 s) passes its event
-time plus those 5 s, outputs the first record of an id at once (append mode) and drops the rest; a record
-whose event time is at or behind the watermark is dropped as too late.
+``build``: ``withWatermark`` + ``dropDuplicatesWithinWatermark("event_id")``. Spark remembers each
+``event_id`` until the watermark (largest event time seen minus 5 s) reaches its event time plus those 5 s,
+outputs the first record of an id at once (append mode) and drops the rest; a record whose event time is at
+or behind the watermark is dropped as too late.
+
+``build_transform_with_state``: the same with Spark 4's ``transformWithStateInPandas`` (a
+:class:`FirstDelivery` per ``event_id``): a ``ValueState`` remembers the id, an event-time timer at
+``event_time + delay`` forgets it, exactly when ``dropDuplicatesWithinWatermark`` evicts it, and the operator
+drops the same too-late records (it filters its input on the watermark column as Spark's deduplication
+does). It needs the RocksDB state store provider (the kit's :mod:`kit.spark` default).
 
 Example (``source`` a :class:`modern.workloads.Source`)::
 
     firsts = build(spark, source)   # event_id, user, key, event_time (ms), last_input_ts
+    by_processor = build_transform_with_state(spark, source)   # the same rows
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
-from kit.workloads.dedup import SPEC
+import pandas as pd
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
-__all__ = ["build"]
+from kit.workloads.dedup import SPEC, WATERMARK_DELAY_MS
+
+__all__ = ["FirstDelivery", "build", "build_transform_with_state"]
 
 
 # --8<-- [start:dedup]
@@ -31,3 +43,55 @@ def build(spark: Any, source: Any) -> Any:
         F.unix_millis("kafka_ts").alias("last_input_ts"),
     )
 # --8<-- [end:dedup]
+
+
+# --8<-- [start:dedup.transform_with_state]
+_OUTPUT = "event_id string, user string, key string, event_time long, last_input_ts long"
+
+
+class FirstDelivery(StatefulProcessor):
+    """Per ``event_id``: output its first delivery, remember it in a ValueState, forget it by event-time timer.
+
+    No TTL: TTL counts processing time from the last update, while dropDuplicatesWithinWatermark forgets an
+    id when the *watermark* passes its event time plus the delay. With TTL, what is remembered would depend
+    on how fast the query runs (a backlog, a restart), not on the data.
+    """
+
+    def __init__(self, delay_ms: int) -> None:
+        self.delay_ms = delay_ms
+
+    def init(self, handle: Any) -> None:
+        self.handle = handle
+        self.seen = handle.getValueState("forget_at", "forget_at long")
+
+    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
+        if self.seen.exists():  # a re-delivery within the horizon (Spark does not need the rows read)
+            return iter([])
+        # The first delivery in arrival order (a batch's rows come in no particular order).
+        first = pd.concat(list(rows)).sort_values(["topic", "partition", "offset"]).head(1)
+        forget_at = int(first["event_time_ms"].iloc[0]) + self.delay_ms
+        self.seen.update((forget_at,))
+        # dropDuplicatesWithinWatermark evicts an id when the watermark reaches forget_at; Spark fires a
+        # timer when it is *before* the watermark, hence the millisecond less.
+        self.handle.registerTimer(forget_at - 1)
+        first = first.assign(event_time=first["event_time_ms"])
+        return iter([first[["event_id", "user", "key", "event_time", "last_input_ts"]]])
+
+    def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[pd.DataFrame]:
+        self.seen.clear()
+        return iter([])
+
+
+def build_transform_with_state(spark: Any, source: Any) -> Any:
+    from pyspark.sql import functions as F  # noqa: N812
+
+    # The operator drops the rows at or behind the watermark by its column (event_time, a timestamp), as
+    # dropDuplicatesWithinWatermark does; the processor reads the milliseconds.
+    events = source.events().withWatermark("event_time", f"{SPEC.watermark_delay_ms} milliseconds")
+    return events.select(
+        "event_id", "user", "key", "event_time", "event_time_ms", "topic", "partition", "offset",
+        F.unix_millis("kafka_ts").alias("last_input_ts"),
+    ).groupBy("event_id").transformWithStateInPandas(
+        FirstDelivery(WATERMARK_DELAY_MS), _OUTPUT, outputMode="Append", timeMode="EventTime"
+    )
+# --8<-- [end:dedup.transform_with_state]
