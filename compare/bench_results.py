@@ -65,9 +65,10 @@ THROUGHPUT_LIMITS = {
               "(json.loads and the event checks), combined and pickled to the JVM for the shuffle, which the raw "
               "consumer does not do (profile §5: of the busy Python worker samples, reading 30 %, parsing 25 %, "
               "pickling 15 %)",
-    "modern": "the JVM's two cores are busy (top: 170 % CPU), most of it in Spark's from_json (Jackson parses "
-              "each record's value from a string) and the canonical-form check, and each record is built into "
-              "Arrow in the Python reader (profile §5)",
+    "modern": "the JVM's two cores are busy (top: 170 % CPU): each record's value is parsed from a string by "
+              "Spark's from_json (Jackson) and checked against the canonical form, and built into Arrow in the "
+              "Python reader (profile §5, measured while from_json still ran once per field: 62 % of the JVM's "
+              "samples; computed once since, profile §6, it has not been profiled again)",
 }
 """Per engine: what limits its throughput, measured (benchmarks/results/profile.md)."""
 LATENCY_LIMITS = {
