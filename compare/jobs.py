@@ -308,7 +308,9 @@ class ScriptEngine:
         return [[(t, int(p), int(f), int(u)) for t, p, f, u in row["ranges"]]
                 for row in written_lines(self.progress_path(out_dir))]
 
-    def batch_spans(self, out_dir: str | Path, job: str | None = None) -> pd.DataFrame:
+    def batch_spans(
+        self, out_dir: str | Path, job: str | None = None, checkpoint_dir: Path | None = None
+    ) -> pd.DataFrame:
         """One row per completed batch, from the stand-ins' reports (no scheduling delay is known)."""
         rows = [(r["batch_ms"], r["batch_ms"], r["completed_ms"], r["records"], r["completed_ms"] - r["batch_ms"], 0)
                 for r in written_lines(self.progress_path(out_dir))]

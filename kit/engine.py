@@ -279,10 +279,14 @@ class Engine(Protocol):
     def interval_s(self, config: DriverConfig) -> float:
         """``config``'s batch interval or trigger in seconds (0: each batch starts when the last one ends)."""
 
-    def batch_spans(self, out_dir: str | Path, job: str | None = None) -> pd.DataFrame:
+    def batch_spans(
+        self, out_dir: str | Path, job: str | None = None, checkpoint_dir: Path | None = None
+    ) -> pd.DataFrame:
         """One row per completed batch of ``job`` (default: the run's first job), columns :data:`BATCH_SPAN_COLUMNS`.
 
-        ``scheduling_ms`` is the wait behind earlier batches.
+        ``scheduling_ms`` is the wait behind earlier batches. ``checkpoint_dir`` (the run's local checkpoint
+        directory, if any) lets an engine add the batches its reports missed, such as the last one of a killed
+        driver.
         """
 
     def batch_phases(self, out_dir: str | Path, job: str | None = None) -> pd.DataFrame:

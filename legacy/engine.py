@@ -223,7 +223,9 @@ class LegacyEngine:
         """The batch interval."""
         return config.batch_seconds
 
-    def batch_spans(self, out_dir: str | Path, job: str | None = None) -> pd.DataFrame:
+    def batch_spans(
+        self, out_dir: str | Path, job: str | None = None, checkpoint_dir: Path | None = None
+    ) -> pd.DataFrame:
         """The batches of the run's context (every job shares them), from its StreamingListener's log.
 
         Processing starts when the batch's scheduling delay, its wait behind earlier batches, ends.

@@ -113,21 +113,38 @@ class ModernEngine:
         """The processing-time trigger's interval (0 for ``availableNow`` and ``0 seconds``)."""
         return 0.0 if config.trigger == "availableNow" else seconds(config.trigger)
 
-    def batch_spans(self, out_dir: str | Path, job: str | None = None) -> pd.DataFrame:
+    def batch_spans(
+        self, out_dir: str | Path, job: str | None = None, checkpoint_dir: Path | None = None
+    ) -> pd.DataFrame:
         """The micro-batches of ``job``'s query (default: the first job's), from its progress.
 
         ``batch_ms`` and ``started_ms`` are the trigger's start (``timestamp``); a micro-batch never waits
-        behind another, so ``scheduling_ms`` is 0.
+        behind another, so ``scheduling_ms`` is 0. Progress events reach the listener after the batch commits,
+        so a killed driver can lose the last one: with ``checkpoint_dir``, a committed batch the progress lacks
+        is taken from the query's offsets and commits logs (its records from the offsets, its start and end
+        from the times the two files were written).
         """
         if job is None:
             queries = _job_queries(out_dir)
             job = queries[0] if queries else ""
-        rows = []
+        rows, reported = [], set()
         for p in read_progress(out_dir, job):
             started = pd.Timestamp(p["timestamp"]).value // 1_000_000
             duration = int(p.get("batchDuration", 0))
             rows.append((started, started, started + duration, int(p.get("numInputRows", 0)), duration, 0))
-        return pd.DataFrame(rows, columns=list(BATCH_SPAN_COLUMNS))
+            reported.add(int(p["batchId"]))
+        if checkpoint_dir is not None:  # a local one (a URI's files are for Spark to read)
+            checkpoint = checkpoint_dir / job
+            for batch, sources in _checkpointed_batches(checkpoint).items():
+                if batch in reported:
+                    continue
+                records = sum(int(until) - int(start.get(topic, {}).get(partition, 0))
+                              for start, end in sources if isinstance(end, dict)  # Kafka: topic -> partitions
+                              for topic, parts in end.items() for partition, until in parts.items())
+                started = int((checkpoint / "offsets" / str(batch)).stat().st_mtime * 1000)
+                ended = max(int((checkpoint / "commits" / str(batch)).stat().st_mtime * 1000), started)
+                rows.append((started, started, ended, records, ended - started, 0))
+        return pd.DataFrame(rows, columns=list(BATCH_SPAN_COLUMNS)).sort_values("started_ms", ignore_index=True)
 
     def batch_phases(self, out_dir: str | Path, job: str | None = None) -> pd.DataFrame:
         """Per micro-batch of ``job``'s query: its ``durationMs`` parts, then its state's update and commit time.

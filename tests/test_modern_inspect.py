@@ -407,3 +407,29 @@ def test_a_real_stateful_query(spark, bootstrap_servers: str, topic_factory, tmp
     (failed,) = degraded.row_counts
     assert (failed.operator_id, failed.store_name, failed.rows) == (0, "default", None) and failed.error
     assert "state-metadata reader FAILED" in degraded.describe()
+
+
+def test_batch_spans_take_a_committed_batch_the_progress_missed_from_the_checkpoint(tmp_path: Path) -> None:
+    """A killed driver can commit a micro-batch and die before its progress event is written: the span comes
+    from the offsets and commits logs, with the batch's records (so the backlog is not overstated)."""
+    import os
+
+    from modern.engine import MODERN
+
+    checkpoint = tmp_path / "checkpoint"
+    three_batches(checkpoint / "running_counts")
+    for name, seconds in (("offsets/0", 100), ("commits/0", 101), ("offsets/1", 200), ("commits/1", 203)):
+        path = checkpoint / "running_counts" / name
+        os.utime(path, (seconds, seconds))
+    out = tmp_path / "out"
+    progress = {"name": "running_counts", "batchId": 0, "numInputRows": 22, "batchDuration": 900,
+                "timestamp": "1970-01-01T00:01:40.000Z"}
+    (out / "progress").mkdir(parents=True)
+    (out / "progress" / "running_counts.jsonl").write_text(json.dumps(progress) + "\n", encoding="utf-8")
+
+    reported_only = MODERN.batch_spans(out, "running_counts")
+    assert reported_only[["started_ms", "ended_ms", "records"]].values.tolist() == [[100_000, 100_900, 22]]
+    with_checkpoint = MODERN.batch_spans(out, "running_counts", checkpoint)
+    # Batch 1 read events-0 10 -> 20 and events-1 12 -> 25: 23 records; batch 2 is not committed.
+    assert with_checkpoint[["started_ms", "ended_ms", "records"]].values.tolist() == [
+        [100_000, 100_900, 22], [200_000, 203_000, 23]]
