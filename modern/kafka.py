@@ -123,7 +123,12 @@ class _Offsets:
     @property
     def kafka(self) -> Kafka:
         if self._kafka is None:
-            self._kafka = Kafka(self.settings.bootstrap_servers, settings=self.settings.client)
+            # kafka-python, not librdkafka: this handle lives as long as the query and looks up every topic the
+            # pattern selects. librdkafka 2.16 kills the process (SIGSEGV in its own threads) when a topic it
+            # is fetching from is deleted, which a subscribePattern query must survive (failOnDataLoss); the
+            # Python source runner dying ended such a query with an EOFException in latestOffset. The reads,
+            # one short-lived consumer per range, keep the fast client.
+            self._kafka = Kafka(self.settings.bootstrap_servers, settings=self.settings.client, client="kafka-python")
         return self._kafka
 
     def close(self) -> None:
