@@ -342,16 +342,7 @@ def test_both_clients_produce_and_read_through_mutual_tls(tls, kafka_client: str
     before = proxy.handshakes
     with Kafka(bootstrap, settings=settings, timeout_s=20) as kafka:
         assert kafka.client == kafka_client
-        topic = f"tls_{kafka_client}_{uuid.uuid4().hex[:8]}"
-        kafka.create_topic(topic, 1)
-        sender = kafka.sender()
-        for i in range(5):
-            sender.send(topic, key=b"k", value=f"v{i}".encode(), partition=0)
-        assert sender.flush(20) == 0
-        sender.close()
-        rows = [(r.offset, r.value) for r in kafka.read_range(topic, 0, 0, kafka.end_offsets(topic)[
-            next(iter(kafka.end_offsets(topic)))])]
-    assert rows == [(i, f"v{i}".encode()) for i in range(5)]
+        _produce_and_read(kafka, records=5)
     assert proxy.handshakes > before  # every connection was TLS: the broker is reachable only through the proxy
 
 
@@ -427,17 +418,17 @@ def test_a_wrong_password_is_refused_with_the_fix_and_without_either_password(tm
     assert wrong not in message and PASSWORD not in message
 
 
-def _produce_and_read(kafka: Kafka) -> None:
+def _produce_and_read(kafka: Kafka, records: int = 3) -> None:
     topic = f"sec_{uuid.uuid4().hex[:8]}"
     kafka.create_topic(topic, 1)
     sender = kafka.sender()
-    for i in range(3):
+    for i in range(records):
         sender.send(topic, key=b"k", value=f"v{i}".encode(), partition=0)
     assert sender.flush(20) == 0
     sender.close()
     end = kafka.end_offsets(topic)[TopicPartition(topic, 0)]
     rows = [(r.offset, r.value) for r in kafka.read_range(topic, 0, 0, end)]
-    assert rows == [(i, f"v{i}".encode()) for i in range(3)]
+    assert rows == [(i, f"v{i}".encode()) for i in range(records)]
 
 
 # -- both engines on a secured cluster: the run works, and nothing it writes holds a secret ------------------------
