@@ -17,9 +17,8 @@ import hmac
 import os
 import ssl
 import struct
-import threading
 
-from kit.broker import free_port
+from _tls import LoopbackProxy, pipe
 
 _HANDSHAKE, _AUTHENTICATE, _API_VERSIONS = 17, 36, 18
 _UNSUPPORTED_MECHANISM, _AUTH_FAILED, _ILLEGAL_STATE = 33, 58, 34
@@ -84,46 +83,18 @@ class _Scram:
         return f"v={base64.b64encode(server_signature).decode()}".encode(), True
 
 
-class SaslProxy:
+class SaslProxy(LoopbackProxy):
     """Authenticates Kafka clients with ``mechanism`` against ``users``, then relays them to ``target_port``."""
+
+    name = "SASL proxy"
 
     def __init__(self, mechanism: str, users: dict[str, str], target_port: int, *,
                  tls: ssl.SSLContext | None = None, port: int | None = None) -> None:
-        self.port = port or free_port()
+        super().__init__(target_port, tls=tls, port=port)
         self.mechanism = mechanism
         self.users = users
-        self._target = target_port
-        self._tls = tls
         self.authenticated: list[str] = []
         self.failed: list[str] = []
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="sasl-proxy", daemon=True)
-
-    def __enter__(self) -> SaslProxy:
-        self._thread.start()
-        if not self._ready.wait(10):
-            msg = "the SASL proxy did not start within 10 s"
-            raise RuntimeError(msg)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        server = self._loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", self.port, ssl=self._tls))
-        self._ready.set()
-        try:
-            self._loop.run_forever()
-        finally:
-            server.close()
-            pending = [task for task in asyncio.all_tasks(self._loop) if not task.done()]
-            for task in pending:
-                task.cancel()
-            self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            self._loop.close()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -133,7 +104,7 @@ class SaslProxy:
             return
         try:
             if await self._authenticate(reader, writer, up_reader, up_writer):
-                await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+                await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
         except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError, asyncio.CancelledError):
             pass
         finally:
@@ -213,14 +184,3 @@ class SaslProxy:
             payload = struct.pack(">i", correlation) + body
         writer.write(struct.pack(">i", len(payload)) + payload)
         await writer.drain()
-
-
-async def _pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
-    try:
-        while data := await source.read(1 << 16):
-            sink.write(data)
-            await sink.drain()
-    except (ConnectionError, ssl.SSLError, asyncio.CancelledError):
-        pass
-    finally:
-        sink.close()

@@ -88,25 +88,38 @@ def make_pki(directory: Path, key_password: str) -> Pki:
                key_password, directory / "ca.pem", directory / "client.pem", _pem(other))
 
 
-class TlsProxy:
-    """Accepts TLS (client certificate required) on a free loopback port and relays the bytes to ``target``."""
+async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+    """Copy ``source`` to ``sink`` until either side closes."""
+    try:
+        while data := await source.read(1 << 16):
+            sink.write(data)
+            await sink.drain()
+    except (ConnectionError, ssl.SSLError, asyncio.CancelledError):
+        pass
+    finally:
+        sink.close()
 
-    def __init__(self, pki: Pki, target_port: int) -> None:
-        self.port = free_port()
+
+class LoopbackProxy:
+    """A server on a free loopback port, its asyncio loop in a thread of its own: ``with`` starts and stops it.
+
+    Subclasses serve each connection in ``_serve``; ``tls`` makes the port TLS-only.
+    """
+
+    name = "proxy"
+
+    def __init__(self, target_port: int, *, tls: ssl.SSLContext | None = None, port: int | None = None) -> None:
+        self.port = port or free_port()
         self._target = target_port
-        self._context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(pki.ca_file))
-        self._context.load_cert_chain(str(pki.server_cert), str(pki.server_key))
-        self._context.verify_mode = ssl.CERT_REQUIRED
-        self.handshakes = 0
-        self.refused = 0
+        self._tls = tls
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="tls-proxy", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
 
-    def __enter__(self) -> TlsProxy:
+    def __enter__(self) -> LoopbackProxy:
         self._thread.start()
         if not self._ready.wait(10):
-            msg = "the TLS proxy did not start within 10 s"
+            msg = f"the {self.name} did not start within 10 s"
             raise RuntimeError(msg)
         return self
 
@@ -114,10 +127,13 @@ class TlsProxy:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
 
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        raise NotImplementedError
+
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
-        server = self._loop.run_until_complete(asyncio.start_server(
-            self._serve, "127.0.0.1", self.port, ssl=self._context, ssl_handshake_timeout=10))
+        tls = {"ssl": self._tls, "ssl_handshake_timeout": 10} if self._tls is not None else {}
+        server = self._loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", self.port, **tls))
         self._ready.set()
         try:
             self._loop.run_forever()
@@ -130,6 +146,20 @@ class TlsProxy:
             self._loop.run_until_complete(server.wait_closed())
             self._loop.close()
 
+
+class TlsProxy(LoopbackProxy):
+    """Accepts TLS (client certificate required) on a free loopback port and relays the bytes to ``target``."""
+
+    name = "TLS proxy"
+
+    def __init__(self, pki: Pki, target_port: int) -> None:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(pki.ca_file))
+        context.load_cert_chain(str(pki.server_cert), str(pki.server_key))
+        context.verify_mode = ssl.CERT_REQUIRED
+        super().__init__(target_port, tls=context)
+        self.handshakes = 0
+        self.refused = 0
+
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.handshakes += 1
         try:
@@ -137,17 +167,6 @@ class TlsProxy:
         except OSError:
             writer.close()
             return
-
-        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
-            try:
-                while data := await source.read(1 << 16):
-                    sink.write(data)
-                    await sink.drain()
-            except (ConnectionError, ssl.SSLError, asyncio.CancelledError):
-                pass
-            finally:
-                sink.close()
-
         await asyncio.gather(pipe(reader, upstream_writer), pipe(upstream_reader, writer))
 
 
