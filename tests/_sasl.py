@@ -105,6 +105,10 @@ class SaslProxy(LoopbackProxy):
         try:
             if await self._authenticate(reader, writer, up_reader, up_writer):
                 await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+            else:
+                # A broker waits before closing a refused connection (connection.failed.authentication.delay.ms,
+                # 100 ms by default); closing at once can reset it before the client has read why it was refused.
+                await asyncio.sleep(0.1)
         except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError, asyncio.CancelledError):
             pass
         finally:
