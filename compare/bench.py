@@ -101,6 +101,11 @@ LATENCY_RATE = 5_000.0
 """Records/s of every latency run by default: one fixed input rate for both engines, so their latencies are
 comparable (the issue's target load for running_counts on 8 partitions)."""
 WARMUP_FRACTION = 0.2
+IDLE_SECONDS = 3.0
+"""How long each latency run stays idle after its last record is processed, for its idle batches or triggers."""
+IDLE_REPORT_INTERVAL = "500ms"
+"""``spark.sql.streaming.noDataProgressEventInterval`` during latency runs: how often Structured Streaming reports
+an idle trigger (a trigger that found no new data and ran no micro-batch; 10 s by default)."""
 LATENCY_INTERVALS = {"legacy": ("1 s", "0.5 s"), "modern": ("0 seconds", "500 milliseconds")}
 """Legacy batch intervals and modern triggers of the latency runs (:meth:`kit.engine.Engine.paced`); the first is
 each engine's default."""
@@ -497,13 +502,15 @@ class _Bench:
         dataset = _dataset(n, events_per_second=rate)
         frame = generate(dataset)
         topic = self._topic(f"latency-{engine}-{workload}-{uuid.uuid4().hex[:6]}")
-        with self.engine(engine, workload, topic, dataset, interval=interval) as run:
+        with _session_conf(self.spark, IDLE_CONF, IDLE_REPORT_INTERVAL), \
+                self.engine(engine, workload, topic, dataset, interval=interval) as run:
             # The replay runs in a process of its own, so its producer does not compete with the engine's
             # driver for this interpreter's GIL; its timestamps and the sink's are on the same clock.
             with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
                 replayed = pool.submit(replay, frame, self.bootstrap, ReplaySettings(
                     topic=topic, partitions=self.settings.partitions, rate_rps=rate, partition_by="seq")).result()
             run.wait(replayed.topic_end_offsets, self.settings.timeout_s)
+            time.sleep(IDLE_SECONDS)  # what the engine does without input is measured, not waited for
         rows = run.rows()
         produced = replayed.log["produced_ms"]
         cutoff = produced.min() + WARMUP_FRACTION * (produced.max() - produced.min())
@@ -512,7 +519,8 @@ class _Bench:
         busy, idle = spans[spans["records"] > 0], spans[spans["records"] == 0]
         return {
             "rate_rps": round(rate, 1), "records": n, "rows_measured": int(len(measured)), **percentiles(measured),
-            # What limits the latency: how long a batch takes, with and without records.
+            # What limits the latency: how long a batch takes, with and without records (modern: an idle trigger,
+            # which runs no micro-batch unless a watermark moved).
             "batch_ms_median": _median(busy["processing_ms"]), "idle_batch_ms_median": _median(idle["processing_ms"]),
             # A batch waits behind another only where batches are cut by the clock.
             "scheduling_delay_ms_max": (int(spans["scheduling_ms"].max())
@@ -568,6 +576,23 @@ class _Bench:
             "processing_ms_small": small, "processing_ms_large": large,
             "ratio": None if ratio is None else round(ratio, 2),
         }
+
+
+IDLE_CONF = "spark.sql.streaming.noDataProgressEventInterval"
+
+
+@contextmanager
+def _session_conf(spark: Any, key: str, value: str) -> Iterator[None]:
+    """``spark.conf`` ``key`` set to ``value`` for the block (queries read it when they start), then restored."""
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
 
 
 def closing_seconds(workload: str) -> float:

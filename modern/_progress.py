@@ -27,8 +27,10 @@ __all__ = ["progress_listener"]
 class _JsonProgress:
     """Spark's ``PythonStreamingQueryListener`` interface, implemented over py4j's callback server."""
 
-    def __init__(self, on_progress: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, on_progress: Callable[[dict[str, Any]], None],
+                 on_idle: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.on_progress = on_progress
+        self.on_idle = on_idle
 
     def onQueryStarted(self, jevent: Any) -> None:  # noqa: N802 - Spark's names
         pass
@@ -37,7 +39,10 @@ class _JsonProgress:
         self.on_progress(json.loads(jevent.progress().json()))
 
     def onQueryIdle(self, jevent: Any) -> None:  # noqa: N802
-        pass
+        if self.on_idle is not None:
+            progress = _idle_progress(jevent.id().toString(), jevent.timestamp())
+            if progress is not None:
+                self.on_idle(progress)
 
     def onQueryTerminated(self, jevent: Any) -> None:  # noqa: N802
         pass
@@ -46,10 +51,34 @@ class _JsonProgress:
         implements = ["org.apache.spark.sql.streaming.PythonStreamingQueryListener"]
 
 
-def progress_listener(on_progress: Callable[[dict[str, Any]], None]) -> Any:
+def _idle_progress(query_id: str, timestamp: str) -> dict[str, Any] | None:
+    """The progress of the idle trigger that started at ``timestamp``, or None if the query no longer has it.
+
+    Spark records an idle trigger's progress (its ``latestOffset`` and ``triggerExecution`` durations, no input)
+    in the query's ``recentProgress`` but posts only a ``QueryIdleEvent`` (id, run id, the trigger's start), at
+    most once per ``spark.sql.streaming.noDataProgressEventInterval`` (ProgressReporter.updateIdleness).
+    """
+    from pyspark.sql import SparkSession
+
+    jquery = SparkSession.builder.getOrCreate()._jsparkSession.streams().get(query_id)
+    if jquery is None:
+        return None
+    last = jquery.lastProgress()
+    candidates = [last] if last is not None and last.timestamp() == timestamp else list(jquery.recentProgress())[::-1]
+    for progress in candidates:
+        if progress.timestamp() == timestamp:
+            return dict(json.loads(progress.json()))
+    return None
+
+
+def progress_listener(
+    on_progress: Callable[[dict[str, Any]], None], on_idle: Callable[[dict[str, Any]], None] | None = None
+) -> Any:
     """A listener for ``spark.streams.addListener`` calling ``on_progress`` with each progress's JSON, parsed.
 
     ``on_progress`` runs on Spark's listener thread, one event at a time, for every query of the session.
+    ``on_idle``, if given, gets the progress of each idle trigger Spark reports (a trigger that found no new
+    data and ran no micro-batch; see :func:`_idle_progress`).
     """
     from pyspark import SparkContext
     from pyspark.sql.streaming import StreamingQueryListener
@@ -76,7 +105,7 @@ def progress_listener(on_progress: Callable[[dict[str, Any]], None]) -> Any:
                 if jvm is None:
                     msg = "progress_listener: no SparkContext is running; create the session first"
                     raise RuntimeError(msg)
-                self._jlistenerobj = jvm.PythonStreamingQueryListenerWrapper(_JsonProgress(on_progress))
+                self._jlistenerobj = jvm.PythonStreamingQueryListenerWrapper(_JsonProgress(on_progress, on_idle))
             return self._jlistenerobj
 
     return JsonProgressListener()

@@ -119,7 +119,9 @@ class ModernEngine:
         """The micro-batches of ``job``'s query (default: the first job's), from its progress.
 
         ``batch_ms`` and ``started_ms`` are the trigger's start (``timestamp``); a micro-batch never waits
-        behind another, so ``scheduling_ms`` is 0. Progress events reach the listener after the batch commits,
+        behind another, so ``scheduling_ms`` is 0. The idle triggers Spark reported (no new data, so no
+        micro-batch; at most one per ``spark.sql.streaming.noDataProgressEventInterval``) are rows without
+        records. Progress events reach the listener after the batch commits,
         so a killed driver can lose the last one: with ``checkpoint_dir``, a committed batch the progress lacks
         is taken from the query's offsets and commits logs (its records from the offsets, its start and end
         from the times the two files were written).
@@ -133,6 +135,10 @@ class ModernEngine:
             duration = int(p.get("batchDuration", 0))
             rows.append((started, started, started + duration, int(p.get("numInputRows", 0)), duration, 0))
             reported.add(int(p["batchId"]))
+        for p in read_progress(out_dir, job, idle=True):
+            started = pd.Timestamp(p["timestamp"]).value // 1_000_000
+            duration = int(p.get("batchDuration", 0))
+            rows.append((started, started, started + duration, 0, duration, 0))
         if checkpoint_dir is not None:  # a local one (a URI's files are for Spark to read)
             checkpoint = checkpoint_dir / job
             for batch, sources in _checkpointed_batches(checkpoint).items():

@@ -6,6 +6,7 @@ Output layout under ``out_dir`` (the same as :mod:`legacy.runner`'s, batch = bat
     dead_letters.<input>/     malformed records of an input: topic, partition, offset, reason (kit.sink keyed
                               files, written by the job queries' parse: no query reads a topic twice)
     progress/<query>.jsonl    every StreamingQueryProgress of every query, as JSON lines
+    progress/idle/<query>.jsonl  the idle triggers Spark reported (no new data, no micro-batch)
 
 A job given an initial state (``ModernRunConfig.initial_state``, written by ``dmk cutover --seed-state``)
 continues the legacy job's totals: :func:`continue_totals`.
@@ -82,28 +83,46 @@ class ModernRunConfig:
 
 
 class _ProgressLog:
-    """A StreamingQueryListener appending each progress of this run's queries to a JSON-lines file."""
+    """A StreamingQueryListener appending each progress of this run's queries to a JSON-lines file.
+
+    Idle triggers (no new data, no micro-batch) go to ``idle/<query>.jsonl``, apart: their progress carries the id
+    of the micro-batch they did not run.
+    """
 
     def __init__(self, directory: Path, names: set[str]) -> None:
         from modern._progress import progress_listener
 
-        self.listener = progress_listener(self.write)
+        self.listener = progress_listener(self.write, self.write_idle)
         self.directory = directory
         self.names = names
         self._lock = threading.Lock()
 
     def write(self, progress: dict[str, Any]) -> None:
+        self._append(self.directory, progress)
+
+    def write_idle(self, progress: dict[str, Any]) -> None:
+        self._append(self.directory / IDLE, progress)
+
+    def _append(self, directory: Path, progress: dict[str, Any]) -> None:
         if progress.get("name") not in self.names:
             return
         with self._lock:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            with open(self.directory / f"{progress['name']}.jsonl", "a", encoding="utf-8") as out:
+            directory.mkdir(parents=True, exist_ok=True)
+            with open(directory / f"{progress['name']}.jsonl", "a", encoding="utf-8") as out:
                 out.write(json.dumps(progress) + "\n")
 
 
-def read_progress(out_dir: str | Path, name: str) -> list[dict]:
-    """Every progress a run's query ``name`` reported, oldest first."""
-    path = Path(out_dir) / "progress" / f"{name}.jsonl"
+IDLE = "idle"
+"""The directory under ``progress/`` holding each query's idle triggers."""
+
+
+def read_progress(out_dir: str | Path, name: str, *, idle: bool = False) -> list[dict]:
+    """Every progress a run's query ``name`` reported, oldest first; ``idle``: its idle triggers' instead.
+
+    Spark reports an idle trigger at most once per ``spark.sql.streaming.noDataProgressEventInterval``
+    (10 s by default).
+    """
+    path = Path(out_dir) / "progress" / (f"{IDLE}/{name}.jsonl" if idle else f"{name}.jsonl")
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -89,10 +89,14 @@ def test_targets_say_whether_met_and_by_how_much() -> None:
     assert (modern_p99["met"], modern_p99["missed_by_factor"]) == (False, 1.9)
     assert targets["legacy state growth ratio"]["missed_by_factor"] == 6.99  # 9.09 / 1.3
     assert targets["modern state growth ratio"]["met"] is True
+    legacy_idle = targets["legacy running_counts idle batch, median (1 s batches)"]
+    assert (legacy_idle["value"], legacy_idle["met"], legacy_idle["missed_by_factor"]) == (300.0, False, 1.5)
+    assert targets["modern running_counts idle trigger, median (default trigger)"]["missed_by_factor"] == 1.2  # 300 / 250
     limits = bench.limits(_results())
     assert "legacy state growth: a batch of 10,000 updates took 110 ms at 10,000 keys and 1,000 ms at 200,000" in limits[-2]
     assert not any(limit.startswith("modern state growth") for limit in limits)  # met: nothing limits it
-    assert "modern p99 with the 1 s trigger: a micro-batch took 800 ms (median) at 1,500 records/s" in limits[1]
+    assert "modern p99 with the 1 s trigger: a micro-batch took 800 ms (median) at 1,500 records/s" in limits[2]
+    assert limits[1].startswith("legacy running_counts idle batch: 300 ms (median): an empty batch still runs")
 
 
 def test_latency_targets_name_the_fixed_rate_of_newer_results() -> None:
@@ -224,6 +228,9 @@ def test_bench_runs_every_phase_on_both_engines(spark, bootstrap_servers: str, t
             assert r["throughput_rps"] > 0
             assert set(r["latency_by_trigger"]) == ({"1 s", "0.5 s"} if engine == "legacy" else {"0 seconds", "500 milliseconds"})
             assert all(lat["rows_measured"] > 0 and lat["p50"] <= lat["p99"] for lat in r["latency_by_trigger"].values())
+            # every run stays idle for a while: legacy runs empty batches, modern idle triggers (or, with a
+            # watermark to move, no-data micro-batches)
+            assert all(lat["idle_batch_ms_median"] is not None for lat in r["latency_by_trigger"].values())
     for engine, growth in results["state_growth"].items():
         assert growth["keys_to"] == 20_000
         assert growth["processing_ms_small"] and growth["processing_ms_large"], engine

@@ -433,3 +433,48 @@ def test_batch_spans_take_a_committed_batch_the_progress_missed_from_the_checkpo
     # Batch 1 read events-0 10 -> 20 and events-1 12 -> 25: 23 records; batch 2 is not committed.
     assert with_checkpoint[["started_ms", "ended_ms", "records"]].values.tolist() == [
         [100_000, 100_900, 22], [200_000, 203_000, 23]]
+
+
+def test_idle_triggers_are_spans_without_records(spark, bootstrap_servers: str, topic_factory, tmp_path: Path) -> None:  # noqa: ANN001
+    """A query with nothing new to read runs no micro-batch; Spark records the idle trigger's progress without
+    posting it, and the kit's listener fetches it: a span without records, its own duration, no batch repeated."""
+    import time
+
+    from kit.dataset import DatasetSpec, generate
+    from kit.replay import ReplaySettings, replay
+    from modern.engine import MODERN
+    from modern.runner import ModernRun, ModernRunConfig, read_progress
+
+    spec = DatasetSpec.from_profile("clean", records=300, seed=5)
+    topic = topic_factory(2)
+    replayed = replay(generate(spec), bootstrap_servers, ReplaySettings(topic=topic, partitions=2))
+    out = tmp_path / "out"
+    config = ModernRunConfig(bootstrap_servers=bootstrap_servers, topics={"events": topic}, out_dir=str(out),
+                             checkpoint_dir=str(tmp_path / "checkpoint"), dataset=spec,
+                             jobs=(("running_counts", "default"),))
+    spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "200ms")
+    run = ModernRun(spark, config).start()
+    try:
+        run.await_offsets(replayed.topic_end_offsets, timeout_s=120)
+        deadline = time.monotonic() + 60
+        while len(idle := read_progress(out, "running_counts", idle=True)) < 3:
+            assert time.monotonic() < deadline, f"{len(idle)} idle triggers reported in 60 s"
+            time.sleep(0.1)
+    finally:
+        run.stop()
+        spark.conf.unset("spark.sql.streaming.noDataProgressEventInterval")
+
+    batches = read_progress(out, "running_counts")
+    assert all(p["numInputRows"] == 0 and "addBatch" not in p["durationMs"] and "latestOffset" in p["durationMs"]
+               for p in idle)
+    # Spark gives an idle trigger the id of the micro-batch it did not run.
+    assert {p["batchId"] for p in idle} == {max(p["batchId"] for p in batches) + 1}
+    spans = MODERN.batch_spans(out, "running_counts")
+    assert len(spans) == len(batches) + len(idle)
+    assert spans["records"].sum() == 300 == sum(p["numInputRows"] for p in batches)
+    idle_spans = spans[spans["records"] == 0]
+    assert len(idle_spans) >= len(idle)
+    assert sorted(idle_spans["processing_ms"].tolist()) == sorted(
+        [p["batchDuration"] for p in idle] + [p["batchDuration"] for p in batches if p["numInputRows"] == 0])
+    ranges = MODERN.processed_ranges(out, "running_counts", None)
+    assert sum(until - first for _, _, first, until in ranges) == 300
