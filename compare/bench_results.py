@@ -273,8 +273,9 @@ def render_markdown(results: dict) -> str:
         else f"{results.get('load_fraction', LATENCY_LOAD):.0%} of each engine's maximum"
     )
     lines += ["", f"## Latency at {load} (ms, output row emitted − newest input's Kafka timestamp)",
-              "", "Per setting also: the median processing time of a batch with records and of one without (legacy), "
-              "and the largest scheduling delay (legacy batches wait behind earlier ones).", "",
+              "", "Per setting also: the median processing time of a batch with records and of one without (modern: "
+              "an idle trigger, or a no-data micro-batch where a watermark moved), and the largest scheduling delay "
+              "(legacy batches wait behind earlier ones).", "",
               "| engine | workload | batch interval or trigger | input records/s | p50 | p95 | p99 | batch ms "
               "| idle batch ms | max scheduling delay ms |",
               "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
