@@ -5,7 +5,8 @@ streams, the idempotent sinks, the offset stores, start, stop and waiting. Outpu
 
     <job>/                    the job's rows (kit.sink batch files; batch = batch time in ms)
     <job>.late/               events the job dropped as too late (event_id, topic, partition, offset, detail)
-    dead_letters.<input>/     malformed records of an input: topic, partition, offset, reason
+    dead_letters.<input>/     malformed records of an input: topic, partition, offset, reason (keyed files the
+                              parse writes, or batch files in the transactional modes and on a cluster)
     progress.<input>/         per batch: topic, partition, from_offset, until_offset (written last)
 
 ``<job>`` is the workload name, or ``<workload>.<variant>`` for a non-default variant. Every output is keyed
@@ -63,11 +64,12 @@ from kit.dataset import DatasetSpec
 from kit.errors import ConfigError, RunTimeout
 from kit.security import redacted_repr
 from kit.sink import batch_path, encode_batch, write_batch, write_encoded
+from kit.spark import on_this_host
 from kit.workloads import job_id
 from legacy.errors import LegacyError
 from legacy.kafka import KafkaUtils, TopicAndPartition
 from legacy.offsets import OFFSETS_TABLE
-from legacy.workloads import Source, resolve
+from legacy.workloads import DEAD_LETTER_COLUMNS, Source, resolve
 
 __all__ = [
     "OFFSET_STORES",
@@ -561,7 +563,11 @@ def create_context(sc: Any, config: LegacyRunConfig, store: Any = None) -> Any:
     ssc.checkpoint(str(config.checkpoint_dir))
     receiver = config.stream == "receiver"
     raw = _receiver_inputs(ssc, config) if receiver else _direct_inputs(ssc, config, store)
-    source = Source(raw, config.dataset)
+    # Executors on this host write the dead letters as their parse finds them (one pass over the records);
+    # elsewhere they cannot write the driver's directory, and a transactional run writes every output in its
+    # transaction: there the dead letters are a DStream, written by an output operation.
+    in_parse = on_this_host(sc.master) and not transactional
+    source = Source(raw, config.dataset, dead_letter_root=str(out) if in_parse else None)
     written: dict[str, int] = {}  # every output directory a batch writes → its slide (ms), checked at the commit
     for workload, variant in config.jobs:
         job = resolve(workload, variant)
@@ -578,9 +584,8 @@ def create_context(sc: Any, config: LegacyRunConfig, store: Any = None) -> Any:
             late_columns = ("event_id", "topic", "partition", "offset", "detail")
             late.map(_late_row).foreachRDD(_batch_writer(run, out / f"{name}.late", late_columns, transactional))
             written[f"{name}.late"] = _slide_ms(late)
-    dead_columns = ("topic", "partition", "offset", "reason")
     for name, dead in source.dead_letters.items():
-        dead.foreachRDD(_batch_writer(run, out / f"dead_letters.{name}", dead_columns, transactional))
+        dead.foreachRDD(_batch_writer(run, out / f"dead_letters.{name}", DEAD_LETTER_COLUMNS, transactional))
         written[f"dead_letters.{name}"] = _slide_ms(dead)
     # Registered last: the output operations of a batch run in order, so the commit follows every output, and
     # a progress file means the batch's outputs are all written (or committed).

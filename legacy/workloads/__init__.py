@@ -7,7 +7,8 @@ spec's column order (keys, values, ``last_input_ts``).
 
 :class:`Source` hands a builder its input as parsed events (dicts with the event fields plus ``kafka_ts``,
 ``topic``, ``partition`` and ``offset``); records :func:`kit.events.parse_event` rejects never reach the
-builder, they go to the dead-letter output. :func:`event_time_operator` is the event-time machinery DStreams
+builder, they go to the dead-letter output (written by the parse itself when given ``dead_letter_root``, so a
+batch reads and parses its records once). :func:`event_time_operator` is the event-time machinery DStreams
 lack: a global watermark and per-key state with Spark's rules for late records, which the windowed, session,
 dedup, YSB and join workloads all use.
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import importlib
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from kit import workloads
@@ -29,7 +30,7 @@ from kit.dataset import DatasetSpec
 from kit.errors import ConfigError
 from kit.events import parse_event
 
-__all__ = ["NO_WATERMARK", "Source", "event_time_operator", "parse_record", "resolve"]
+__all__ = ["DEAD_LETTER_COLUMNS", "NO_WATERMARK", "Source", "event_time_operator", "parse_record", "resolve"]
 
 NO_WATERMARK = -(2**62)
 """The watermark before any event was seen: earlier than every event time."""
@@ -64,6 +65,36 @@ def _payload(parsed: tuple[bool, Any]) -> Any:
     return parsed[1]
 
 
+def _parse_writing_dead_letters(directory: str) -> Callable[[Iterable[Any]], Iterator[dict]]:
+    """A ``mapPartitions`` function: the valid events of a partition's records, its malformed ones written.
+
+    The malformed records' ``(topic, partition, offset, reason)`` go to ``directory`` as one keyed file
+    (:func:`kit.sink.write_keyed`) once the partition is read: a task that runs again (a retried task, a batch
+    regenerated after a restart) writes the same file, so each dead letter is in the output once.
+    """
+
+    def parse(records: Iterable[Any]) -> Iterator[dict]:
+        malformed = []
+        for record in records:
+            valid, payload = parse_record(record)
+            if valid:
+                yield payload
+            else:
+                malformed.append(payload)
+        if malformed:
+            import pandas as pd
+
+            from kit.sink import write_keyed
+
+            write_keyed(directory, pd.DataFrame(malformed, columns=list(DEAD_LETTER_COLUMNS)))
+
+    return parse
+
+
+DEAD_LETTER_COLUMNS = ("topic", "partition", "offset", "reason")
+"""The columns of a dead-letter row."""
+
+
 def _at_most_one_task_per_core(rdd: Any) -> Any:
     # A batch has a task per Kafka partition, and each Python task costs a round trip to a worker however
     # few records it holds: with 8 partitions on 2 cores, most of an idle batch's time. Coalescing (no
@@ -86,14 +117,21 @@ class Source:
     Args:
         raw: input name → DStream of ``(topic, partition, offset, kafka_timestamp_ms, value)`` tuples.
         dataset: the spec of the dataset being replayed (YSB reads its campaign table from it).
+        dead_letter_root: where the parse writes each input's malformed records,
+            ``<root>/dead_letters.<input>`` (keyed files, see :func:`_parse_writing_dead_letters`): one pass
+            over the records, nothing cached for a second consumer. A path every executor can write (on a
+            cluster, a shared file system). Default: none; :attr:`dead_letters` then has a DStream per input
+            for an output operation to write, and the parsed records are cached for it.
     """
 
-    def __init__(self, raw: Mapping[str, Any], dataset: DatasetSpec) -> None:
+    def __init__(self, raw: Mapping[str, Any], dataset: DatasetSpec, dead_letter_root: str | None = None) -> None:
         self.dataset = dataset
         self._raw = dict(raw)
+        self._dead_letter_root = dead_letter_root
         self._parsed: dict[str, Any] = {}
         self.dead_letters: dict[str, Any] = {}
-        """Input name → DStream of ``(topic, partition, offset, reason)``; filled as inputs are used."""
+        """Input name → DStream of ``(topic, partition, offset, reason)``, filled as inputs are used; empty
+        with ``dead_letter_root`` (the parse writes them)."""
         self.late: list[Any] = []
         """DStreams of the events builders dropped as too late (:meth:`drop_late`)."""
 
@@ -107,11 +145,16 @@ class Source:
             msg = f"workload asked for input {name!r}, but this run has only {sorted(self._raw)}."
             raise ConfigError(msg, field="input", expected=tuple(sorted(self._raw)), actual=name)
         if name not in self._parsed:
-            # Parsed once per batch and cached: the workload and the dead-letter output both read it. Read in
-            # no more tasks than the cluster has cores (see _at_most_one_task_per_core).
-            parsed = self._raw[name].transform(_at_most_one_task_per_core).map(parse_record).cache()
-            self._parsed[name] = parsed.filter(_is_valid).map(_payload)
-            self.dead_letters[name] = parsed.filter(_is_malformed).map(_payload)
+            # Read in no more tasks than the cluster has cores (see _at_most_one_task_per_core).
+            records = self._raw[name].transform(_at_most_one_task_per_core)
+            if self._dead_letter_root is not None:
+                directory = f"{self._dead_letter_root}/dead_letters.{name}"
+                self._parsed[name] = records.mapPartitions(_parse_writing_dead_letters(directory))
+            else:
+                # Parsed once per batch and cached: the workload and the dead-letter output both read it.
+                parsed = records.map(parse_record).cache()
+                self._parsed[name] = parsed.filter(_is_valid).map(_payload)
+                self.dead_letters[name] = parsed.filter(_is_malformed).map(_payload)
         return self._parsed[name]
 
     def drop_late(self, dropped: Any) -> None:
@@ -164,6 +207,7 @@ def event_time_operator(
     Returns:
         ``(rows, late)``: DStreams of the output rows and of the late events ``step`` returned.
     """
+    events = events.cache()  # read twice a batch: for the watermark and for the state
     marks = events.map(lambda e: (0, e["event_time"])).updateStateByKey(_advance)
     ticks = marks.flatMap(lambda kv: [(shard, ("w", _watermark(kv[1][0], delay_ms))) for shard in range(shards)])
     keyed = events.map(lambda e: (zlib.crc32(repr(key(e)).encode()) % shards, ("e", e)))
