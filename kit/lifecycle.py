@@ -31,7 +31,8 @@ class BatchMetrics:
         scheduling_delay_ms: how long the batch waited in the queue before it ran (``schedulingDelay``); None on
             the modern side, where micro-batches never queue (the next one starts after the last one ends).
         input_rows_per_s: records per second of wall time arriving: ``numRecords`` over the batch interval
-            (what Spark's Streaming UI shows) / ``inputRowsPerSecond`` (over the time since the previous trigger).
+            (what Spark's Streaming UI shows) / ``inputRowsPerSecond`` (over the time since the previous trigger:
+            0 for a query's first micro-batch).
         processed_rows_per_s: records per second of processing: over ``duration_ms`` on both sides
             (``processedRowsPerSecond``).
     """

@@ -95,8 +95,8 @@ def save_with_offsets(store: Any, table: str) -> Callable[[datetime, Any], None]
 
 # -- StreamingListener --------------------------------------------------------------------------------------
 
-def _option_ms(option: Any) -> int | None:
-    return int(option.get()) if option.isDefined() else None  # a Scala Option[Long]
+def _ms_or_none(value: Any) -> int | None:
+    return None if int(value) < 0 else int(value)  # PySpark's JavaBatchInfo: -1 for "not known yet"
 
 
 # --8<-- [start:batch_metrics_listener]
@@ -117,13 +117,13 @@ class BatchMetricsListener(StreamingListener):
         """Report the batch: ``batchInfo`` has ``numRecords``, ``schedulingDelay``, ``processingDelay``."""
         info = batchCompleted.batchInfo()
         records = int(info.numRecords())
-        duration_ms = _option_ms(info.processingDelay()) or 0
+        duration_ms = _ms_or_none(info.processingDelay()) or 0
         self.on_batch(BatchMetrics(
             engine="legacy",
             batch=int(info.batchTime().milliseconds()),
             records=records,
             duration_ms=duration_ms,
-            scheduling_delay_ms=_option_ms(info.schedulingDelay()),
+            scheduling_delay_ms=_ms_or_none(info.schedulingDelay()),
             input_rows_per_s=records / self.batch_interval_s,
             processed_rows_per_s=records * 1000.0 / duration_ms if duration_ms else 0.0,
         ))
@@ -162,9 +162,11 @@ def records_between(stream: Any, begin: datetime, end: datetime) -> list[Any]:
     """The elements of ``stream``'s batches from ``begin`` to ``end`` (both included), batch after batch.
 
     The batches must still be remembered: call ``ssc.remember(seconds)`` before ``ssc.start()`` with a
-    duration covering them (a DStream otherwise forgets a batch once nothing needs it).
+    duration covering them (a DStream otherwise forgets a batch once nothing needs it). The times go to
+    ``slice`` as float seconds: PySpark turns a datetime into whole seconds, which drops the batches of a
+    sub-second interval that fall between them.
     """
-    return [element for rdd in stream.slice(begin, end) for element in rdd.collect()]
+    return [element for rdd in stream.slice(begin.timestamp(), end.timestamp()) for element in rdd.collect()]
 # --8<-- [end:records_between]
 
 
