@@ -452,3 +452,19 @@ def test_triggers_once_and_available_now_and_continuous_refused(
     with pytest.raises(Exception, match="Data source kafka-py does not support continuous processing"):
         frame.writeStream.format("console").trigger(continuous="1 second").option(
             "checkpointLocation", str(tmp_path / "continuous")).start()
+
+
+def test_the_modern_runner_refuses_a_continuous_trigger_before_any_query_starts(
+    spark: Any, bootstrap_servers: str, topic_factory: Callable[..., str], tmp_path: Path,
+) -> None:
+    from kit.dataset import DatasetSpec
+    from modern.runner import ModernRun, ModernRunConfig
+
+    config = ModernRunConfig(bootstrap_servers=bootstrap_servers, topics={"events": topic_factory(partitions=1)},
+                             out_dir=str(tmp_path / "out"), checkpoint_dir=str(tmp_path / "ckpt"),
+                             dataset=DatasetSpec.from_profile("clean", records=10),
+                             jobs=(("running_counts", "default"),), trigger="continuous")
+    run = ModernRun(spark, config)
+    with pytest.raises(ContinuousTriggerUnsupported, match="modern.lifecycle.with_trigger: trigger 'continuous'"):
+        run.start()
+    assert run.queries == {} and not spark.streams.active
