@@ -468,3 +468,58 @@ def test_the_modern_runner_refuses_a_continuous_trigger_before_any_query_starts(
     with pytest.raises(ContinuousTriggerUnsupported, match="modern.lifecycle.with_trigger: trigger 'continuous'"):
         run.start()
     assert run.queries == {} and not spark.streams.active
+
+
+class _LineServer:
+    """A TCP server on 127.0.0.1 sending ``lines`` to every client that connects, then holding the connection."""
+
+    def __init__(self, lines: list[str]) -> None:
+        import socket
+
+        self.lines = lines
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.clients: list[Any] = []
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:  # closed
+                return
+            self.clients.append(client)
+            client.sendall("".join(f"{line}\n" for line in self.lines).encode())
+
+    def close(self) -> None:
+        for client in self.clients:
+            client.close()
+        self.sock.close()
+
+
+def test_socket_streams_read_the_same_lines(
+    spark: Any, new_context: Callable[[float], Any], tmp_path: Path,
+) -> None:
+    lines = ["one", "two", "three"]
+    server = _LineServer(lines)
+    try:
+        legacy_lines: list[str] = []
+        ssc = new_context(0.5)
+        ssc.socketTextStream("127.0.0.1", server.port).foreachRDD(lambda rdd: legacy_lines.extend(rdd.collect()))
+        ssc.start()
+        wait_for(lambda: len(legacy_lines) >= 3, lambda: legacy_lines, check=lambda: legacy.run_until(ssc, 0))
+        ssc.stop(stopSparkContext=False, stopGraceFully=False)
+
+        modern_lines: list[str] = []
+        query = (modern.socket_text_stream(spark, "127.0.0.1", server.port).writeStream
+                 .foreachBatch(lambda frame, _: modern_lines.extend(r.value for r in frame.collect()))
+                 .option("checkpointLocation", str(tmp_path / "ckpt")).start())
+        try:
+            wait_for(lambda: len(modern_lines) >= 3, lambda: modern_lines, check=query_error(query))
+        finally:
+            query.stop()
+    finally:
+        server.close()
+    assert legacy_lines == lines  # one receiver block per batch: in order
+    assert sorted(modern_lines) == sorted(lines)  # the socket source deals a micro-batch's lines over the partitions
