@@ -107,6 +107,7 @@ def _rows(dsn: str, sql: str) -> list[tuple]:
         return [tuple(row) for row in connection.execute(sql).fetchall()]
 
 
+@pytest.mark.slow  # two contexts and two queries over PostgreSQL: 20 s warm, 40 s as a session's first test
 def test_after_a_crash_the_table_holds_each_record_once_on_both_sides(
     spark: Any, kafka: Kafka, bootstrap_servers: str, topic_factory: Callable[..., str],
     new_context: Callable[[float], Any], postgres_dsn_factory: Callable[[], str], tmp_path: Path,
