@@ -70,6 +70,14 @@ _TWO = "two-inputs-one-watermark"
 _MODES = "output-mode-timing"
 _DUPS = "duplicates-after-a-restart"
 _RECEIVERS = "loss-after-a-restart-receivers"
+# The lifecycle subsections ("Lifecycle, one by one"): both sides' code, in legacy/ and modern/lifecycle.py.
+_EXACTLY_ONCE = "output-and-offsets-exactly-once"
+_LISTENERS = "batch-metrics-listeners"
+_GRACEFUL = "graceful-stop"
+_WAITING = "waiting-for-termination"
+_SLICE = "remembered-batches-and-slice"
+_INPUTS = "file-socket-and-queue-streams"
+_TRIGGERS = "triggers"
 
 _PER_BATCH = (
     "Per batch on DStreams; a streaming groupBy().agg() keeps a running result across micro-batches in the state "
@@ -88,7 +96,7 @@ _OUTPUT = _any("writeStream+start", "foreachBatch")
 _R: list[Rule] = [
     # -- StreamingContext --------------------------------------------------------------------------------
     Rule("StreamingContext(sc, batchDuration)", 'SparkSession; the batch interval becomes trigger(processingTime="N '
-         'seconds") on each query', _MAP, True,
+         'seconds") on each query', _TRIGGERS, True,
          "Batch timing: a DStream batch is generated every interval even while the previous one runs (batches "
          "queue; scheduling delay); a micro-batch starts at the next interval boundary, or at once if the previous "
          "one overran, and none starts without new data unless a watermark or state timeout needs it.",
@@ -115,29 +123,32 @@ _R: list[Rule] = [
          "Each output operation becomes its own query with its own checkpoint, reading the source itself; DStream "
          "outputs of one context ran in one sequence of batch jobs.", _any("start")),
     Rule("StreamingContext.awaitTermination", "query.awaitTermination() (spark.streams.awaitAnyTermination() for "
-         "several queries)", _MAP, True,
+         "several queries)", _WAITING, True,
          "A failed query raises StreamingQueryException here; check query.exception() after a timeout.",
          _any("awaitTermination", "awaitAnyTermination")),
-    Rule("StreamingContext.awaitTerminationOrTimeout", "query.awaitTermination(timeout_s): False on timeout", _MAP,
+    Rule("StreamingContext.awaitTerminationOrTimeout", "query.awaitTermination(timeout_s): False on timeout", _WAITING,
          True, "Timeout in seconds on both sides.", _any("awaitTermination", "awaitAnyTermination")),
     Rule("StreamingContext.stop", "query.stop() (and spark.stop() for stopSparkContext=True)", _DUPS, True,
          "stop() interrupts the running micro-batch; a restart re-runs it from the checkpoint, so the sink must be "
          "idempotent by batch id.", _any("stop")),
-    Rule("StreamingContext.stop(stopGraceFully=True)", "no graceful stop: query.stop() between micro-batches (when "
-         "query.status['isTriggerActive'] is False), or trigger(availableNow=True) runs that end by themselves",
-         _DUPS, False,
+    Rule("StreamingContext.stop(stopGraceFully=True)", "no graceful stop in Spark: "
+         "modern.lifecycle.stop_gracefully(query) waits until no micro-batch is running or uncommitted, then "
+         "query.stop(); or trigger(availableNow=True) runs that end by themselves", _GRACEFUL, False,
          "A graceful stop finished the queued batches and drained receivers; query.stop() interrupts the current "
-         "micro-batch, which is re-run after a restart: no loss only with an idempotent sink.",
-         _any("stop+status", "trigger:availableNow")),
-    Rule("StreamingContext.remember", "nothing: a query keeps no past batches; retention comes from withWatermark",
-         _MAP, True, "remember() kept batch RDDs for slice() and ad-hoc queries; drop it.", _any("withWatermark")),
+         "micro-batch, which is re-run after a restart: no loss only with an idempotent sink. A query with a backlog "
+         "on the default trigger has no gap between micro-batches to stop in: give it a processing-time trigger.",
+         _any("stop_gracefully", "stop+status", "trigger:availableNow")),
+    Rule("StreamingContext.remember", "nothing: a query keeps no past batches; a past range is read again with a "
+         "batch read of its offsets (modern.lifecycle.read_offset_range); state retention comes from withWatermark",
+         _SLICE, True, "remember() kept batch RDDs for slice() and ad-hoc queries; drop it.",
+         _any("withWatermark", "read_offset_range", "read+option:endingOffsets")),
     Rule("StreamingContext.sparkContext", "spark.sparkContext", _MAP, True, "", _any("sparkContext", "SparkSession")),
     Rule("StreamingContext.socketTextStream", 'spark.readStream.format("socket").option("host", h).option("port", p)'
          ".load() (one column, value)", _RECEIVERS, True,
          "Receiver loss: neither side is fault tolerant (the socket source cannot replay); for tests only.",
          _any("readStream+format:socket"), DSTREAM),
     Rule("StreamingContext.textFileStream", 'spark.readStream.format("text").load(dir) (one column, value); '
-         "maxFilesPerTrigger caps a micro-batch", _MAP, True,
+         "maxFilesPerTrigger caps a micro-batch", _INPUTS, True,
          "textFileStream picks files by modification time (new ones only, moved in atomically); the file source "
          "also reads the files already there at its first start, and remembers names in its checkpoint.",
          _any("readStream+format:text", "readStream+text"), DSTREAM),
@@ -146,9 +157,10 @@ _R: list[Rule] = [
          "binaryFile yields whole files, not records of recordLength bytes.", _any("readStream+format:binaryFile"),
          DSTREAM),
     Rule("StreamingContext.queueStream", "no Python memory source: in tests, files in a directory read by the file "
-         "source with maxFilesPerTrigger=1, or the transformation tested on a static DataFrame", _MAP, False,
+         "source with maxFilesPerTrigger=1 (modern.lifecycle.queue_stream), or the transformation tested on a static "
+         "DataFrame", _INPUTS, False,
          "queueStream RDDs are not checkpointable; a test source must replay from its own offsets.",
-         _any("readStream+maxFilesPerTrigger", "readStream+format:rate", "readStream"), DSTREAM),
+         _any("queue_stream", "readStream+maxFilesPerTrigger", "readStream+format:rate", "readStream"), DSTREAM),
     Rule("StreamingContext.union", "df1.unionByName(df2) (or one Kafka source subscribed to every topic)", _TWO, True,
          "Same schema on both sides; with two sources the query's watermark is the minimum of theirs.",
          _any("union", "unionByName", "subscribe"), DSTREAM),
@@ -157,11 +169,11 @@ _R: list[Rule] = [
          "start.", _any("foreachBatch", "join"), DSTREAM),
     Rule("StreamingContext.addStreamingListener",
          "spark.streams.addListener(StreamingQueryListener): onQueryProgress's durationMs (batch time), "
-         "inputRowsPerSecond, processedRowsPerSecond", _MAP, False,
+         "inputRowsPerSecond, processedRowsPerSecond", _LISTENERS, False,
          "No scheduling delay metric: micro-batches do not queue. Progress events come per query.",
          _any("addListener")),
     Rule("StreamingListener", "pyspark.sql.streaming.StreamingQueryListener (onQueryStarted, onQueryProgress, "
-         "onQueryIdle, onQueryTerminated)", _MAP, False,
+         "onQueryIdle, onQueryTerminated)", _LISTENERS, False,
          "onBatchCompleted's batchInfo becomes event.progress (durationMs, numInputRows, sources' offsets).",
          _any("StreamingQueryListener", "addListener")),
     # -- Kafka (pyspark.streaming.kafka, legacy.kafka) -----------------------------------------------------
@@ -189,7 +201,7 @@ _R: list[Rule] = [
     Rule("Broker", "kafka.bootstrap.servers (leaders are found by the consumer)", _MAP, True, "",
          _any("option:kafka.bootstrap.servers")),
     Rule("offsetRanges", "the offsets log in the checkpoint; per micro-batch the rows' topic, partition, offset "
-         "columns, or query.lastProgress['sources']", _DUPS, False,
+         "columns, or query.lastProgress['sources']", _EXACTLY_ONCE, False,
          "Offsets stored with the results in one transaction become an idempotent write keyed by batch_id in "
          "foreachBatch; commitAsync to the group becomes a listener that commits finished batches for lag tools.",
          _any("foreachBatch", "lastProgress", "addListener")),
@@ -259,7 +271,8 @@ _R: list[Rule] = [
          "The function saw both streams' RDDs of one batch, matched by arrival; a stream-stream join matches by "
          "event time from state.", _any("join", "union", "unionByName"), DSTREAM),
     Rule("DStream.slice", 'no counterpart: a batch read of the same range (spark.read.format("kafka") with '
-         "startingOffsets/endingOffsets or startingTimestamp/endingTimestamp)", _MAP, False,
+         "startingOffsets/endingOffsets or startingTimestamp/endingTimestamp; modern.lifecycle.read_offset_range)",
+         _SLICE, False,
          "slice returned the remembered batch RDDs between two times.", _any("read"), None),
     # -- joins ---------------------------------------------------------------------------------------------
     *[
@@ -309,7 +322,7 @@ _R: list[Rule] = [
          _any("groupBy+agg", "groupBy+count", "applyInPandasWithState", "transformWithStateInPandas",
               "transformWithState"), DSTREAM),
     # -- output operations ---------------------------------------------------------------------------------
-    Rule("DStream.foreachRDD", "writeStream.foreachBatch(lambda df, batch_id: ...)", _DUPS, False,
+    Rule("DStream.foreachRDD", "writeStream.foreachBatch(lambda df, batch_id: ...)", _EXACTLY_ONCE, False,
          "foreachRDD got (rdd) or (time, rdd); foreachBatch gets (DataFrame, batch_id). A micro-batch is re-run after "
          "a restart: make the write idempotent by batch_id.", _any("foreachBatch") + _OUTPUT, None),
     Rule("DStream.pprint", 'writeStream.format("console").option("numRows", n)', _MAP, True,
@@ -366,10 +379,12 @@ CONF_RULES: dict[str, Rule] = {
         Rule("spark.streaming.driver.writeAheadLog.closeFileAfterWrite", "nothing: the offsets and commits logs",
              _RECEIVERS, True, "", ()),
         Rule("spark.streaming.stopGracefullyOnShutdown", "none: on shutdown query.stop() interrupts the micro-batch, "
-             "which is re-run after a restart", _DUPS, False,
+             "which is re-run after a restart; stop queries with modern.lifecycle.stop_gracefully before shutting "
+             "down", _GRACEFUL, False,
              "No loss and no duplicate only with an idempotent sink (foreachBatch keyed by batch_id).",
              _any("foreachBatch")),
-        Rule("spark.streaming.gracefulStopTimeout", "none (no graceful stop)", _DUPS, False, "", ()),
+        Rule("spark.streaming.gracefulStopTimeout", "none (no graceful stop in Spark): stop_gracefully(query, "
+             "timeout_s=...)", _GRACEFUL, False, "", _any("stop_gracefully")),
         Rule("spark.streaming.blockInterval", 'none: one task per Kafka partition (option("minPartitions", n) splits '
              "them)", _MAP, True, "", _any("option:minPartitions")),
         Rule("spark.streaming.concurrentJobs", "none: one micro-batch at a time per query; run several queries",

@@ -110,8 +110,8 @@ class ModernEngine:
         return dataclasses.replace(config, trigger=interval)
 
     def interval_s(self, config: DriverConfig) -> float:
-        """The processing-time trigger's interval (0 for ``availableNow`` and ``0 seconds``)."""
-        return 0.0 if config.trigger == "availableNow" else seconds(config.trigger)
+        """The processing-time trigger's interval (0 for ``availableNow``, ``once`` and ``0 seconds``)."""
+        return 0.0 if config.trigger in ("availableNow", "once") else seconds(config.trigger)
 
     def batch_spans(
         self, out_dir: str | Path, job: str | None = None, checkpoint_dir: Path | None = None

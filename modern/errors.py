@@ -13,6 +13,8 @@ from kit.errors import CheckpointNotFound, ConfigError, KitError
 __all__ = [
     "CheckpointDamaged",
     "CheckpointNotFound",
+    "ContinuousTriggerUnsupported",
+    "GracefulStopTimeout",
     "KafkaDataLoss",
     "KafkaOptionError",
     "KafkaOptionWarning",
@@ -142,3 +144,54 @@ class CheckpointDamaged(ModernError):
         self.actual = actual if len(actual) <= 200 else actual[:200] + "..."
         where = f"{self.path}, line {line}" if line is not None else self.path
         super().__init__(f"checkpoint file {where}: expected {expected}, got {self.actual!r}. {fix}")
+
+
+class ContinuousTriggerUnsupported(ConfigError, ModernError):
+    """A query asked for ``trigger(continuous=...)``, which the kit's sources and sinks cannot run.
+
+    Continuous processing needs a JVM source and sink that implement it (Spark's ``kafka`` connector, ``rate``);
+    Spark refuses a Python data source (``kafka-py``) and ``foreachBatch`` under it only when the query starts.
+
+    Attributes:
+        trigger: the trigger as given.
+        where: what asked for it (a function, a run config field).
+    """
+
+    def __init__(self, trigger: object, *, where: str) -> None:
+        self.trigger = trigger
+        self.where = where
+        super().__init__(
+            f"{where}: trigger {trigger!r} asks for continuous processing, which needs a JVM source and sink that "
+            "support it (Spark's 'kafka' connector, 'rate'); the kit's 'kafka-py' source is a Python data source and "
+            "foreachBatch runs micro-batches, so Spark would refuse the query at start. Expected 'once', "
+            "'availableNow' or a processing-time interval such as '1 second'. Fix: use a processing-time trigger "
+            "('0 seconds' starts each micro-batch as soon as the last one ends, the lowest latency a micro-batch "
+            "query has), or Spark's JVM Kafka connector with a JVM sink if you need continuous processing.",
+            field="trigger", expected="'once' | 'availableNow' | '<n> seconds'", actual=trigger,
+        )
+
+
+class GracefulStopTimeout(ModernError):
+    """A graceful stop did not find the query between micro-batches before its deadline.
+
+    The query is left running: stop it with ``query.stop()`` (the running micro-batch is then re-run after a
+    restart) or try again with a longer timeout.
+
+    Attributes:
+        query: the query's name (or id).
+        timeout_s: the deadline.
+        last_status: the last ``query.status`` seen.
+        last_batch: the last committed batch id seen (None: none yet).
+    """
+
+    def __init__(self, query: str, timeout_s: float, last_status: object, last_batch: int | None) -> None:
+        self.query = query
+        self.timeout_s = timeout_s
+        self.last_status = last_status
+        self.last_batch = last_batch
+        super().__init__(
+            f"query {query!r} was not between micro-batches within {timeout_s:g} s (last committed batch "
+            f"{last_batch}, last status {last_status}); it is still running. Expected a gap between micro-batches: "
+            "a processing-time trigger longer than a batch gives one. Fix: raise timeout_s, use a longer "
+            "processing-time trigger, or call query.stop() and rely on an idempotent sink for the re-run batch."
+        )

@@ -44,6 +44,7 @@ from kit.errors import ConfigError, RunTimeout
 from kit.security import redacted_repr
 from kit.workloads import job_id
 from modern.kafka import offsets_from_json
+from modern.lifecycle import with_trigger
 from modern.sinks import ParquetBatchSink
 from modern.workloads import Source, resolve
 
@@ -62,7 +63,8 @@ class ModernRunConfig:
         dataset: the spec of the replayed dataset.
         jobs: ``(workload, variant)`` pairs; each is its own query.
         trigger: processing-time trigger interval (``"0 seconds"``: as fast as possible, Spark's default),
-            or ``"availableNow"``. Default ``"0 seconds"``.
+            ``"availableNow"`` or ``"once"`` (:func:`modern.lifecycle.with_trigger`; a continuous trigger raises
+            ``ContinuousTriggerUnsupported`` at :meth:`ModernRun.start`). Default ``"0 seconds"``.
         source_options: extra Kafka source options (``maxOffsetsPerTrigger``, ``startingOffsets``...). Default:
             none.
         initial_state: job name → a Parquet file of the legacy job's last rows (``dmk cutover --seed-state``),
@@ -223,15 +225,14 @@ class ModernRun:
             .foreachBatch(ParquetBatchSink(Path(self.config.out_dir) / name))
             .option("checkpointLocation", str(Path(self.config.checkpoint_dir) / name))
         )
-        if self.config.trigger == "availableNow":
-            return writer.trigger(availableNow=True)
-        return writer.trigger(processingTime=self.config.trigger)
+        return with_trigger(writer, self.config.trigger)
 
     def start(self) -> ModernRun:
         """Build and start every job's query.
 
         Raises:
-            ConfigError: unknown workload or variant, or a job needing an input the config lacks.
+            ConfigError: unknown workload or variant, a job needing an input the config lacks, or a continuous
+                trigger (``ContinuousTriggerUnsupported``).
         """
         config = self.config
         from kit.spark import on_this_host

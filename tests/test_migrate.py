@@ -197,6 +197,29 @@ def test_every_anchor_resolves_to_a_playbook_heading() -> None:
     assert {p.split("#", 1)[1] for p in emitted} <= PLAYBOOK_ANCHORS
 
 
+def test_lifecycle_constructs_point_at_their_lifecycle_subsection() -> None:
+    # Each subsection of "Lifecycle, one by one" shows both sides' code (legacy/ and modern/lifecycle.py).
+    expected = {
+        "DStream.foreachRDD": "output-and-offsets-exactly-once", "offsetRanges": "output-and-offsets-exactly-once",
+        "StreamingListener": "batch-metrics-listeners",
+        "StreamingContext.addStreamingListener": "batch-metrics-listeners",
+        "StreamingContext.stop(stopGraceFully=True)": "graceful-stop",
+        "StreamingContext.awaitTermination": "waiting-for-termination",
+        "StreamingContext.awaitTerminationOrTimeout": "waiting-for-termination",
+        "StreamingContext.remember": "remembered-batches-and-slice", "DStream.slice": "remembered-batches-and-slice",
+        "StreamingContext.textFileStream": "file-socket-and-queue-streams",
+        "StreamingContext.queueStream": "file-socket-and-queue-streams",
+        "StreamingContext(sc, batchDuration)": "triggers",
+    }
+    assert {c: RULES[c].anchor for c in expected} == expected
+    assert {c: CONF_RULES[c].anchor for c in ("spark.streaming.stopGracefullyOnShutdown",
+                                               "spark.streaming.gracefulStopTimeout")} == dict.fromkeys(
+        ("spark.streaming.stopGracefullyOnShutdown", "spark.streaming.gracefulStopTimeout"), "graceful-stop")
+    assert set(expected.values()) <= PLAYBOOK_ANCHORS
+    # Where the trap is the receivers' loss, the finding stays with its evidence.
+    assert RULES["StreamingContext.socketTextStream"].anchor == "loss-after-a-restart-receivers"
+
+
 def test_the_issue_s_list_of_constructs_is_in_the_table() -> None:
     wanted = [
         "StreamingContext(sc, batchDuration)", "StreamingContext.getOrCreate", "StreamingContext.checkpoint",
@@ -416,8 +439,9 @@ def test_the_draft_of_a_foreach_rdd_job_leaves_foreach_batch_to_port() -> None:
     assert '    raise NotImplementedError("port the foreachRDD function of line 55")\n' in text
     assert ".foreachBatch(batch_1).start())" in text
     assert '.option("startingOffsets", "TODO: the JSON of fromOffsets")' in text
-    assert ("# TODO(playbook: docs/playbook.md#duplicates-after-a-restart): line 65 "
-            "StreamingContext.stop(stopGraceFully=True) -> no graceful stop") in text
+    assert ("# TODO(playbook: docs/playbook.md#graceful-stop): line 65 "
+            "StreamingContext.stop(stopGraceFully=True) -> no graceful stop in Spark: "
+            "modern.lifecycle.stop_gracefully(query)") in text
 
 
 def test_modern_review_of_a_legacy_workload_against_its_rewrite(capsys: pytest.CaptureFixture[str]) -> None:
