@@ -27,6 +27,7 @@ from kit.constructs import BATCH_S, SLIDE_S, TOP_N, WATERMARK_DELAY_S, WINDOW_S,
 
 __all__ = [
     "cogroup",
+    "cogroup_in_pandas",
     "count_by_value",
     "count_by_value_and_window",
     "count_by_window",
@@ -158,6 +159,27 @@ def cogroup(events: Any) -> Any:
         F.unix_millis("window.start").alias("window_start"), "key", "left_values", "right_values"
     )
 # --8<-- [end:outer_joins]
+
+
+# --8<-- [start:cogroup_in_pandas]
+def _values(key: tuple, left: pd.DataFrame, right: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame({
+        "key": [key[0]],
+        "left_values": [sorted(left["value"].tolist())],
+        "right_values": [sorted(right["value"].tolist())],
+    })
+
+
+def cogroup_in_pandas(events: Any) -> Any:
+    """``(key, left_values, right_values)`` of each micro-batch: no state, the batch's groups only."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    left = events.where(F.col("side") == "left").groupBy("key")
+    right = events.where(F.col("side") == "right").groupBy("key")
+    return left.cogroup(right).applyInPandas(
+        _values, "key string, left_values array<long>, right_values array<long>"
+    )
+# --8<-- [end:cogroup_in_pandas]
 
 
 # --8<-- [start:transform]
