@@ -16,7 +16,7 @@ Example:
     >>> import pandas as pd
     >>> events = pd.DataFrame(sample())
     >>> count_by_window(events)[:2]
-    [(2, 9), (4, 19)]
+    [(1, 4), (2, 9)]
 """
 
 from __future__ import annotations
