@@ -300,9 +300,11 @@ _R: list[Rule] = [
          "withWatermark", _COUNT_WINDOW, False,
          _ARRIVAL + " It also needs ssc.checkpoint (an inverse reduce).", _WINDOWED, DSTREAM),
     Rule("DStream.reduceByWindow", 'groupBy(F.window("event_time", length, slide)).agg(...) with withWatermark',
-         "windowed_counts", False, _ARRIVAL, _WINDOWED, DSTREAM),
+         _COUNT_WINDOW, False, _ARRIVAL, _WINDOWED, DSTREAM),
     Rule("DStream.groupByKeyAndWindow", 'groupBy(F.window("event_time", length, slide), key).agg(F.collect_list(...))'
-         " with withWatermark", "windowed_counts", False, _ARRIVAL, _WINDOWED, DSTREAM),
+         " with withWatermark", _COUNT_WINDOW, False,
+         _ARRIVAL + " PySpark reduces it with an inverse from 5 slides up (it needs ssc.checkpoint); a key that left "
+         "the window then stayed in every later window with an empty list.", _WINDOWED, DSTREAM),
     Rule("DStream.reduceByKeyAndWindow (with inverse function)", 'groupBy(F.window("event_time", length, slide), key)'
          ".agg(...) with withWatermark", _REDUCE_WINDOW, False,
          _ARRIVAL + " The inverse function made the arrival-time window incremental (it needs ssc.checkpoint, and "

@@ -44,11 +44,13 @@ __all__ = [
     "count_by_value_and_window",
     "count_by_window",
     "full_outer_join",
+    "group_by_key_and_window",
     "left_outer_join",
     "load_regions",
     "map_partitions",
     "reduce_by_key",
     "reduce_by_key_and_window",
+    "reduce_by_window",
     "running_totals",
     "sample",
     "top_per_batch",
@@ -215,6 +217,17 @@ def reduce_by_key_and_window(events: pd.DataFrame) -> list[tuple]:
     return _tuples(_windowed(events).groupby(["window_end", "key"])["value"].sum().reset_index())
 
 
+def reduce_by_window(events: pd.DataFrame) -> list[tuple]:
+    """``(window_end, total)``: the sum of all values in each window that holds any."""
+    return _tuples(_windowed(events).groupby("window_end")["value"].sum().reset_index())
+
+
+def group_by_key_and_window(events: pd.DataFrame) -> list[tuple]:
+    """``(window_end, key, values)``: each key's values in each window, a sorted tuple, for the keys it holds."""
+    groups = _windowed(events).groupby(["window_end", "key"])["value"]
+    return sorted((int(end), key, tuple(sorted(values.tolist()))) for (end, key), values in groups)
+
+
 def _sides(events: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     frame = events.assign(second=_second(events), value=events["value"].astype("Int64"))  # nullable after a join
     frame = frame[["second", "key", "side", "value"]]
@@ -269,6 +282,8 @@ ORACLES: dict[str, Callable[[pd.DataFrame], list[tuple]]] = {
     "count_by_window": count_by_window,
     "count_by_value_and_window": count_by_value_and_window,
     "reduce_by_key_and_window": reduce_by_key_and_window,
+    "reduce_by_window": reduce_by_window,
+    "group_by_key_and_window": group_by_key_and_window,
     "left_outer_join": left_outer_join,
     "full_outer_join": full_outer_join,
     "cogroup": cogroup,

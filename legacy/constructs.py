@@ -30,12 +30,14 @@ __all__ = [
     "count_by_value_and_window",
     "count_by_window",
     "full_outer_join",
+    "group_by_key_and_window",
     "left_outer_join",
     "map_partitions",
     "reduce_by_key",
     "reduce_by_key_and_window",
     "reduce_by_key_and_window_unfiltered",
     "reduce_by_key_and_window_without_inverse",
+    "reduce_by_window",
     "running_totals",
     "top_per_batch",
 ]
@@ -87,6 +89,19 @@ def count_by_value_and_window(events: Any) -> Any:
     """``(key, count)`` per window, for the keys with a count above 0."""
     return events.map(lambda e: e["key"]).countByValueAndWindow(WINDOW_S, SLIDE_S)  # needs ssc.checkpoint
 # --8<-- [end:count_by_window]
+
+
+# --8<-- [start:reduce_by_window]
+def reduce_by_window(events: Any) -> Any:
+    """One element per window: the sum of the values that arrived in it."""
+    return events.map(lambda e: e["value"]).reduceByWindow(operator.add, operator.sub, WINDOW_S, SLIDE_S)
+
+
+def group_by_key_and_window(events: Any) -> Any:
+    """``(key, values)`` per window, the values sorted."""
+    pairs = events.map(lambda e: (e["key"], e["value"]))
+    return pairs.groupByKeyAndWindow(WINDOW_S, SLIDE_S).mapValues(sorted)
+# --8<-- [end:reduce_by_window]
 
 
 # --8<-- [start:reduce_by_key_and_window]

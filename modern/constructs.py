@@ -32,10 +32,12 @@ __all__ = [
     "count_by_value_and_window",
     "count_by_window",
     "full_outer_join",
+    "group_by_key_and_window",
     "left_outer_join",
     "map_partitions",
     "reduce_by_key",
     "reduce_by_key_and_window",
+    "reduce_by_window",
     "running_totals",
     "top_per_batch",
 ]
@@ -99,6 +101,25 @@ def count_by_value_and_window(events: Any) -> Any:
     windows = events.withWatermark("event_time", _DELAY).groupBy(F.window("event_time", *_WINDOW), "key").count()
     return windows.select(F.unix_millis("window.end").alias("window_end"), "key", "count")
 # --8<-- [end:count_by_window]
+
+
+# --8<-- [start:reduce_by_window]
+def reduce_by_window(events: Any) -> Any:
+    """``(window_end, total)``: the sum of the values per event-time window."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    windows = events.withWatermark("event_time", _DELAY).groupBy(F.window("event_time", *_WINDOW))
+    return windows.agg(F.sum("value").alias("total")).select(F.unix_millis("window.end").alias("window_end"), "total")
+
+
+def group_by_key_and_window(events: Any) -> Any:
+    """``(window_end, key, values)``: each key's values per event-time window, sorted."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    windows = events.withWatermark("event_time", _DELAY).groupBy(F.window("event_time", *_WINDOW), "key")
+    values = windows.agg(F.array_sort(F.collect_list("value")).alias("values"))
+    return values.select(F.unix_millis("window.end").alias("window_end"), "key", "values")
+# --8<-- [end:reduce_by_window]
 
 
 # --8<-- [start:reduce_by_key_and_window]

@@ -257,6 +257,34 @@ def test_windowed_reduce_by_key_equals_group_by_window_and_key(legacy_run, spark
     assert got == oracle.closed(expected, WATERMARK_S)
 
 
+@pytest.mark.slow
+def test_reduce_by_window_equals_group_by_window_sum(legacy_run, spark, event_files, tmp_path) -> None:
+    from modern import constructs as modern
+
+    expected = oracle.reduce_by_window(FRAME)
+    legacy = _per_window(legacy_run("reduce_by_window"))
+    assert [row for row in legacy if row[1] != 0] == expected
+    assert [row for row in legacy if row[1] == 0] == [(TOTAL_BATCHES, 0)]  # as countByWindow: a 0 after the data
+    got = _seconds(_rows(_run_modern(spark, event_files, tmp_path, modern.reduce_by_window)))
+    assert got == oracle.closed(expected, WATERMARK_S)
+
+
+@pytest.mark.slow
+def test_group_by_key_and_window_equals_collect_list_per_window(legacy_run, spark, event_files, tmp_path) -> None:
+    from modern import constructs as modern
+
+    expected = oracle.group_by_key_and_window(FRAME)
+    legacy = _per_window(legacy_run("group_by_key_and_window"))
+    # groupByKeyAndWindow is reduceByKeyAndWindow with list concatenation and, as inverse, dropping the list's
+    # first len(leaving) values, with no filter: a key that left the window stays, with no values.
+    assert [row for row in legacy if row[2]] == expected
+    assert [(k, key) for k, key, values in legacy if not values and key == "e"] == [
+        (k, "e") for k in range(WINDOW_S + 1, TOTAL_BATCHES + 1, SLIDE_S)
+    ]
+    got = _seconds(_rows(_run_modern(spark, event_files, tmp_path, modern.group_by_key_and_window)))
+    assert got == oracle.closed(expected, WATERMARK_S)
+
+
 def test_the_inverse_function_leaves_keys_at_zero_unless_filtered(legacy_run) -> None:
     expected = oracle.reduce_by_key_and_window(FRAME)
     unfiltered = _per_window(legacy_run("reduce_by_key_and_window_unfiltered"))
