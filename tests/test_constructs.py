@@ -28,7 +28,7 @@ import pytest
 from kit import constructs as oracle
 from kit.constructs import BASE_MS, SLIDE_S, WINDOW_S
 
-pytestmark = [pytest.mark.spark, pytest.mark.filterwarnings("ignore:DStream is deprecated:FutureWarning")]
+pytestmark = pytest.mark.filterwarnings("ignore:DStream is deprecated:FutureWarning")
 
 EVENTS = oracle.sample()
 FRAME = pd.DataFrame(EVENTS)
@@ -196,6 +196,7 @@ def test_the_oracle_module_example_runs() -> None:
     assert doctest.testmod(oracle).failed == 0
 
 
+@pytest.mark.spark
 def test_map_partitions_equals_map_in_pandas(legacy_run, spark, event_files, tmp_path) -> None:
     from modern import constructs as modern
 
@@ -206,6 +207,7 @@ def test_map_partitions_equals_map_in_pandas(legacy_run, spark, event_files, tmp
     assert [batch_id for batch_id, _ in got] == list(range(len(BATCHES)))
 
 
+@pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["reduce_by_key", "count_by_value"])
 def test_per_batch_reduce_equals_the_same_reduce_in_foreach_batch(legacy_run, spark, event_files, tmp_path, name) -> None:
@@ -217,6 +219,7 @@ def test_per_batch_reduce_equals_the_same_reduce_in_foreach_batch(legacy_run, sp
     assert _sorted([(batch_id, *row) for batch_id, rows in got for row in rows]) == expected
 
 
+@pytest.mark.spark
 @pytest.mark.slow
 def test_running_totals_in_state_equal_update_state_by_key(legacy_run, spark, event_files, tmp_path) -> None:
     from modern import constructs as modern
@@ -230,13 +233,14 @@ def test_running_totals_in_state_equal_update_state_by_key(legacy_run, spark, ev
     assert sum(len(rows) for _, rows in got) < len(expected) * len(got)  # not every key every batch
 
 
+@pytest.mark.spark
 def test_count_by_window_equals_group_by_window_count(legacy_run, spark, event_files, tmp_path) -> None:
     from modern import constructs as modern
 
     expected = oracle.count_by_window(FRAME)
     legacy = _per_window(legacy_run("count_by_window"))
-    # countByWindow is a reduce with an inverse and no filter: after the data, its windows count 0, where
-    # window() has no row at all; before any data it emits nothing.
+    # countByWindow is a reduce with an inverse (5 slides) and no filter: after the data, its windows count 0,
+    # where window() has no row at all.
     assert [row for row in legacy if row[1] != 0] == expected
     assert [row for row in legacy if row[1] == 0] == [(k, 0) for k in range(expected[-1][0] + SLIDE_S, TOTAL_BATCHES + 1, SLIDE_S)]
     got = _seconds(_rows(_run_modern(spark, event_files, tmp_path, modern.count_by_window)))
@@ -244,6 +248,7 @@ def test_count_by_window_equals_group_by_window_count(legacy_run, spark, event_f
     assert len(got) < len(expected)  # the windows still open when the input ended are never emitted
 
 
+@pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "name", ["count_by_value_and_window", "reduce_by_key_and_window", "reduce_by_key_and_window_without_inverse"]
@@ -258,6 +263,7 @@ def test_windowed_reduce_by_key_equals_group_by_window_and_key(legacy_run, spark
     assert got == oracle.closed(expected, WATERMARK_S)
 
 
+@pytest.mark.spark
 @pytest.mark.slow
 def test_reduce_by_window_equals_group_by_window_sum(legacy_run, spark, event_files, tmp_path) -> None:
     from modern import constructs as modern
@@ -270,6 +276,7 @@ def test_reduce_by_window_equals_group_by_window_sum(legacy_run, spark, event_fi
     assert got == oracle.closed(expected, WATERMARK_S)
 
 
+@pytest.mark.spark
 @pytest.mark.slow
 def test_group_by_key_and_window_equals_collect_list_per_window(legacy_run, spark, event_files, tmp_path) -> None:
     from modern import constructs as modern
@@ -286,6 +293,7 @@ def test_group_by_key_and_window_equals_collect_list_per_window(legacy_run, spar
     assert got == oracle.closed(expected, WATERMARK_S)
 
 
+@pytest.mark.spark
 @pytest.mark.slow
 def test_the_inverse_function_leaves_keys_at_zero_unless_filtered(legacy_run) -> None:
     expected = oracle.reduce_by_key_and_window(FRAME)
@@ -298,6 +306,7 @@ def test_the_inverse_function_leaves_keys_at_zero_unless_filtered(legacy_run) ->
     # With filterFunc, reduce_by_key_and_window equals the oracle exactly: test_windowed_reduce_by_key_... (slow).
 
 
+@pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["left_outer_join", "full_outer_join", "cogroup"])
 def test_outer_joins_and_cogroup_equal_event_time_joins_on_one_second_windows(
@@ -319,6 +328,7 @@ def test_outer_joins_and_cogroup_equal_event_time_joins_on_one_second_windows(
         assert any(row[2] is None for row in expected)
 
 
+@pytest.mark.spark
 @pytest.mark.slow
 def test_cogroup_in_pandas_runs_per_micro_batch_on_a_stream(spark, event_files, tmp_path) -> None:
     """PySpark 4.3 runs ``groupBy().cogroup().applyInPandas()`` on a stream: each micro-batch's groups, no state."""
@@ -329,6 +339,7 @@ def test_cogroup_in_pandas_runs_per_micro_batch_on_a_stream(spark, event_files, 
     assert _sorted([(batch_id, *row) for batch_id, rows in got for row in rows]) == expected  # the last second too
 
 
+@pytest.mark.spark
 @pytest.mark.slow
 def test_transform_with_rdd_code_equals_dataframe_code_in_foreach_batch(legacy_run, spark, event_files, tmp_path) -> None:
     from modern import constructs as modern
