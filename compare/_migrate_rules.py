@@ -78,6 +78,13 @@ _WAITING = "waiting-for-termination"
 _SLICE = "remembered-batches-and-slice"
 _INPUTS = "file-socket-and-queue-streams"
 _TRIGGERS = "triggers"
+# The subsections of "Constructs, one by one": each construct's code on both sides, checked by tests/test_constructs.py.
+_PARTITIONS = "mappartitions"
+_BATCH_REDUCE = "reducebykey-and-countbyvalue"
+_COUNT_WINDOW = "countbywindow-and-countbyvalueandwindow"
+_REDUCE_WINDOW = "reducebykeyandwindow-with-and-without-inverse"
+_OUTER = "outer-joins-and-cogroup"
+_TRANSFORM = "transform-with-rdd-code"
 
 _PER_BATCH = (
     "Per batch on DStreams; a streaming groupBy().agg() keeps a running result across micro-batches in the state "
@@ -219,30 +226,33 @@ _R: list[Rule] = [
     Rule("DStream.filter", "where / filter with a column expression", _MAP, False,
          _STATELESS + " A predicate that is null drops the row.", _any("where", "filter"), DSTREAM),
     Rule("DStream.mapPartitions", "mapInPandas / mapInArrow (an iterator of DataFrames or Arrow batches per "
-         "partition)", _MAP, False,
+         "partition)", _PARTITIONS, False,
          "Per-partition set-up (connections) moves into the function; a partition is a Kafka partition range only "
          "until a shuffle.", _any("mapInPandas", "mapInArrow"), DSTREAM),
-    Rule("DStream.mapPartitionsWithIndex", "mapInPandas / mapInArrow; the index is F.spark_partition_id()", _MAP,
+    Rule("DStream.mapPartitionsWithIndex", "mapInPandas / mapInArrow; the index is F.spark_partition_id()", _PARTITIONS,
          False, "", _any("mapInPandas", "mapInArrow", "spark_partition_id"), DSTREAM),
     Rule("DStream.mapValues", "withColumn(value_column, expression)", _MAP, False, _STATELESS,
          _any("withColumn", "select"), DSTREAM),
     Rule("DStream.flatMapValues", "withColumn(value_column, F.explode(...))", _MAP, False, _STATELESS,
          _any("explode", "explode_outer"), DSTREAM),
-    Rule("DStream.glom", "no counterpart: mapInPandas sees a partition's rows; per batch, in foreachBatch", _MAP,
+    Rule("DStream.glom", "no counterpart: mapInPandas sees a partition's rows; per batch, in foreachBatch", _PARTITIONS,
          False, "", _any("mapInPandas", "foreachBatch"), DSTREAM),
     Rule("DStream.reduceByKey", "groupBy(key).agg(...) (a running result) or, per batch, in foreachBatch",
-         "running_counts", False, _PER_BATCH, _any("groupBy+agg", "groupBy+count", "foreachBatch"), DSTREAM),
-    Rule("DStream.groupByKey", "groupBy(key).agg(F.collect_list(value)) or, per batch, in foreachBatch", _MAP, False,
+         _BATCH_REDUCE, False, _PER_BATCH, _any("groupBy+agg", "groupBy+count", "foreachBatch"), DSTREAM),
+    Rule("DStream.groupByKey", "groupBy(key).agg(F.collect_list(value)) or, per batch, in foreachBatch", _BATCH_REDUCE,
+         False,
          _PER_BATCH + " collect_list state grows without bound unless a watermark closes the groups.",
          _any("groupBy+agg", "foreachBatch"), DSTREAM),
     Rule("DStream.combineByKey", "groupBy(key).agg(built-in aggregates), applyInPandasWithState for a custom "
-         "combiner, or per batch in foreachBatch", _MAP, False, _PER_BATCH,
+         "combiner, or per batch in foreachBatch", _BATCH_REDUCE, False, _PER_BATCH,
          _any("groupBy+agg", "applyInPandasWithState", "foreachBatch"), DSTREAM),
-    Rule("DStream.countByValue", "groupBy(column).count() or, per batch, in foreachBatch", _MAP, False, _PER_BATCH,
+    Rule("DStream.countByValue", "groupBy(column).count() or, per batch, in foreachBatch", _BATCH_REDUCE, False,
+         _PER_BATCH,
          _any("groupBy+count", "groupBy+agg", "foreachBatch"), DSTREAM),
     Rule("DStream.count", "groupBy().count() (a running count) or, per batch, df.count() in foreachBatch (or the "
-         "progress's numInputRows)", _MAP, False, _PER_BATCH, _any("count", "foreachBatch"), DSTREAM),
-    Rule("DStream.reduce", "agg(...) over the stream (a running result) or, per batch, in foreachBatch", _MAP, False,
+         "progress's numInputRows)", _BATCH_REDUCE, False, _PER_BATCH, _any("count", "foreachBatch"), DSTREAM),
+    Rule("DStream.reduce", "agg(...) over the stream (a running result) or, per batch, in foreachBatch", _BATCH_REDUCE,
+         False,
          _PER_BATCH, _any("agg", "foreachBatch"), DSTREAM),
     Rule("DStream.partitionBy", "repartition(n, key_column)", _MAP, True,
          "State partitions are fixed by spark.sql.shuffle.partitions at the checkpoint's first start.",
@@ -262,7 +272,7 @@ _R: list[Rule] = [
          _any("option:checkpointLocation"), DSTREAM),
     Rule("DStream.context", "df.sparkSession", _MAP, True, "", _any("sparkSession"), SSC),
     Rule("DStream.transform", "DataFrame operators; a join with a static RDD becomes a stream-static join; arbitrary "
-         "RDD code only in foreachBatch", "ysb", False,
+         "RDD code only in foreachBatch", _TRANSFORM, False,
          "The function ran on the driver every batch (with the batch time if it takes two arguments); a query plan "
          "is fixed at start, so per-batch driver logic moves to foreachBatch.",
          _any("join", "foreachBatch", "select"), DSTREAM),
@@ -277,7 +287,7 @@ _R: list[Rule] = [
     # -- joins ---------------------------------------------------------------------------------------------
     *[
         Rule(f"DStream.{name}", f"a stream-stream join{how}: both sides withWatermark and a time-range condition",
-             "join", False,
+             _OUTER if how else "join", False,
              "DStream joins pair the records of the same batch (or of windows over arrival time); a stream-stream "
              "join matches across micro-batches from state, bounded only by watermarks and the time condition"
              + (", and emits unmatched rows only when the watermark passes them." if how else "."),
@@ -285,29 +295,35 @@ _R: list[Rule] = [
         for name, how in (("join", ""), ("leftOuterJoin", ' (how="left_outer")'),
                           ("rightOuterJoin", ' (how="right_outer")'), ("fullOuterJoin", ' (how="full_outer")'))
     ],
-    Rule("DStream.cogroup", "no counterpart: a join, or groupBy(key) over unionByName of both sides with "
-         "collect_list, or per batch in foreachBatch", "join", False,
-         "cogroup grouped both streams' records of one batch by key.", _any("join", "groupBy+unionByName"), DSTREAM),
+    Rule("DStream.cogroup", "no stateful counterpart: groupBy(F.window(...), key) over unionByName of both sides "
+         "with a collect_list per side; per micro-batch, groupBy(key).cogroup(other.groupBy(key)).applyInPandas(...)",
+         _OUTER, False,
+         "cogroup grouped both streams' records of one batch by key; the aggregation groups them by event-time "
+         "window and emits a group once the watermark passes it.",
+         _any("join", "groupBy+unionByName", "cogroup+applyInPandas"), DSTREAM),
     # -- windows -------------------------------------------------------------------------------------------
     Rule("DStream.window", 'F.window("event_time", length, slide) in a groupBy, with withWatermark (for a windowed '
          "join: a stream-stream join with a time-range condition)", "join", False,
          _ARRIVAL + " A windowed DStream re-emits each record in every window holding it.",
          _WINDOWED + _any("withWatermark+join"), DSTREAM),
     Rule("DStream.countByWindow", 'groupBy(F.window("event_time", length, slide)).count() with withWatermark',
-         "windowed_counts", False, _ARRIVAL + " countByWindow also needs ssc.checkpoint (an inverse reduce).",
+         _COUNT_WINDOW, False, _ARRIVAL + " countByWindow also needs ssc.checkpoint (an inverse reduce).",
          _WINDOWED, DSTREAM),
     Rule("DStream.countByValueAndWindow", 'groupBy(F.window("event_time", length, slide), column).count() with '
-         "withWatermark", "windowed_counts", False,
+         "withWatermark", _COUNT_WINDOW, False,
          _ARRIVAL + " It also needs ssc.checkpoint (an inverse reduce).", _WINDOWED, DSTREAM),
     Rule("DStream.reduceByWindow", 'groupBy(F.window("event_time", length, slide)).agg(...) with withWatermark',
-         "windowed_counts", False, _ARRIVAL, _WINDOWED, DSTREAM),
+         _COUNT_WINDOW, False, _ARRIVAL, _WINDOWED, DSTREAM),
     Rule("DStream.groupByKeyAndWindow", 'groupBy(F.window("event_time", length, slide), key).agg(F.collect_list(...))'
-         " with withWatermark", "windowed_counts", False, _ARRIVAL, _WINDOWED, DSTREAM),
+         " with withWatermark", _COUNT_WINDOW, False,
+         _ARRIVAL + " PySpark reduces it with an inverse from 5 slides up (it needs ssc.checkpoint); a key that left "
+         "the window then stayed in every later window with an empty list.", _WINDOWED, DSTREAM),
     Rule("DStream.reduceByKeyAndWindow (with inverse function)", 'groupBy(F.window("event_time", length, slide), key)'
-         ".agg(...) with withWatermark", "windowed_counts", False,
+         ".agg(...) with withWatermark", _REDUCE_WINDOW, False,
          _ARRIVAL + " The inverse function made the arrival-time window incremental (it needs ssc.checkpoint, and "
-         "filterFunc to drop keys that fell to zero); there is no inverse in Structured Streaming: each window's "
-         "aggregate is kept in state until the watermark passes it, and emitted once in append mode.",
+         "filterFunc to drop keys that fell to zero; PySpark uses it only for a window of 5 slides or more); there "
+         "is no inverse in Structured Streaming: each window's aggregate is kept in state until the watermark passes "
+         "it, and emitted once in append mode.",
          _WINDOWED, DSTREAM),
     Rule("DStream.reduceByKeyAndWindow (without inverse function)", 'groupBy(F.window("event_time", length, slide), '
          "key).agg(...) with withWatermark", _PT, False,

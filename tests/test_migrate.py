@@ -255,7 +255,9 @@ def test_the_traps_each_construct_names() -> None:
     assert with_inverse.note != without.note  # type: ignore[attr-defined]
     assert "inverse function made the arrival-time window incremental" in with_inverse.note  # type: ignore[attr-defined]
     assert "Processing vs event time" in without.note  # type: ignore[attr-defined]
-    assert with_inverse.playbook == "docs/playbook.md#windowed_counts"  # type: ignore[attr-defined]
+    assert "5 slides or more" in with_inverse.note  # type: ignore[attr-defined]
+    assert with_inverse.playbook == (  # type: ignore[attr-defined]
+        "docs/playbook.md#reducebykeyandwindow-with-and-without-inverse")
     assert without.playbook == "docs/playbook.md#processing-time-is-not-event-time"  # type: ignore[attr-defined]
     stateful = _by_construct(f"{JOBS}/stateful_network_wordcount.py")
     update = stateful["DStream.updateStateByKey"]
@@ -402,7 +404,8 @@ def test_the_draft_of_the_direct_kafka_word_count(tmp_path: Path, capsys: pytest
     assert ('counts = lines.select(F.explode(F.split(F.col("value"), " ")).alias("value"))'
             '.select(F.col("value").alias("_1"), F.lit(1).alias("_2")).groupBy("_1").agg(F.sum("_2").alias("_2"))\n'
             ) in text
-    assert ("# TODO(playbook: docs/playbook.md#running_counts): line 38 DStream.reduceByKey -> groupBy(key).agg(...) "
+    assert ("# TODO(playbook: docs/playbook.md#reducebykey-and-countbyvalue): line 38 DStream.reduceByKey -> "
+            "groupBy(key).agg(...) "
             "(a running result) or, per batch, in foreachBatch\n") in text
     assert ('query_1 = (counts.writeStream.queryName("query_1").outputMode("update")\n'
             '    .option("checkpointLocation", "CHECKPOINT_DIR" + "/query_1").trigger(processingTime="2 seconds")\n'
