@@ -215,11 +215,11 @@ class ModernRun:
             ConfigError: unknown workload or variant, or a job needing an input the config lacks.
         """
         config = self.config
-        from kit.spark import on_this_host
+        from kit.spark import on_this_host, session_master
 
         # Executors write the dead letters of their parse; with executors on other hosts the output directory
         # is not theirs to write, so a dead-letter query per input (a second read) brings them to the driver.
-        in_parse = on_this_host(self.spark.sparkContext.master)
+        in_parse = on_this_host(session_master(self.spark))
         source = Source(self.spark, config.bootstrap_servers, config.topics, config.dataset, config.source_options,
                         dead_letter_root=config.out_dir if in_parse else None)
         writers: dict[str, Any] = {}
@@ -242,8 +242,14 @@ class ModernRun:
             raise ConfigError(msg, field="initial_state", expected=sorted(writers), actual=unknown)
         self._log = _ProgressLog(Path(config.out_dir) / "progress", set(writers))
         self.spark.streams.addListener(self._log.listener)
-        for name, writer in writers.items():
-            self.queries[name] = writer.start()
+        try:
+            for name, writer in writers.items():
+                self.queries[name] = writer.start()
+        except BaseException:
+            # The queries that started, and the listener (over Connect, a client thread that keeps the process
+            # alive), go with the failed start.
+            self.stop()
+            raise
         return self
 
     def _reached(self, query: Any) -> dict[str, dict[int, int]]:
