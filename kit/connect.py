@@ -32,7 +32,15 @@ from urllib.parse import urlparse
 
 from kit.errors import ConfigError, ConnectError
 
-__all__ = ["CONNECT_SERVER_CLASS", "LocalConnectServer", "check_server", "connect_session", "parse_url", "spark_home"]
+__all__ = [
+    "CONNECT_SERVER_CLASS",
+    "LocalConnectServer",
+    "check_reachable",
+    "check_server",
+    "connect_session",
+    "parse_url",
+    "spark_home",
+]
 
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 """The JVM class of PySpark's Spark Connect server (``sbin/start-connect-server.sh`` runs the same)."""
@@ -92,8 +100,31 @@ def _reachable(host: str, port: int, timeout_s: float) -> str | None:
         return f"{type(err).__name__}: {err}"
 
 
+def check_reachable(url: str, timeout_s: float = 10.0) -> None:
+    """Raise unless something accepts connections at ``url`` and this Python has PySpark's Connect client.
+
+    Raises:
+        ConfigError: ``url`` is not an ``sc://`` URL.
+        ConnectError: the client's dependencies are missing, or nothing answers at ``url`` within ``timeout_s``.
+    """
+    host, port = parse_url(url)
+    _check_client()
+    refused = _reachable(host, port, timeout_s)
+    if refused is not None:
+        msg = (
+            f"no Spark Connect server answered at {url} ({refused}). Start one (PySpark's "
+            "sbin/start-connect-server.sh, or kit.connect.LocalConnectServer) or fix the address"
+        )
+        raise ConnectError(msg, url=url)
+
+
 def connect_session(url: str, *, timeout_s: float = 30.0, check: bool = True) -> Any:
     """A new Spark Connect session on the server at ``url``, checked with :func:`check_server`.
+
+    PySpark then turns this whole process to Connect (it sets ``SPARK_CONNECT_MODE_ENABLED``:
+    ``pyspark.sql.functions`` and ``SparkSession.builder`` go to the server from then on), so a process holds
+    Connect sessions or a classic one, not both at once; the kit's ``dmk compare --connect`` runs its modern
+    driver in a process of its own.
 
     Args:
         url: the server, ``sc://host:port``.
@@ -105,15 +136,7 @@ def connect_session(url: str, *, timeout_s: float = 30.0, check: bool = True) ->
         ConnectError: the Connect client's dependencies are missing here, nothing answers at ``url``, it does
             not answer as a Spark Connect server, or its Python workers cannot run the kit (:func:`check_server`).
     """
-    host, port = parse_url(url)
-    _check_client()
-    refused = _reachable(host, port, timeout_s)
-    if refused is not None:
-        msg = (
-            f"no Spark Connect server answered at {url} ({refused}). Start one (PySpark's "
-            "sbin/start-connect-server.sh, or kit.connect.LocalConnectServer) or fix the address"
-        )
-        raise ConnectError(msg, url=url)
+    check_reachable(url, timeout_s)
     from pyspark.sql import SparkSession
 
     spark = SparkSession.builder.remote(url).create()
@@ -147,11 +170,12 @@ def _probe_function(modules: tuple[str, ...]) -> Any:
     return probe
 
 
-def check_server(spark: Any, url: str = "") -> dict[str, Any]:
+def check_server(spark: Any, url: str = "", *, modules: tuple[str, ...] = _SERVER_MODULES) -> dict[str, Any]:
     """What the Connect server of ``spark`` runs Python with; raise unless it can run the kit's modern side.
 
-    One Python UDF runs on the server and imports the kit and its dependencies there. Returns its report:
-    ``host``, ``python`` (``[major, minor]``), ``executable``, ``missing`` (module → error; empty).
+    One Python UDF runs on the server and imports ``modules`` there (default: the kit's ``kit`` and ``modern``
+    and what they need: pandas, pyarrow, kafka-python, protobuf). Returns its report: ``host``, ``python``
+    (``[major, minor]``), ``executable``, ``missing`` (module → error; empty).
 
     Raises:
         ConnectError: the server does not answer as Spark Connect, cannot run a Python UDF (another Python
@@ -168,7 +192,7 @@ def check_server(spark: Any, url: str = "") -> dict[str, Any]:
         "directory: see docs/playbook.md, 'Spark Connect'"
     )
     try:
-        probe = F.udf(_probe_function(_SERVER_MODULES), "string")
+        probe = F.udf(_probe_function(tuple(modules)), "string")
         row = spark.range(1).select(probe(F.lit(0)).alias("report")).first()
     except Exception as err:  # noqa: BLE001 - any failure here is the server's; reported with the fix
         lines = [line for line in str(err).splitlines() if line.strip()][:3]

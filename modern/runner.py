@@ -101,6 +101,70 @@ class _ProgressLog:
                 out.write(json.dumps(progress) + "\n")
 
 
+_SOURCE_TOTALS = ("numInputRows", "inputRowsPerSecond", "processedRowsPerSecond")
+
+
+def _with_query_totals(progress: dict[str, Any]) -> dict[str, Any]:
+    """``progress`` with the query's row totals, which the progress JSON a Connect server sends lacks.
+
+    Spark defines each as the sum over the sources (``StreamingQueryProgress``), so that is what is filled in.
+    """
+    for key in _SOURCE_TOTALS:
+        if key not in progress:
+            progress[key] = sum(source.get(key) or 0 for source in progress.get("sources", []))
+    return progress
+
+
+class _ProgressPoller:
+    """Over Spark Connect: each query's ``recentProgress``, polled into a :class:`_ProgressLog`.
+
+    PySpark 4.3's Connect client delivers listener events on one long-running RPC, and its handler dies on the
+    first response it does not know (``[UNKNOWN_RESPONSE] Unknown response: Plan observed(__python_accumulator__
+    ...)``, seen once a query with Python state functions ran), removing every client-side listener. Polling
+    asks the server for what it keeps (the last ``spark.sql.streaming.numRecentProgressUpdates``, default 100,
+    per query): nothing is lost while a poll interval holds fewer micro-batches than that.
+    """
+
+    def __init__(self, log: _ProgressLog, interval_s: float = 0.5) -> None:
+        self.log = log
+        self.interval_s = interval_s
+        self.queries: dict[str, Any] = {}
+        self._seen: set[tuple[str, int]] = set()
+        self._stopped = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="dmk-connect-progress", daemon=True)
+
+    def start(self, queries: Mapping[str, Any]) -> None:
+        self.queries = dict(queries)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopped.wait(self.interval_s):
+            self.poll()
+
+    def poll(self) -> None:
+        """Log every progress of the queries not logged yet (by run id and batch id)."""
+        with self._lock:
+            for query in self.queries.values():
+                try:
+                    progresses = query.recentProgress
+                except Exception:  # noqa: BLE001 - a stopped query or a closed session: nothing more to log
+                    continue
+                for progress in progresses:
+                    parsed = _with_query_totals(json.loads(progress.json))
+                    key = (str(parsed.get("runId")), int(parsed.get("batchId", -1)))
+                    if key not in self._seen:
+                        self._seen.add(key)
+                        self.log.write(parsed)
+
+    def stop(self) -> None:
+        """Poll a last time and stop polling."""
+        self._stopped.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        self.poll()
+
+
 def read_progress(out_dir: str | Path, name: str) -> list[dict]:
     """Every progress a run's query ``name`` reported, oldest first."""
     path = Path(out_dir) / "progress" / f"{name}.jsonl"
@@ -196,6 +260,7 @@ class ModernRun:
         self.config = config
         self.queries: dict[str, Any] = {}
         self._log: _ProgressLog | None = None
+        self._poller: _ProgressPoller | None = None
 
     def _writer(self, frame: Any, name: str, mode: str) -> Any:
         writer = (
@@ -240,8 +305,11 @@ class ModernRun:
         if unknown:
             msg = f"initial_state names {unknown}, which are not jobs of this run; the jobs are {sorted(writers)}"
             raise ConfigError(msg, field="initial_state", expected=sorted(writers), actual=unknown)
+        from kit.spark import is_connect
+
         self._log = _ProgressLog(Path(config.out_dir) / "progress", set(writers))
-        self.spark.streams.addListener(self._log.listener)
+        if not is_connect(self.spark):
+            self.spark.streams.addListener(self._log.listener)
         try:
             for name, writer in writers.items():
                 self.queries[name] = writer.start()
@@ -250,6 +318,9 @@ class ModernRun:
             # alive), go with the failed start.
             self.stop()
             raise
+        if is_connect(self.spark):
+            self._poller = _ProgressPoller(self._log)
+            self._poller.start(self.queries)
         return self
 
     def _reached(self, query: Any) -> dict[str, dict[int, int]]:
@@ -301,9 +372,15 @@ class ModernRun:
                 time.sleep(0.2)
 
     def stop(self) -> None:
-        """Stop every query and remove the progress listener."""
+        """Stop every query and remove the progress listener (over Connect: poll the progress a last time)."""
+        if self._poller is not None:
+            self._poller.stop()
+            self._poller = None
         for query in self.queries.values():
             query.stop()
         if self._log is not None:
-            self.spark.streams.removeListener(self._log.listener)
+            from kit.spark import is_connect
+
+            if not is_connect(self.spark):
+                self.spark.streams.removeListener(self._log.listener)
             self._log = None
