@@ -3,6 +3,8 @@
 The broker (``kafka_broker``) and the SparkSession (``spark``) come from the kit's own pytest plugin
 (:mod:`compare.pytest_plugin`), so every test here exercises it. ``--kafka-bootstrap HOST:PORT`` (or
 ``DMK_TEST_BOOTSTRAP_SERVERS``) runs the Kafka tests against an existing broker instead of the embedded one.
+``connect_server`` / ``connect_spark``: one local Spark Connect server per session, started only by the tests
+that ask for it (tests/test_connect.py).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 The server is the session's ``connect_server`` (PySpark's own, started once, by the first test that needs it);
 DStreams cannot run over Connect (no SparkContext), so only the modern side is run here. The default tier runs
 ``running_counts`` on a short messy stream end to end (rows, dead letters, progress log); ``-m slow`` runs every
-variant of every workload on the messy profile, as tests/test_workloads.py does on the classic session.
+variant of every workload on the messy profile, as tests/test_workloads.py does on the classic session, and
+``dmk compare --connect`` end to end against the session's server.
 """
 
 from __future__ import annotations
@@ -153,6 +154,7 @@ def test_compare_connect_errors_are_one_line_and_exit_2(tmp_path, capsys, url: s
     assert not (tmp_path / "run").exists(), "nothing ran"
 
 
+@pytest.mark.slow  # two driver processes, the legacy one with its own JVM: 200 s here on a busy machine
 def test_compare_connect_runs_the_modern_driver_on_the_server(bootstrap_servers, connect_server, tmp_path) -> None:
     """``dmk compare --connect``: the legacy driver local, the modern one over Connect; both equal the oracle."""
     import json
