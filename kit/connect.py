@@ -24,6 +24,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -251,8 +252,7 @@ class LocalConnectServer:
         self.port = port or free_port()
         self.master = master
         self.conf = dict(conf or {})
-        self.log_path = Path(log_path) if log_path else Path(os.environ.get("TMPDIR", "/tmp")) / (
-            f"dmk-connect-{self.port}.log")
+        self.log_path = Path(log_path) if log_path else Path(tempfile.gettempdir()) / f"dmk-connect-{self.port}.log"
         self.timeout_s = timeout_s
         self._process: subprocess.Popen[bytes] | None = None
 
