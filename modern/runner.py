@@ -252,6 +252,26 @@ def _process_all_available(name: str, query: Any, timeout_s: float) -> None:
         raise errors[0]
 
 
+_CONNECT_BACK = "Python worker failed to connect back"
+_CONNECT_START_ATTEMPTS = 3
+
+
+def _start_over_connect(writer: Any) -> Any:
+    """``writer.start()`` on a Spark Connect server, tried again when its ``foreachBatch`` process was too slow.
+
+    Over Connect the server starts a Python process of its own for each ``foreachBatch`` query as the query
+    starts, and gives it Spark's fixed 10 s to connect back; on a busy machine the imports alone can take longer
+    (``SparkException: Python worker failed to connect back``, raised by ``start()`` before the query exists).
+    """
+    for attempt in range(1, _CONNECT_START_ATTEMPTS + 1):
+        try:
+            return writer.start()
+        except Exception as err:
+            if _CONNECT_BACK not in str(err) or attempt == _CONNECT_START_ATTEMPTS:
+                raise
+    raise AssertionError  # unreachable: the last attempt returns or raises
+
+
 class ModernRun:
     """The queries of one :class:`ModernRunConfig`; :meth:`start`, :meth:`await_offsets`, :meth:`stop`."""
 
@@ -312,7 +332,7 @@ class ModernRun:
             self.spark.streams.addListener(self._log.listener)
         try:
             for name, writer in writers.items():
-                self.queries[name] = writer.start()
+                self.queries[name] = _start_over_connect(writer) if is_connect(self.spark) else writer.start()
         except BaseException:
             # The queries that started, and the listener (over Connect, a client thread that keeps the process
             # alive), go with the failed start.

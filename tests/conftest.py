@@ -78,7 +78,9 @@ def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def _connect_session(connect_server: Any) -> Iterator[Any]:
+def _connect_session(connect_server: Any, spark: Any) -> Iterator[Any]:
+    # The classic session (``spark``) starts first: launching its JVM after the Connect client's gRPC threads
+    # are running failed in a mixed run (JAVA_GATEWAY_EXITED, after gRPC's "skipping fork() handlers").
     from kit.connect import connect_session
 
     spark = connect_session(connect_server.url)
