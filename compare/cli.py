@@ -484,7 +484,7 @@ def _settings_from_args(args: argparse.Namespace):
         trigger=args.trigger,
         concurrent=args.concurrent, kill_driver=args.kill_driver, pause_broker_s=args.pause_broker,
         seed=args.seed, timeout_s=args.timeout, master=args.master, broker_port=args.broker_port,
-        checkpoint_dir=args.checkpoint_dir, kafka_security=args.kafka_security,
+        checkpoint_dir=args.checkpoint_dir, connect=args.connect, kafka_security=args.kafka_security,
     )
 
 
@@ -887,6 +887,11 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--master", help="Spark master for the drivers (default $DMK_SPARK_MASTER or local[2])")
     cmp.add_argument("--checkpoint-dir", metavar="URI", help="root of both engines' checkpoints (default: the run "
                      "directory); a URI every node reaches on a multi-host cluster (docs/deploy.md)")
+    cmp.add_argument("--connect", metavar="sc://HOST:PORT",
+                     help="run the modern driver's queries on this Spark Connect server; the legacy driver stays on "
+                     "--master, as DStreams cannot run over Connect. The server's Python workers need this kit "
+                     "installed, and the server must write the run directory (same machine or a shared file system; "
+                     "docs/playbook.md, 'Spark Connect')")
     cmp.add_argument("--broker-port", type=int, help="port of the embedded broker (default: a free one)")
     _add_bootstrap(cmp)
     cmp.set_defaults(func=cmd_compare)

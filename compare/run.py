@@ -197,6 +197,7 @@ def _measure(
             "rate_rps": settings.rate_rps,
             "partitions": settings.partitions,
             "legacy_mode": settings.legacy_mode,
+            "connect": settings.connect,  # the modern driver's Spark Connect server, if any
             "offset_store": redacted_dsn(settings.offset_store) if settings.offset_store else None,
             "kafka_security": redact_settings(settings.kafka_security),
             "batch_seconds": settings.batch_seconds,
@@ -246,10 +247,12 @@ def _write_diff(out: Path, diff: ThreeWayDiff) -> None:
 def validate(settings: CompareSettings) -> tuple[workloads.WorkloadSpec, dict[str, workloads.Job]]:
     """Check what can be checked before anything starts; returns the spec and each engine's resolved job.
 
-    Checked: the run directory, the workload, the job and oracle references, the dataset file.
+    Checked: the run directory, the workload, the job and oracle references, the dataset file, and that a
+    ``--connect`` server answers (whether it can run the kit, its modern driver checks as it starts).
 
     Raises:
         ConfigError, DatasetError: as :func:`run_compare`.
+        ConnectError: nothing answers at the ``--connect`` URL, or this Python lacks the Connect client.
     """
     out = settings.out_dir
     if out.exists() and any(out.iterdir()):
@@ -262,6 +265,10 @@ def validate(settings: CompareSettings) -> tuple[workloads.WorkloadSpec, dict[st
     if settings.dataset_file:
         read_dataset(settings.dataset_file)
         read_manifest(settings.dataset_file)
+    if settings.connect:
+        from kit.connect import check_reachable
+
+        check_reachable(settings.connect)
     return spec, resolved
 
 

@@ -73,6 +73,10 @@ class CompareSettings:
         checkpoint_dir: a root for both engines' checkpoints (``<root>/<run id>/legacy-checkpoint`` and
             ``.../modern-checkpoint``); default the run directory. With a master whose executors run on
             other hosts it must be a URI every node reaches (``hdfs://``, ``s3a://``; docs/deploy.md).
+        connect: a Spark Connect server's URL, ``sc://host:port``: the modern driver runs its queries there (the
+            legacy driver stays local: DStreams cannot run over Connect). The server's Python workers need the kit,
+            and its disk must hold the run directory (this machine, or a shared file system at the same path).
+            Default: none.
         kafka_security: Kafka client settings in the Java client's names (``--kafka-config``/``--kafka-option``:
             TLS/SASL, ``client.id``...) for every client of the run, both drivers' included. Its secrets never
             reach the run directory: the drivers get them through their environment. Default: none.
@@ -101,6 +105,7 @@ class CompareSettings:
     master: str | None = None
     broker_port: int | None = None
     checkpoint_dir: str | None = None
+    connect: str | None = None
     kafka_security: Mapping[str, str] = field(default_factory=dict)
 
     def __repr__(self) -> str:
@@ -149,6 +154,10 @@ class CompareSettings:
         if not self.batch_seconds > 0:
             msg = f"--batch-seconds must be > 0, got {self.batch_seconds}"
             raise ConfigError(msg)
+        if self.connect:
+            from kit.connect import parse_url
+
+            parse_url(self.connect)
         check_location(self.checkpoint_root, self.master, what="checkpoint root (--checkpoint-dir)")
         if not on_this_host(self.master) and (
             not self.bootstrap_servers

@@ -232,7 +232,7 @@ def driver_config(
         batch_seconds=settings.batch_seconds, max_rate_per_partition=legacy_cap, stream=stream, offsets=offsets,
         write_ahead_log=wal, offset_store=redacted_dsn(settings.offset_store) if settings.offset_store else None,
         job_name=f"dmk-compare-{run_id}", trigger=settings.trigger,
-        source_options={"maxOffsetsPerTrigger": modern_cap}, sys_path=(os.getcwd(),),
+        source_options={"maxOffsetsPerTrigger": modern_cap}, connect=settings.connect, sys_path=(os.getcwd(),),
         spark_conf=event_log_conf(settings.out_dir / engine.name), kafka_security=dict(settings.kafka_security),
     )
     # The job code's fingerprint for checkpoint recovery: the whole config, so a changed run never resumes.

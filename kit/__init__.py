@@ -6,6 +6,7 @@ Modules (import them directly; this package imports nothing heavy on purpose):
     kit.broker   — EmbeddedBroker (Tansu), kafka_or_embedded
     kit.kafka    — Kafka: topics, exact offsets, read_range
     kit.spark    — spark_session, spark_context, streaming_context
+    kit.connect  — connect_session (a checked Spark Connect session), LocalConnectServer
     kit.events   — the event contract (parse_event)
     kit.dataset  — DatasetSpec, generate, read/write dataset files
     kit.replay   — replay a dataset into a topic

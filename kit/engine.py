@@ -92,6 +92,8 @@ class DriverConfig:
             ``"availableNow"``. Default ``"0 seconds"``.
         source_options: *modern* extra Kafka source options (``maxOffsetsPerTrigger``...).
         initial_state: *modern* job name → Parquet file of the legacy job's last rows (``dmk cutover``).
+        connect: *modern* a Spark Connect server's URL (``sc://host:port``): the queries run there
+            (:mod:`kit.connect`), ``master`` and ``spark_conf`` are the server's own. Default: none, a local session.
         sys_path: directories a driver process puts first on ``sys.path`` (where the jobs' modules are).
         spark_conf: Spark settings of a driver process's session, applied when it starts (e.g. Spark's event
             log, from which ``dmk compare`` counts the tasks of each batch). Default: none.
@@ -126,6 +128,7 @@ class DriverConfig:
     trigger: str = "0 seconds"
     source_options: Mapping[str, Any] = field(default_factory=dict)
     initial_state: Mapping[str, str] = field(default_factory=dict)
+    connect: str | None = None
     sys_path: tuple[str, ...] = ()
     spark_conf: Mapping[str, Any] = field(default_factory=dict)
     kafka_security: Mapping[str, str] = field(default_factory=dict)

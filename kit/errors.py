@@ -20,6 +20,7 @@ __all__ = [
     "BrokerError",
     "BrokerUnavailable",
     "ConfigError",
+    "ConnectError",
     "DatasetError",
     "KafkaConnectionRefused",
     "KafkaTimeout",
@@ -245,6 +246,20 @@ class CheckpointNotFound(KitError, FileNotFoundError):
         else:
             what = "is a file, not a directory" if is_file else "does not exist"
         super().__init__(f"checkpoint directory {self.path} {what}. Fix: {fix}")
+
+
+class ConnectError(KitError):
+    """A Spark Connect server could not be reached, started, or cannot run the kit (:mod:`kit.connect`).
+
+    Attributes:
+        url: the server's ``sc://`` URL (None when the client side is at fault).
+        missing: the modules that could not be imported, where that is the problem (else empty).
+    """
+
+    def __init__(self, message: str, *, url: str | None, missing: list[str] | tuple[str, ...] = ()) -> None:
+        self.url = url
+        self.missing = tuple(missing)
+        super().__init__(message)
 
 
 class ClusterError(KitError):

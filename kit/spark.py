@@ -35,12 +35,15 @@ __all__ = [
     "DEFAULT_MASTER",
     "MASTER_ENV",
     "check_location",
+    "default_parallelism",
     "has_scheme",
     "HDFS_STATE_STORE",
+    "is_connect",
     "ROCKSDB_STATE_STORE",
     "kit_settings",
     "on_this_host",
     "resolve_master",
+    "session_master",
     "ship_kit",
     "spark_conf",
     "spark_context",
@@ -97,6 +100,31 @@ _BASE_CONF: dict[str, str] = {
 def resolve_master(master: str | None = None) -> str:
     """The Spark master to use: ``master``, else ``$DMK_SPARK_MASTER``, else ``local[2]``."""
     return master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
+
+
+def is_connect(spark: Any) -> bool:
+    """Whether ``spark`` is a Spark Connect session (no SparkContext, no JVM in this process; :mod:`kit.connect`)."""
+    # By the class's module, not by importing pyspark.sql.connect, which needs the Connect client's packages.
+    return type(spark).__module__.startswith("pyspark.sql.connect.")
+
+
+def session_master(spark: Any) -> str:
+    """The Spark master ``spark`` runs on: its SparkContext's, or over Connect the server's ``spark.master``."""
+    if is_connect(spark):
+        return cast(str, spark.conf.get("spark.master"))
+    return cast(str, spark.sparkContext.master)
+
+
+def default_parallelism(spark: Any) -> int | None:
+    """``spark``'s default parallelism (tasks per stage without shuffle partitions); None when it cannot be known.
+
+    A classic session asks its SparkContext. A Connect client has none: the server's
+    ``spark.default.parallelism`` (the kit sets it on ``local`` masters, :func:`kit_settings`), else None.
+    """
+    if not is_connect(spark):
+        return int(spark.sparkContext.defaultParallelism)
+    value = spark.conf.get("spark.default.parallelism", None)
+    return int(value) if value else None
 
 
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}

@@ -87,7 +87,18 @@ class ModernEngine:
         return workloads.resolve(workload, variant)
 
     def session(self, config: DriverConfig) -> Any:
-        """A SparkSession with the kit's defaults."""
+        """A SparkSession with the kit's defaults, or with ``config.connect`` one on that Spark Connect server.
+
+        A Connect session runs with the server's master and settings: ``master`` and ``spark_conf`` (the event
+        log's, in a compare run) are not applied, since a client cannot set a running server's static settings.
+
+        Raises:
+            ConnectError: the Connect server is unreachable or cannot run the kit (:func:`kit.connect.connect_session`).
+        """
+        if config.connect:
+            from kit.connect import connect_session
+
+            return connect_session(config.connect)
         from kit.spark import spark_session
 
         return spark_session(config.app_name, config.master, config.spark_conf)

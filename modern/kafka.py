@@ -731,6 +731,10 @@ def register(spark: Any) -> str:
 
 
 def _jvm_connector_present(spark: Any) -> bool:
+    from kit.spark import is_connect
+
+    if is_connect(spark):
+        return _connector_on_server(spark)
     try:
         spark.sparkContext._jvm.java.lang.Class.forName(
             "org.apache.spark.sql.kafka010.KafkaSourceProvider", False,
@@ -739,6 +743,25 @@ def _jvm_connector_present(spark: Any) -> bool:
         return True
     except Exception:  # noqa: BLE001 - py4j raises a Py4JJavaError wrapping ClassNotFoundException
         return False
+
+
+def _connector_on_server(spark: Any) -> bool:
+    """Whether a Spark Connect server has Spark's JVM Kafka connector: analyse a read of ``format("kafka")``.
+
+    A client has no JVM to ask. Without the connector the analysis fails with KAFKA_DATA_SOURCE_NOT_ENABLED
+    (PySpark 4.3; DATA_SOURCE_NOT_FOUND for other names); with it, with the connector's own complaint about the
+    missing options. (The server logs the failed analysis as an error.)
+    """
+    from pyspark.errors import PySparkException
+
+    try:
+        spark.read.format("kafka").load().schema  # noqa: B018 - the analysis is the point
+    except PySparkException as err:
+        return not any(condition in str(err) for condition in _NOT_FOUND)
+    return True
+
+
+_NOT_FOUND = ("KAFKA_DATA_SOURCE_NOT_ENABLED", "DATA_SOURCE_NOT_FOUND")
 
 
 def source_format(spark: Any) -> str:

@@ -114,8 +114,80 @@ class _ProgressLog:
                 out.write(json.dumps(progress) + "\n")
 
 
+_SOURCE_TOTALS = ("numInputRows", "inputRowsPerSecond", "processedRowsPerSecond")
+
+
+def _with_query_totals(progress: dict[str, Any]) -> dict[str, Any]:
+    """``progress`` with the query's row totals, which the progress JSON a Connect server sends lacks.
+
+    Spark defines each as the sum over the sources (``StreamingQueryProgress``), so that is what is filled in.
+    """
+    for key in _SOURCE_TOTALS:
+        if key not in progress:
+            progress[key] = sum(source.get(key) or 0 for source in progress.get("sources", []))
+    return progress
+
+
+class _ProgressPoller:
+    """Over Spark Connect: each query's ``recentProgress``, polled into a :class:`_ProgressLog`.
+
+    PySpark 4.3's Connect client delivers listener events on one long-running RPC, and its handler dies on the
+    first response it does not know (``[UNKNOWN_RESPONSE] Unknown response: Plan observed(__python_accumulator__
+    ...)``, seen once a query with Python state functions ran), removing every client-side listener. Polling
+    asks the server for what it keeps (the last ``spark.sql.streaming.numRecentProgressUpdates``, default 100,
+    per query): nothing is lost while a poll interval holds fewer micro-batches than that.
+    """
+
+    def __init__(self, log: _ProgressLog, interval_s: float = 0.5) -> None:
+        self.log = log
+        self.interval_s = interval_s
+        self.queries: dict[str, Any] = {}
+        self._seen: set[tuple[str, int, str]] = set()
+        self._stopped = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="dmk-connect-progress", daemon=True)
+
+    def start(self, queries: Mapping[str, Any]) -> None:
+        self.queries = dict(queries)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopped.wait(self.interval_s):
+            self.poll()
+
+    def poll(self) -> None:
+        """Log every progress of the queries not logged yet (by run id and batch id)."""
+        with self._lock:
+            for query in self.queries.values():
+                try:
+                    progresses = query.recentProgress
+                except Exception:  # noqa: BLE001 - a stopped query or a closed session: nothing more to log
+                    continue
+                for progress in progresses:
+                    parsed = _with_query_totals(json.loads(progress.json))
+                    # An idle trigger's progress carries the id of the micro-batch it did not run.
+                    idle = is_idle_trigger(parsed)
+                    key = (str(parsed.get("runId")), int(parsed.get("batchId", -1)),
+                           str(parsed.get("timestamp")) if idle else "")
+                    if key not in self._seen:
+                        self._seen.add(key)
+                        (self.log.write_idle if idle else self.log.write)(parsed)
+
+    def stop(self) -> None:
+        """Poll a last time and stop polling."""
+        self._stopped.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        self.poll()
+
+
 IDLE = "idle"
 """The directory under ``progress/`` holding each query's idle triggers."""
+
+
+def is_idle_trigger(progress: Mapping[str, Any]) -> bool:
+    """Whether ``progress`` is an idle trigger's (no new data, no micro-batch: no ``addBatch`` duration)."""
+    return "addBatch" not in (progress.get("durationMs") or {})
 
 
 def read_progress(out_dir: str | Path, name: str, *, idle: bool = False) -> list[dict]:
@@ -209,6 +281,26 @@ def _process_all_available(name: str, query: Any, timeout_s: float) -> None:
         raise errors[0]
 
 
+_CONNECT_BACK = "Python worker failed to connect back"
+_CONNECT_START_ATTEMPTS = 3
+
+
+def _start_over_connect(writer: Any) -> Any:
+    """``writer.start()`` on a Spark Connect server, tried again when its ``foreachBatch`` process was too slow.
+
+    Over Connect the server starts a Python process of its own for each ``foreachBatch`` query as the query
+    starts, and gives it Spark's fixed 10 s to connect back; on a busy machine the imports alone can take longer
+    (``SparkException: Python worker failed to connect back``, raised by ``start()`` before the query exists).
+    """
+    for attempt in range(1, _CONNECT_START_ATTEMPTS + 1):
+        try:
+            return writer.start()
+        except Exception as err:
+            if _CONNECT_BACK not in str(err) or attempt == _CONNECT_START_ATTEMPTS:
+                raise
+    raise AssertionError  # unreachable: the last attempt returns or raises
+
+
 class ModernRun:
     """The queries of one :class:`ModernRunConfig`; :meth:`start`, :meth:`await_offsets`, :meth:`stop`."""
 
@@ -217,6 +309,7 @@ class ModernRun:
         self.config = config
         self.queries: dict[str, Any] = {}
         self._log: _ProgressLog | None = None
+        self._poller: _ProgressPoller | None = None
 
     def _writer(self, frame: Any, name: str, mode: str) -> Any:
         writer = (
@@ -235,11 +328,11 @@ class ModernRun:
                 trigger (``ContinuousTriggerUnsupported``).
         """
         config = self.config
-        from kit.spark import on_this_host
+        from kit.spark import on_this_host, session_master
 
         # Executors write the dead letters of their parse; with executors on other hosts the output directory
         # is not theirs to write, so a dead-letter query per input (a second read) brings them to the driver.
-        in_parse = on_this_host(self.spark.sparkContext.master)
+        in_parse = on_this_host(session_master(self.spark))
         source = Source(self.spark, config.bootstrap_servers, config.topics, config.dataset, config.source_options,
                         dead_letter_root=config.out_dir if in_parse else None)
         writers: dict[str, Any] = {}
@@ -260,10 +353,22 @@ class ModernRun:
         if unknown:
             msg = f"initial_state names {unknown}, which are not jobs of this run; the jobs are {sorted(writers)}"
             raise ConfigError(msg, field="initial_state", expected=sorted(writers), actual=unknown)
+        from kit.spark import is_connect
+
         self._log = _ProgressLog(Path(config.out_dir) / "progress", set(writers))
-        self.spark.streams.addListener(self._log.listener)
-        for name, writer in writers.items():
-            self.queries[name] = writer.start()
+        if not is_connect(self.spark):
+            self.spark.streams.addListener(self._log.listener)
+        try:
+            for name, writer in writers.items():
+                self.queries[name] = _start_over_connect(writer) if is_connect(self.spark) else writer.start()
+        except BaseException:
+            # The queries that started, and the listener (over Connect, a client thread that keeps the process
+            # alive), go with the failed start.
+            self.stop()
+            raise
+        if is_connect(self.spark):
+            self._poller = _ProgressPoller(self._log)
+            self._poller.start(self.queries)
         return self
 
     def _reached(self, query: Any) -> dict[str, dict[int, int]]:
@@ -315,9 +420,15 @@ class ModernRun:
                 time.sleep(0.2)
 
     def stop(self) -> None:
-        """Stop every query and remove the progress listener."""
+        """Stop every query and remove the progress listener (over Connect: poll the progress a last time)."""
+        if self._poller is not None:
+            self._poller.stop()
+            self._poller = None
         for query in self.queries.values():
             query.stop()
         if self._log is not None:
-            self.spark.streams.removeListener(self._log.listener)
+            from kit.spark import is_connect
+
+            if not is_connect(self.spark):
+                self.spark.streams.removeListener(self._log.listener)
             self._log = None

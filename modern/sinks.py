@@ -35,4 +35,8 @@ class ParquetBatchSink:
 
     def __call__(self, frame: Any, batch_id: int) -> None:
         """Write micro-batch ``batch_id``: ``frame`` is collected to the driver and written there."""
-        write_batch(self.directory, batch_id, frame.toPandas())
+        rows = frame.toPandas()
+        # Over Spark Connect, toPandas() leaves the plan's metrics in attrs, which pandas' to_parquet cannot
+        # store ("Object of type PlanMetrics is not JSON serializable"); the batch files keep no attrs anyway.
+        rows.attrs.clear()
+        write_batch(self.directory, batch_id, rows)

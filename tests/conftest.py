@@ -3,18 +3,25 @@
 The broker (``kafka_broker``) and the SparkSession (``spark``) come from the kit's own pytest plugin
 (:mod:`compare.pytest_plugin`), so every test here exercises it. ``--kafka-bootstrap HOST:PORT`` (or
 ``DMK_TEST_BOOTSTRAP_SERVERS``) runs the Kafka tests against an existing broker instead of the embedded one.
+``connect_server`` / ``connect_spark``: one local Spark Connect server per session, started only by the tests
+that ask for it (tests/test_connect.py).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import uuid
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
 from _servers import postgres_dsn_factory, postgres_server, zookeeper_hosts  # noqa: F401 - session fixtures
 from kit.kafka import CLIENT_ENV, CLIENTS, Kafka
+
+CONNECT_MODE_ENV = "SPARK_CONNECT_MODE_ENABLED"
+"""Set by PySpark in a process that created a Spark Connect session; see ``_connect_session``."""
 
 
 @pytest.fixture(scope="session")
@@ -57,3 +64,41 @@ def topic_factory(request: pytest.FixtureRequest, kafka: Kafka) -> Iterator[Call
     yield make
     for name in created:
         kafka.delete_topic(name)
+
+
+@pytest.fixture(scope="session")
+def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A Spark Connect server on loopback (:class:`kit.connect.LocalConnectServer`), started by the first test
+    that asks for it and stopped at the end of the session; ``.url`` is its ``sc://`` URL."""
+    from kit.connect import LocalConnectServer
+
+    server = LocalConnectServer(log_path=tmp_path_factory.mktemp("connect") / "server.log").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def _connect_session(connect_server: Any, spark: Any) -> Iterator[Any]:
+    # The classic session (``spark``) starts first: launching its JVM after the Connect client's gRPC threads
+    # are running failed in a mixed run (JAVA_GATEWAY_EXITED, after gRPC's "skipping fork() handlers").
+    from kit.connect import connect_session
+
+    spark = connect_session(connect_server.url)
+    # PySpark switches the whole process to Connect when it creates a Connect session (pyspark.sql.functions and
+    # SparkSession.builder then go to the server): off again, so that the classic tests after this one run on
+    # the classic session; connect_spark turns it on for each Connect test.
+    os.environ.pop(CONNECT_MODE_ENV, None)
+    yield spark
+    os.environ[CONNECT_MODE_ENV] = "1"
+    try:
+        spark.stop()
+    finally:
+        os.environ.pop(CONNECT_MODE_ENV, None)
+
+
+@pytest.fixture
+def connect_spark(_connect_session: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A Spark Connect session on ``connect_server`` (one per test session), with this process in Connect mode
+    for the test."""
+    monkeypatch.setenv(CONNECT_MODE_ENV, "1")
+    return _connect_session

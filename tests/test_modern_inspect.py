@@ -478,3 +478,28 @@ def test_idle_triggers_are_spans_without_records(spark, bootstrap_servers: str, 
         [p["batchDuration"] for p in idle] + [p["batchDuration"] for p in batches if p["numInputRows"] == 0])
     ranges = MODERN.processed_ranges(out, "running_counts", None)
     assert sum(until - first for _, _, first, until in ranges) == 300
+
+
+def test_polled_progress_keeps_idle_triggers_apart_from_the_batch_they_did_not_run(tmp_path: Path) -> None:
+    """Over Connect the runner polls ``recentProgress``, which holds idle triggers too: one carries the id of the
+    next micro-batch, so it must not stand in for that batch when it runs."""
+    from types import SimpleNamespace
+
+    from modern.runner import _ProgressLog, _ProgressPoller, read_progress
+
+    def progress(batch: int, rows: int, timestamp: str, idle: bool = False) -> SimpleNamespace:
+        durations = {"latestOffset": 3, "triggerExecution": 4} if idle else {"addBatch": 90, "triggerExecution": 120}
+        return SimpleNamespace(json=json.dumps({
+            "name": "q", "runId": "r", "batchId": batch, "timestamp": timestamp, "durationMs": durations,
+            "sources": [{"numInputRows": rows}]}))
+
+    query = SimpleNamespace(recentProgress=[progress(0, 5, "t0"), progress(1, 0, "t1", idle=True)])
+    poller = _ProgressPoller(_ProgressLog(tmp_path / "progress", {"q"}))
+    poller.queries = {"q": query}
+    poller.poll()
+    query.recentProgress = [*query.recentProgress, progress(1, 0, "t2", idle=True), progress(1, 7, "t3")]
+    poller.poll()
+    poller.poll()
+
+    assert [(p["batchId"], p["numInputRows"]) for p in read_progress(tmp_path, "q")] == [(0, 5), (1, 7)]
+    assert [p["timestamp"] for p in read_progress(tmp_path, "q", idle=True)] == ["t1", "t2"]

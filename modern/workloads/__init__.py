@@ -223,8 +223,13 @@ class Source:
             .option("startingOffsets", "earliest")
         )
         if fmt == "kafka-py":
-            # At most one task per core (the options below can change it): see modern.kafka.group_ranges.
-            reader = reader.option("maxPartitions", self.spark.sparkContext.defaultParallelism)
+            from kit.spark import default_parallelism
+
+            # At most one task per core (the options below can change it): see modern.kafka.group_ranges. A
+            # Connect server that does not say its parallelism gets Spark's one task per partition range.
+            cores = default_parallelism(self.spark)
+            if cores is not None:
+                reader = reader.option("maxPartitions", cores)
         for option, value in self.options.items():
             reader = reader.option(option, value)
         directories = None
