@@ -31,7 +31,7 @@ import pandas as pd
 from compare.errors import CutoverAmbiguous
 from kit import workloads
 from kit.errors import ConfigError
-from kit.sink import read_batches
+from kit.sink import read_batches, write_keyed
 
 __all__ = [
     "EARLIEST",
@@ -265,6 +265,21 @@ def _batch_files(directory: Path) -> dict[int, list[Path]]:
     return files
 
 
+def _keyed_beyond(directory: Path, offsets: dict) -> dict[Path, pd.DataFrame]:
+    """Dead-letter files the legacy parse wrote (keyed, not per batch) holding records beyond ``offsets``.
+
+    Maps each such file to the rows it holds within the position (those stay).
+    """
+    found: dict[Path, pd.DataFrame] = {}
+    for path in sorted(directory.glob("dead_letters.*/keyed-*.parquet")):
+        rows = pd.read_parquet(path)
+        ends = [offsets.get((t, int(p)), EARLIEST) for t, p in zip(rows["topic"], rows["partition"], strict=True)]
+        beyond = rows["offset"].astype("int64").to_numpy() >= pd.Series(ends, dtype="int64").to_numpy()
+        if beyond.any():
+            found[path] = rows[~beyond]
+    return found
+
+
 def _has_rows(paths: list[Path]) -> bool:
     import pyarrow.parquet as pq
 
@@ -280,7 +295,8 @@ def plan_cutover(
     which records each completed batch read (:mod:`legacy.runner`). A batch is *within* the position when its
     ranges end at or before it. Outputs of later batches — a pending batch's partial output, or a completed
     batch whose offsets the store had not yet taken (Kafka's ``commitAsync`` commits at the next batch) — hold
-    records the modern query will process again. With ``discard_beyond`` every batch file beyond the position
+    records the modern query will process again; so do the dead letters the parse wrote (keyed files, by
+    offset) of records beyond the position. With ``discard_beyond`` every batch file beyond the position
     is deleted (outputs and progress), so that legacy outputs and modern outputs add up to each record exactly
     once; without it, the cutover is refused when any of them holds rows.
 
@@ -354,7 +370,19 @@ def plan_cutover(
     files = _batch_files(out)
     beyond = tuple(sorted(b for b in files if last is None or b > last))
     holding = tuple(b for b in beyond if _has_rows(files[b]))
+    # The parse writes dead letters as it reads (keyed files, legacy.workloads.Source): those of records beyond
+    # the position are outputs beyond it too, found by their offsets.
+    keyed = _keyed_beyond(out, position.offsets)
     discarded: list[str] = []
+    if keyed and not discard_beyond:
+        msg = (
+            f"{out} holds dead letters of records beyond the position in {len(keyed)} file(s) "
+            f"({', '.join(str(p.relative_to(out)) for p in list(keyed)[:3])}{' ...' if len(keyed) > 3 else ''}): "
+            "the parse of a batch whose offsets were not committed wrote them. The modern query will process their "
+            "records again. Pass --discard-beyond to delete them, or restart the legacy job so that it commits "
+            "them and stop it gracefully."
+        )
+        raise CutoverAmbiguous(msg, reason="outputs beyond the position", batches=holding)
     if holding and not discard_beyond:
         msg = (
             f"{out} holds outputs of {len(holding)} batch(es) beyond the position (batch times "
@@ -369,6 +397,11 @@ def plan_cutover(
             for path in files[batch_ms]:
                 path.unlink()
                 discarded.append(str(path.relative_to(out)))
+        for path, kept in keyed.items():
+            if not kept.empty:
+                write_keyed(path.parent, kept.drop(columns=["batch", "emitted_at"]).reset_index(drop=True))
+            path.unlink()
+            discarded.append(str(path.relative_to(out)))
     return CutoverPlan(position, last, beyond, tuple(discarded), str(out), tuple(notes))
 
 

@@ -28,9 +28,10 @@ class _JsonProgress:
     """Spark's ``PythonStreamingQueryListener`` interface, implemented over py4j's callback server."""
 
     def __init__(self, on_progress: Callable[[dict[str, Any]], None],
-                 on_idle: Callable[[dict[str, Any]], None] | None = None) -> None:
+                 on_idle: Callable[[dict[str, Any]], None] | None = None, jstreams: Any = None) -> None:
         self.on_progress = on_progress
         self.on_idle = on_idle
+        self.jstreams = jstreams
 
     def onQueryStarted(self, jevent: Any) -> None:  # noqa: N802 - Spark's names
         pass
@@ -39,8 +40,8 @@ class _JsonProgress:
         self.on_progress(json.loads(jevent.progress().json()))
 
     def onQueryIdle(self, jevent: Any) -> None:  # noqa: N802
-        if self.on_idle is not None:
-            progress = _idle_progress(jevent.id().toString(), jevent.timestamp())
+        if self.on_idle is not None and self.jstreams is not None:
+            progress = _idle_progress(self.jstreams, jevent.id().toString(), jevent.timestamp())
             if progress is not None:
                 self.on_idle(progress)
 
@@ -51,16 +52,14 @@ class _JsonProgress:
         implements = ["org.apache.spark.sql.streaming.PythonStreamingQueryListener"]
 
 
-def _idle_progress(query_id: str, timestamp: str) -> dict[str, Any] | None:
+def _idle_progress(jstreams: Any, query_id: str, timestamp: str) -> dict[str, Any] | None:
     """The progress of the idle trigger that started at ``timestamp``, or None if the query no longer has it.
 
     Spark records an idle trigger's progress (its ``latestOffset`` and ``triggerExecution`` durations, no input)
     in the query's ``recentProgress`` but posts only a ``QueryIdleEvent`` (id, run id, the trigger's start), at
     most once per ``spark.sql.streaming.noDataProgressEventInterval`` (ProgressReporter.updateIdleness).
     """
-    from pyspark.sql import SparkSession
-
-    jquery = SparkSession.builder.getOrCreate()._jsparkSession.streams().get(query_id)
+    jquery = jstreams.get(query_id)
     if jquery is None:
         return None
     last = jquery.lastProgress()
@@ -72,13 +71,16 @@ def _idle_progress(query_id: str, timestamp: str) -> dict[str, Any] | None:
 
 
 def progress_listener(
-    on_progress: Callable[[dict[str, Any]], None], on_idle: Callable[[dict[str, Any]], None] | None = None
+    on_progress: Callable[[dict[str, Any]], None],
+    on_idle: Callable[[dict[str, Any]], None] | None = None,
+    spark: Any = None,
 ) -> Any:
     """A listener for ``spark.streams.addListener`` calling ``on_progress`` with each progress's JSON, parsed.
 
     ``on_progress`` runs on Spark's listener thread, one event at a time, for every query of the session.
-    ``on_idle``, if given, gets the progress of each idle trigger Spark reports (a trigger that found no new
-    data and ran no micro-batch; see :func:`_idle_progress`).
+    ``on_idle``, if given with the (classic) ``spark`` session the listener is added to, gets the progress of
+    each idle trigger Spark reports there (a trigger that found no new data and ran no micro-batch; see
+    :func:`_idle_progress`).
     """
     from pyspark import SparkContext
     from pyspark.sql.streaming import StreamingQueryListener
@@ -105,7 +107,8 @@ def progress_listener(
                 if jvm is None:
                     msg = "progress_listener: no SparkContext is running; create the session first"
                     raise RuntimeError(msg)
-                self._jlistenerobj = jvm.PythonStreamingQueryListenerWrapper(_JsonProgress(on_progress, on_idle))
+                self._jlistenerobj = jvm.PythonStreamingQueryListenerWrapper(_JsonProgress(
+                    on_progress, on_idle, spark._jsparkSession.streams() if spark is not None else None))
             return self._jlistenerobj
 
     return JsonProgressListener()

@@ -91,10 +91,10 @@ class _ProgressLog:
     of the micro-batch they did not run.
     """
 
-    def __init__(self, directory: Path, names: set[str]) -> None:
+    def __init__(self, directory: Path, names: set[str], spark: Any = None) -> None:
         from modern._progress import progress_listener
 
-        self.listener = progress_listener(self.write, self.write_idle)
+        self.listener = progress_listener(self.write, self.write_idle, spark)
         self.directory = directory
         self.names = names
         self._lock = threading.Lock()
@@ -355,7 +355,8 @@ class ModernRun:
             raise ConfigError(msg, field="initial_state", expected=sorted(writers), actual=unknown)
         from kit.spark import is_connect
 
-        self._log = _ProgressLog(Path(config.out_dir) / "progress", set(writers))
+        self._log = _ProgressLog(Path(config.out_dir) / "progress", set(writers),
+                                 None if is_connect(self.spark) else self.spark)
         if not is_connect(self.spark):
             self.spark.streams.addListener(self._log.listener)
         try:

@@ -35,7 +35,7 @@ from kit import workloads
 from kit.dataset import DatasetSpec, generate
 from kit.engine import DriverConfig
 from kit.replay import ReplaySettings, replay
-from kit.sink import read_batches, write_batch
+from kit.sink import read_batches, write_batch, write_keyed
 
 PARTITIONS = 4
 JOBS = [["running_counts", "default"], ["examples.purchases:SPEC", "default"]]
@@ -208,6 +208,23 @@ def test_outputs_beyond_the_position_are_refused_then_discarded(tmp_path: Path) 
     assert sorted(p.name for p in (tmp_path / "running_counts").iterdir()) == [f"batch={1000:015d}.parquet"]
     assert read_batches(tmp_path / "progress.events")["batch"].unique().tolist() == [1000]
     assert plan.starting_offsets_json() == '{"t":{"0":5,"1":3}}'
+
+
+def test_dead_letters_the_parse_wrote_beyond_the_position_are_refused_then_discarded(tmp_path: Path) -> None:
+    """The legacy parse writes dead letters as it reads (keyed files, not per batch): those beyond the position
+    are found by their offsets; the ones within stay."""
+    _progress(tmp_path, 1000, [(0, 0, 5), (1, 0, 3)])
+    letters = tmp_path / "dead_letters.events"
+    write_keyed(letters, pd.DataFrame({"topic": ["t", "t"], "partition": [0, 1], "offset": [2, 1],
+                                       "reason": ["bad_json", "bad_utf8"]}))
+    write_keyed(letters, pd.DataFrame({"topic": ["t", "t"], "partition": [0, 0], "offset": [4, 6],
+                                       "reason": ["bad_json", "missing_field"]}))  # 6: a batch not committed
+    with pytest.raises(CutoverAmbiguous, match="dead letters of records beyond the position in 1 file"):
+        plan_cutover(_position({0: 5, 1: 3}), legacy_output=tmp_path)
+    plan = plan_cutover(_position({0: 5, 1: 3}), legacy_output=tmp_path, discard_beyond=True)
+    assert len(plan.discarded) == 1 and plan.discarded[0].startswith("dead_letters.events/keyed-")
+    kept = read_batches(letters)[["partition", "offset", "reason"]].sort_values(["partition", "offset"])
+    assert kept.values.tolist() == [[0, 2, "bad_json"], [0, 4, "bad_json"], [1, 1, "bad_utf8"]]
 
 
 def test_a_position_inside_a_batch_is_refused(tmp_path: Path) -> None:
