@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kit.errors import ClusterError, ConfigError
+from kit.spark import log_tail, spark_home
 
 __all__ = ["CLUSTER_DIR_ENV", "ClusterError", "ClusterState", "LocalCluster", "default_dir"]
 
@@ -68,12 +69,6 @@ class ClusterState:
     started_ms: int = field(default_factory=lambda: time.time_ns() // 1_000_000)
 
 
-def _spark_home() -> Path:
-    import pyspark
-
-    return Path(pyspark.__file__).resolve().parent
-
-
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -91,13 +86,6 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def _tail(path: Path, lines: int = 8) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
 
 
 class LocalCluster:
@@ -127,7 +115,7 @@ class LocalCluster:
         return ClusterState(**raw)
 
     def _env(self) -> dict[str, str]:
-        home = _spark_home()
+        home = spark_home()
         return {
             **os.environ,
             "SPARK_HOME": str(home),
@@ -140,7 +128,7 @@ class LocalCluster:
     def _spawn(self, log: Path, args: list[str]) -> int:
         with open(log, "ab") as out:
             process = subprocess.Popen(
-                [str(_spark_home() / "bin" / "spark-class"), *args],
+                [str(spark_home() / "bin" / "spark-class"), *args],
                 stdout=out, stderr=subprocess.STDOUT, env=self._env(), start_new_session=True,
             )
         return process.pid
@@ -224,7 +212,7 @@ class LocalCluster:
         while time.monotonic() < deadline:
             for pid in (state.master_pid, *state.worker_pids):
                 if not _alive(pid):
-                    msg = f"a Spark daemon (pid {pid}) exited while starting; its log ends:\n{_tail(log)}"
+                    msg = f"a Spark daemon (pid {pid}) exited while starting; its log ends:\n{log_tail(log, 8)}"
                     raise ClusterError(msg)
             try:
                 view = self.master_json(state, timeout_s=2.0)
@@ -235,7 +223,7 @@ class LocalCluster:
             time.sleep(0.3)
         msg = (
             f"the cluster did not have {workers} live worker(s) within {timeout_s:.0f} s ({last}); "
-            f"its log ends:\n{_tail(log)}"
+            f"its log ends:\n{log_tail(log, 8)}"
         )
         raise ClusterError(msg)
 

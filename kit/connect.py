@@ -32,6 +32,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from kit.errors import ConfigError, ConnectError
+from kit.spark import log_tail, spark_home
 
 __all__ = [
     "CONNECT_SERVER_CLASS",
@@ -209,20 +210,6 @@ def check_server(spark: Any, url: str = "", *, modules: tuple[str, ...] = _SERVE
     return report
 
 
-def spark_home() -> Path:
-    """PySpark's installation directory, its ``SPARK_HOME`` (``bin/spark-submit``, ``jars/``)."""
-    import pyspark
-
-    return Path(pyspark.__file__).resolve().parent
-
-
-def _tail(path: Path, lines: int = 12) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
 class LocalConnectServer:
     """PySpark's Spark Connect server on this machine's loopback, with the kit's Spark settings.
 
@@ -295,14 +282,14 @@ class LocalConnectServer:
                 code = self._process.returncode
                 self.stop()
                 msg = f"the Spark Connect server exited with code {code} while starting; {self.log_path} ends:\n" \
-                      f"{_tail(self.log_path)}"
+                      f"{log_tail(self.log_path, 12)}"
                 raise ConnectError(msg, url=self.url)
             if _reachable("127.0.0.1", self.port, 1.0) is None:
                 return self
             if time.monotonic() > deadline:
                 self.stop()
                 msg = (f"the Spark Connect server did not open port {self.port} within {self.timeout_s:.0f} s; "
-                       f"{self.log_path} ends:\n{_tail(self.log_path)}")
+                       f"{self.log_path} ends:\n{log_tail(self.log_path, 12)}")
                 raise ConnectError(msg, url=self.url)
             time.sleep(0.25)
 

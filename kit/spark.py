@@ -24,6 +24,7 @@ import os
 import sys
 import warnings
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
@@ -41,12 +42,14 @@ __all__ = [
     "is_connect",
     "ROCKSDB_STATE_STORE",
     "kit_settings",
+    "log_tail",
     "on_this_host",
     "resolve_master",
     "session_master",
     "ship_kit",
     "spark_conf",
     "spark_context",
+    "spark_home",
     "spark_session",
     "streaming_context",
 ]
@@ -95,6 +98,21 @@ _BASE_CONF: dict[str, str] = {
     # only "url"; docs/security.md).
     "spark.sql.redaction.options.regex": "(?i)url|jaas|password|keystore[.]key|secret|token",
 }
+
+
+def spark_home() -> Path:
+    """PySpark's installation directory, its ``SPARK_HOME`` (``bin/spark-submit``, ``sbin/``, ``jars/``)."""
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent
+
+
+def log_tail(path: Path, lines: int) -> str:
+    """The last ``lines`` lines of a Spark process's log at ``path`` (``(no log)`` if it cannot be read)."""
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
 
 
 def resolve_master(master: str | None = None) -> str:
