@@ -8,9 +8,10 @@ output checked against the oracle), for before/after tables of single changes:
     python benchmarks/engine_throughput.py --engine modern --max-partitions 0          # a task per Kafka partition
     python benchmarks/engine_throughput.py --engine modern --state-store hdfs          # Spark's default store
     python benchmarks/engine_throughput.py --engine legacy --conf spark.python.unix.domain.socket.enabled=false
+    python benchmarks/engine_throughput.py --engine modern --warmup-runs 0 --repeat 4  # JIT warm-up, run by run
 
 Run from an older checkout (``PYTHONPATH=/path/to/checkout``) it measures that code; switches that code does
-not know are ignored there, and the output says which took effect. Prints one JSON line.
+not know are ignored there, and the output says which took effect. Prints one JSON line per measured run.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ def main() -> None:
     parser.add_argument("--kafka-client", choices=("auto", "confluent", "kafka-python"), default="auto")
     parser.add_argument("--max-partitions", type=int, help="modern: the Source's maxPartitions (0: none, a task per range)")
     parser.add_argument("--state-store", choices=("rocksdb", "hdfs"), help="modern: the state store provider")
+    parser.add_argument("--warmup-runs", type=int, help="unmeasured runs before each measured one (default: dmk bench's)")
+    parser.add_argument("--repeat", type=int, default=1, help="measured runs in the same JVM (each printed)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     args = parser.parse_args()
     os.environ["DMK_KAFKA_CLIENT"] = args.kafka_client  # before anything opens a Kafka handle or a Python worker
@@ -69,12 +72,21 @@ def main() -> None:
         try:
             run = bench._Bench(settings, spark, broker.bootstrap_servers, Path(workdir), lambda *_: None)
             raw = run.raw()
-            result = run.max_throughput(args.engine, args.workload)
+            warms = hasattr(bench, "WARMUP_RUNS")  # older code measured the first run
+            if warms and args.warmup_runs is not None:
+                bench.WARMUP_RUNS = args.warmup_runs
+                applied["warmup_runs"] = args.warmup_runs
+            results = []
+            for _ in range(args.repeat):
+                results.append(run.max_throughput(args.engine, args.workload))
+                if warms:
+                    bench.WARMUP_RUNS = 0  # each repeat is warmed by the runs before it
         finally:
             spark.stop()
-    print(json.dumps({"engine": args.engine, "workload": args.workload, "records": args.records,
-                      "partitions": args.partitions, "code": bench.__file__, "switches": applied,
-                      "raw_consumer_rps": raw["raw_consumer_rps"], **result}))
+    for result in results:
+        print(json.dumps({"engine": args.engine, "workload": args.workload, "records": args.records,
+                          "partitions": args.partitions, "code": bench.__file__, "switches": applied,
+                          "raw_consumer_rps": raw["raw_consumer_rps"], **result}))
 
 
 if __name__ == "__main__":
