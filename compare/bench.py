@@ -215,11 +215,9 @@ machine, modern running_counts' first 20k-record micro-batch took 8.2 s and the 
 WARMUP_RUNS = 1
 """Unmeasured runs of the same job over the same topic before the measured one, in the same JVM and Python
 workers, as JMH warms a benchmark up: a streaming job runs for hours, and its JVM has long compiled Spark's
-planning and execution code by then. A cold JVM is still compiling in its first runs: modern
-``running_counts`` over 1M records, four runs in one JVM (``-XX:+PrintCompilation``) compiled 18,762, 5,093,
-2,408 and 3,283 methods and ran at 75,308, 84,866, 90,973 and 93,574 records/s (C2 took 40-60 % of a core
-during the first). The runs before the measured one also start the Python workers and open the state store,
-which :data:`WARMUP_BATCHES` alone left in the measurement's first seconds."""
+planning and execution code by then. A cold JVM is still compiling in its first runs: modern ``running_counts``
+over 1M records, four runs in one JVM, measured 80,530, 111,029, 112,066 and 115,800 records/s (docs/bench.md).
+The runs before the measured one also start the Python workers and open the state store, which :data:`WARMUP_BATCHES` alone left in the measurement's first seconds."""
 
 
 def throughput(spans: pd.DataFrame, warmup_batches: int = WARMUP_BATCHES) -> tuple[float, int]:
