@@ -217,7 +217,8 @@ WARMUP_RUNS = 1
 workers, as JMH warms a benchmark up: a streaming job runs for hours, and its JVM has long compiled Spark's
 planning and execution code by then. A cold JVM is still compiling in its first runs: modern ``running_counts``
 over 1M records, four runs in one JVM, measured 80,530, 111,029, 112,066 and 115,800 records/s (docs/bench.md).
-The runs before the measured one also start the Python workers and open the state store, which :data:`WARMUP_BATCHES` alone left in the measurement's first seconds."""
+The runs before the measured one also start the Python workers and open the state store, which
+:data:`WARMUP_BATCHES` alone left in the measurement's first seconds."""
 
 
 def throughput(spans: pd.DataFrame, warmup_batches: int = WARMUP_BATCHES) -> tuple[float, int]:
