@@ -5,7 +5,7 @@ task needs one and none is idle: a stage with several Python RDDs holds several 
 are forked as batches overlap. Each fork imported pandas, pyarrow and the kit's modules again when it
 unpickled its first function: 0.5 to 1 s of CPU per worker, on the same cores as the tasks (py-spy of a legacy
 ``running_counts`` run: two thirds of the Python workers' CPU went to these imports). Imported here, once,
-they are in every forked worker already.
+they are in every forked worker already. So is PySpark's worker module, which PySpark imports after the fork.
 
 The daemon then freezes its objects out of the garbage collector (``gc.freeze()``, CPython's advice for
 servers that fork). PySpark's daemon runs a full ``gc.collect()`` in a reused worker after every task, and
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import sys
 
 from pyspark import daemon
 
@@ -29,5 +30,10 @@ PRELOADED = ("pandas", "pyarrow", "kit.events", "kit.dataset", "kit.kafka", "kit
 if __name__ == "__main__":
     for name in PRELOADED:
         importlib.import_module(name)
+    # The worker module (``pyspark.worker``) too: PySpark imports it in each forked worker, and Spark puts
+    # pyspark.zip first on the workers' path, so every fork compiled it from the zip's sources (zipimport keeps
+    # no bytecode): 83-86 ms of CPU per worker here, after the imports above. It starts no thread when imported.
+    if len(sys.argv) > 1 and sys.argv[1].startswith("pyspark"):
+        importlib.import_module(sys.argv[1])
     gc.freeze()
     daemon.manager()
