@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from kit import workloads
@@ -72,14 +73,23 @@ CANONICAL_EVENT = (
 
 
 def _parse_values(values: pd.Series) -> pd.DataFrame:
-    rows = []
-    for value in values:
-        event, reason = parse_event(value)
-        if event is None:
-            rows.append((None, None, None, None, None, None, None, reason))
-        else:
-            rows.append((*(event[name] for name in REQUIRED_FIELDS), None))
-    return pd.DataFrame(rows, columns=[*REQUIRED_FIELDS, "reason"])
+    """``parse_event`` over ``values``: the event fields and ``reason`` (null for a valid event), a row each.
+
+    Only the values that are there go through ``parse_event``. A null one is a tombstone (``parse_event``
+    says ``bad_json``) or, far more often, a record parsed in the JVM, which :func:`with_parsed` does not send
+    (its row here is discarded): with the canonical records of a clean topic, every value is null, and the
+    batch costs a few array allocations instead of a Python loop over its rows.
+    """
+    n = len(values)
+    columns = {name: np.full(n, None, dtype=object) for name in REQUIRED_FIELDS}
+    reasons = np.full(n, "bad_json", dtype=object)
+    present = values.notna().to_numpy()
+    for i, value in zip(np.flatnonzero(present), values[present], strict=True):
+        event, reasons[i] = parse_event(value)
+        if event is not None:
+            for name in REQUIRED_FIELDS:
+                columns[name][i] = event[name]
+    return pd.DataFrame({**columns, "reason": reasons})
 
 
 def _parse_and_dead_letter(directories: Mapping[str, str] | None) -> Any:
