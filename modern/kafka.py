@@ -149,8 +149,16 @@ class _Offsets:
             topics = sorted(t for t in existing if pattern.fullmatch(t) and not t.startswith("__"))
         return [tp for topic in topics for tp in self.kafka.topic_partitions(topic)]
 
-    def latest(self, tps: Sequence[TopicPartition]) -> Offsets:
-        return self.kafka.end_offsets(tps) if tps else {}
+    def latest(self, tps: Sequence[TopicPartition], start: Offsets | None = None) -> Offsets:
+        """The end offsets of ``tps``.
+
+        ``start``: where the query is; the records just before it are fetched directly, in one round trip
+        (see :meth:`kit.kafka.Kafka.end_offsets`).
+        """
+        if not tps:
+            return {}
+        holding = {tp: offset - 1 for tp, offset in (start or {}).items() if offset > 0}
+        return self.kafka.end_offsets(tps, holding=holding)
 
     def earliest(self, tps: Sequence[TopicPartition]) -> Offsets:
         return self.kafka.beginning_offsets(tps) if tps else {}
@@ -515,7 +523,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             _data_loss(
                 self.settings, f"{tp.topic}-{tp.partition} is gone. Some data may have been missed", tp, start[tp], 0
             )
-        return self._offsets.latest(tps)
+        return self._offsets.latest(tps, start)
 
     def _delay_batch(self, start: Offsets, latest: Offsets) -> bool:
         """Spark's ``delayBatch``: wait for minOffsetsPerTrigger records, at most maxTriggerDelay."""

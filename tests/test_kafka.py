@@ -89,6 +89,28 @@ def test_end_offsets_follow_further_produces(bootstrap_servers: str, kafka: Kafk
     assert kafka.beginning_offsets(topic) == {TopicPartition(topic, 0): 0, TopicPartition(topic, 1): 0}
 
 
+def test_end_offsets_fetched_where_records_are_held_are_exact(
+    bootstrap_servers: str, kafka: Kafka, topic_factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    topic = topic_factory(partitions=2)
+    _produce(bootstrap_servers, topic, {0: 500, 1: 120})  # multi-record batches: Tansu's ListOffsets is low
+    tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    exact = {tp0: 500, tp1: 120}
+    if kafka.client == "kafka-python":  # the holding offsets spare the ListOffsets requests (librdkafka asks them)
+        consumer = kafka._offsets()
+        with monkeypatch.context() as patched:
+            patched.setattr(consumer, "end_offsets", lambda tps: pytest.fail("ListOffsets asked"))
+            patched.setattr(consumer, "beginning_offsets", lambda tps: pytest.fail("ListOffsets asked"))
+            assert kafka.end_offsets(topic, holding={tp0: 0, tp1: 119}) == exact
+            assert kafka.end_offsets(topic, holding={tp0: 250, tp1: 7}) == exact
+    assert kafka.end_offsets(topic, holding={tp0: 499, tp1: 0}) == exact
+    # A holding offset past the log (a topic deleted and re-created, say) or a partition without one: the ordinary way.
+    assert kafka.end_offsets(topic, holding={tp0: 10_000, tp1: 5}) == exact
+    assert kafka.end_offsets(topic, holding={tp0: 3}) == exact
+    _produce(bootstrap_servers, topic, {0: 5})
+    assert kafka.end_offsets(topic, holding={tp0: 499, tp1: 119}) == {tp0: 505, tp1: 120}
+
+
 def test_read_range_is_exact(bootstrap_servers: str, kafka: Kafka, topic_factory) -> None:
     topic = topic_factory(partitions=2)
     _produce(bootstrap_servers, topic, {0: 1000, 1: 10})
