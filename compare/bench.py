@@ -11,8 +11,9 @@ One run, one broker, one Spark JVM, one machine:
    to :data:`THROUGHPUT_BATCHES` equal batches (legacy ``spark.streaming.kafka.maxRatePerPartition`` with
    0.25 s batches, :data:`THROUGHPUT_INTERVALS`; modern ``maxOffsetsPerTrigger``). Throughput is the records
    over the span from the start of the second batch with records (the first is the warm-up,
-   :data:`WARMUP_BATCHES`) to the end of the last one: the rate the engine sustains while it always has work. Each measured run comes after an unmeasured one of the same job over the
-   same topic (:data:`WARMUP_RUNS`), so the JVM's JIT has compiled Spark's code, as in a job running for hours.
+   :data:`WARMUP_BATCHES`) to the end of the last one: the rate the engine sustains while it always has work.
+   Each measured run comes after an unmeasured one of the same job over the same topic (:data:`WARMUP_RUNS`),
+   so the JVM's JIT has compiled Spark's code, as in a job running for hours.
    Every run's final output is diffed against the workload's pandas oracle (``matches_oracle``).
 3. **Latency at a fixed rate.** Per engine and workload, a fresh topic is replayed at ``--latency-rate``
    (default :data:`LATENCY_RATE` records/s, the same for both engines) for ``--latency-seconds`` while the
