@@ -17,6 +17,7 @@ not know are ignored there, and the output says which took effect. Prints one JS
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import tempfile
@@ -32,7 +33,7 @@ def main() -> None:
     parser.add_argument("--kafka-client", choices=("auto", "confluent", "kafka-python"), default="auto")
     parser.add_argument("--max-partitions", type=int, help="modern: the Source's maxPartitions (0: none, a task per range)")
     parser.add_argument("--state-store", choices=("rocksdb", "hdfs"), help="modern: the state store provider")
-    parser.add_argument("--warmup-runs", type=int, help="unmeasured runs before each measured one (default: dmk bench's)")
+    parser.add_argument("--warmup-runs", type=int, help="unmeasured runs before the first measured one (default: 1)")
     parser.add_argument("--repeat", type=int, default=1, help="measured runs in the same JVM (each printed)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     args = parser.parse_args()
@@ -66,21 +67,23 @@ def main() -> None:
 
         modern_workloads.Source.__init__ = with_max_partitions
         applied["max_partitions"] = args.max_partitions
-    settings = bench.BenchSettings(records=args.records, partitions=args.partitions, quick=True)
+    # Older code has no warmup_runs setting: it runs with its own default (before WARMUP_RUNS, the first run).
+    warms = "warmup_runs" in {f.name for f in dataclasses.fields(bench.BenchSettings)}
+    warmup_runs = args.warmup_runs if args.warmup_runs is not None else getattr(bench, "WARMUP_RUNS", 0)
+    if warms:
+        applied["warmup_runs"] = warmup_runs
+    extra = {"warmup_runs": warmup_runs} if warms else {}
+    settings = bench.BenchSettings(records=args.records, partitions=args.partitions, quick=True, **extra)
     with EmbeddedBroker() as broker, tempfile.TemporaryDirectory(prefix="dmk-throughput-") as workdir:
         spark = spark_session("dmk-engine-throughput", conf=conf)
         try:
             run = bench._Bench(settings, spark, broker.bootstrap_servers, Path(workdir), lambda *_: None)
             raw = run.raw()
-            warms = hasattr(bench, "WARMUP_RUNS")  # older code measured the first run
-            if warms and args.warmup_runs is not None:
-                bench.WARMUP_RUNS = args.warmup_runs
-                applied["warmup_runs"] = args.warmup_runs
             results = []
             for _ in range(args.repeat):
                 results.append(run.max_throughput(args.engine, args.workload))
-                if warms:
-                    bench.WARMUP_RUNS = 0  # each repeat is warmed by the runs before it
+                if warms:  # each repeat is warmed by the runs before it
+                    run.settings = dataclasses.replace(run.settings, warmup_runs=0)
         finally:
             spark.stop()
     for result in results:

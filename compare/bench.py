@@ -154,6 +154,8 @@ class BenchSettings:
             previous run, when there is one).
         kafka_security: Kafka client settings in the Java client's names (``--kafka-config``/``--kafka-option``)
             for the engines' sources; the raw clients take them from :func:`kit.kafka.process_settings`.
+        warmup_runs: unmeasured runs of each job before its throughput run (default :data:`WARMUP_RUNS`;
+            ``quick``: none, so that the short run stays within 5 minutes: its throughput is a cold JVM's).
     """
 
     out_dir: Path = RESULTS_DIR
@@ -170,6 +172,7 @@ class BenchSettings:
     timeout_s: float = 1_800.0
     baseline: Path | None = None
     kafka_security: Mapping[str, str] = field(default_factory=dict, repr=False)
+    warmup_runs: int | None = None
 
     def __post_init__(self) -> None:
         if self.records is not None and self.records < 10 * THROUGHPUT_BATCHES:
@@ -204,6 +207,13 @@ class BenchSettings:
     def n_latency_seconds(self) -> float:
         """Seconds each latency run replays: ``latency_seconds``, or 30 s (quick: 10 s)."""
         return self.latency_seconds or (10.0 if self.quick else 30.0)
+
+    @property
+    def n_warmup_runs(self) -> int:
+        """Unmeasured runs before each throughput run: ``warmup_runs``, else 0 when quick, else :data:`WARMUP_RUNS`."""
+        if self.warmup_runs is not None:
+            return self.warmup_runs
+        return 0 if self.quick else WARMUP_RUNS
 
     @property
     def n_state_keys(self) -> int:
@@ -507,7 +517,7 @@ class _Bench:
     def max_throughput(self, engine: str, workload: str) -> dict[str, Any]:
         cap = math.ceil(len(self.frame) / THROUGHPUT_BATCHES)
         interval = THROUGHPUT_INTERVALS.get(engine)
-        for _ in range(WARMUP_RUNS):
+        for _ in range(self.settings.n_warmup_runs):
             with self.engine(engine, workload, self.topic, cap=cap, interval=interval) as warmup:
                 warmup.wait({self.topic: self.ends}, self.settings.timeout_s)
         with self.engine(engine, workload, self.topic, cap=cap, interval=interval) as run:
@@ -687,6 +697,7 @@ def run_bench(
             "created": created, "command": settings.command or "dmk bench", "quick": settings.quick,
             "records": settings.n_records, "partitions": settings.partitions, "broker": broker, "master": master,
             "machine": machine(), "latency_rate_rps": settings.latency_rate, "warmup_fraction": WARMUP_FRACTION,
+            "warmup_runs": settings.n_warmup_runs,
         }
         results.update(bench.raw())
         raw = results["raw_consumer_rps"]

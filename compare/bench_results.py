@@ -267,6 +267,7 @@ def render_markdown(results: dict) -> str:
         "",
         _raw_sentence(results),
         "",
+        *_warmup_sentence(results),
         "| engine | workload | records/s | × raw consumer | batches | equals oracle |",
         "|---|---|---:|---:|---:|---|",
     ]
@@ -315,6 +316,17 @@ def render_markdown(results: dict) -> str:
     if results.get("notes"):
         lines += ["", "## Notes", "", *[f"- {note}" for note in results["notes"]]]
     return "\n".join(lines) + "\n"
+
+
+def _warmup_sentence(results: dict) -> list[str]:
+    runs = results.get("warmup_runs")
+    if runs is None:  # files from before the warm-up runs measured each job's first run
+        return []
+    if runs == 0:
+        return ["Each job's first run in this JVM was measured (no warm-up run): a cold JVM still compiles Spark's "
+                "code (docs/bench.md).", ""]
+    return [f"Each job was measured after {runs} unmeasured run{'s' if runs > 1 else ''} of it in the same JVM "
+            "(the JIT's warm-up, docs/bench.md).", ""]
 
 
 def readme_table(results: dict) -> str:

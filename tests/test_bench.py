@@ -79,6 +79,15 @@ def test_legacy_batch_spans_start_when_processing_starts(tmp_path: Path) -> None
     }
 
 
+def test_throughput_runs_are_warmed_up_except_in_the_quick_run() -> None:
+    assert bench.BenchSettings().n_warmup_runs == bench.WARMUP_RUNS == 1
+    assert bench.BenchSettings(quick=True).n_warmup_runs == 0
+    assert bench.BenchSettings(quick=True, warmup_runs=2).n_warmup_runs == 2
+    assert "measured after 1 unmeasured run of it in the same JVM" in bench.render_markdown(_results(warmup_runs=1))
+    assert "first run in this JVM was measured (no warm-up run)" in bench.render_markdown(_results(warmup_runs=0))
+    assert "unmeasured run" not in bench.render_markdown(_results())  # files from before the warm-up runs
+
+
 def test_targets_say_whether_met_and_by_how_much() -> None:
     targets = {t["target"]: t for t in _results()["targets"]}
     legacy = targets["legacy running_counts throughput / raw consumer"]
