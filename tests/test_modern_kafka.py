@@ -418,16 +418,20 @@ def test_group_offset_committer(spark, bootstrap_servers, kafka, topic_factory, 
             .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start()
         )
         assert query.awaitTermination(120) and query.exception() is None
-        deadline = time.monotonic() + 30  # progress events reach the listener asynchronously
+        # Progress events reach the listener asynchronously, and it commits to Kafka before it records what it
+        # committed and how far behind the source was, so the three are awaited together: every offset committed
+        # to the group and recorded, and nothing behind latest after the last batch drained the topic (as Spark's
+        # source metrics would say).
+        deadline = time.monotonic() + 30
         expected = {TopicPartition(topic, 0): 12, TopicPartition(topic, 1): 8}
-        while kafka.group_offsets(group) != expected:
-            assert time.monotonic() < deadline, f"group offsets {kafka.group_offsets(group)}"
+        drained = {"minOffsetsBehindLatest": 0.0, "maxOffsetsBehindLatest": 0.0, "avgOffsetsBehindLatest": 0.0}
+        while (kafka.group_offsets(group), listener.committed, list(listener.behind_latest.values())) != (
+            expected, expected, [drained]
+        ):
+            assert time.monotonic() < deadline, (
+                f"group offsets {kafka.group_offsets(group)}, recorded {listener.committed}, {listener.behind_latest}"
+            )
             time.sleep(0.1)
-        assert listener.committed == expected
-        # The last batch drained the topic: nothing is behind latest (as Spark's source metrics would say).
-        assert list(listener.behind_latest.values()) == [
-            {"minOffsetsBehindLatest": 0.0, "maxOffsetsBehindLatest": 0.0, "avgOffsetsBehindLatest": 0.0}
-        ]
     finally:
         spark.streams.removeListener(listener)
 
