@@ -68,11 +68,10 @@ def main() -> None:
         modern_workloads.Source.__init__ = with_max_partitions
         applied["max_partitions"] = args.max_partitions
     # Older code has no warmup_runs setting: it runs with its own default (before WARMUP_RUNS, the first run).
-    warms = "warmup_runs" in {f.name for f in dataclasses.fields(bench.BenchSettings)}
-    warmup_runs = args.warmup_runs if args.warmup_runs is not None else getattr(bench, "WARMUP_RUNS", 0)
-    if warms:
-        applied["warmup_runs"] = warmup_runs
-    extra = {"warmup_runs": warmup_runs} if warms else {}
+    extra = {}
+    if "warmup_runs" in {f.name for f in dataclasses.fields(bench.BenchSettings)}:
+        warmup_runs = args.warmup_runs if args.warmup_runs is not None else bench.WARMUP_RUNS
+        extra["warmup_runs"] = applied["warmup_runs"] = warmup_runs
     settings = bench.BenchSettings(records=args.records, partitions=args.partitions, quick=True, **extra)
     with EmbeddedBroker() as broker, tempfile.TemporaryDirectory(prefix="dmk-throughput-") as workdir:
         spark = spark_session("dmk-engine-throughput", conf=conf)
@@ -82,7 +81,7 @@ def main() -> None:
             results = []
             for _ in range(args.repeat):
                 results.append(run.max_throughput(args.engine, args.workload))
-                if warms:  # each repeat is warmed by the runs before it
+                if extra:  # each repeat is warmed by the runs before it
                     run.settings = dataclasses.replace(run.settings, warmup_runs=0)
         finally:
             spark.stop()
