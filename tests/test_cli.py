@@ -123,7 +123,9 @@ def test_console_script_is_installed() -> None:
 
 
 def test_broker_start_runs_until_ctrl_c(tmp_path: Path) -> None:
+    import queue
     import signal
+    import threading
     import time
 
     from kit.kafka import wait_for_broker
@@ -136,18 +138,28 @@ def test_broker_start_runs_until_ctrl_c(tmp_path: Path) -> None:
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
+    lines: queue.Queue[str] = queue.Queue()
+    assert proc.stdout is not None
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True)
+    reader.start()
     try:
-        wait_for_broker(f"127.0.0.1:{port}", timeout_s=60)
+        # As a user would: wait for the line that says where the broker listens (the broker can answer a
+        # moment before the command has seen it answer and printed that line), then use it and press Ctrl-C.
+        printed = [lines.get(timeout=60)]
+        assert f"listening on 127.0.0.1:{port}" in printed[0], printed
+        wait_for_broker(f"127.0.0.1:{port}", timeout_s=10)
         with Kafka(f"127.0.0.1:{port}") as kafka:
             kafka.create_topic("from_cli", 2)
             assert kafka.partitions("from_cli") == [0, 1]
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=30)
+        proc.wait(timeout=30)
+        reader.join(timeout=10)
     finally:
         if proc.poll() is None:
             proc.kill()
+    out = "".join(printed) + "".join(lines.queue)
     assert proc.returncode == 0, out
-    assert f"127.0.0.1:{port}" in out and "broker stopped" in out
+    assert "broker stopped" in out, out
     deadline = time.monotonic() + 10
     while True:  # the port is free again: no broker left behind
         try:
