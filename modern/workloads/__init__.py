@@ -10,7 +10,7 @@ mode.
 way :func:`kit.events.parse_event` does (the function the legacy side and the oracle use, so a record is
 rejected for the same reason everywhere): a record in the canonical form events are written in (compact
 JSON, the fields in order, strings without escapes) is parsed in the JVM with ``from_json``, as a team with
-Spark's connector would; any other record goes to ``parse_event`` itself in a pandas UDF, because Spark's
+Spark's connector would; any other record goes to ``parse_event`` itself in an Arrow UDF, because Spark's
 JSON parser and Python's disagree on corner cases (duplicate keys, ``NaN``, numbers as strings, huge
 integers...). A valid event is in the canonical form unless it was written otherwise, so every malformed
 record goes through the UDF, which writes it to the dead-letter output as it finds it (``dead_letter_root``):
@@ -29,8 +29,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from kit import workloads
 from kit.dataset import DatasetSpec
@@ -72,54 +72,67 @@ CANONICAL_EVENT = (
 """Regular expression (Java syntax) of the records :class:`Source` parses in the JVM."""
 
 
-def _parse_values(values: pd.Series) -> pd.DataFrame:
-    """``parse_event`` over ``values``: the event fields and ``reason`` (null for a valid event), a row each.
+_PARSED_ARROW = pa.struct(
+    [pa.field(name, pa.int64() if name == "event_time" else pa.string()) for name in REQUIRED_FIELDS]
+    + [pa.field("reason", pa.string())]
+)
+""":data:`_PARSED` as an Arrow type (what the UDF of :func:`with_parsed` returns)."""
 
-    Only the values that are there go through ``parse_event``. A null one is a tombstone (``parse_event``
-    says ``bad_json``) or, far more often, a record parsed in the JVM, which :func:`with_parsed` does not send
-    (its row here is discarded): with the canonical records of a clean topic, every value is null, and the
-    batch costs a few array allocations instead of a Python loop over its rows.
+
+def _parse_values(sent: pa.Array, values: pa.Array) -> pa.StructArray:
+    """``parse_event`` over the ``values`` that were ``sent``: the event fields and ``reason``, a row each.
+
+    A row that was not sent (parsed in the JVM, and :func:`with_parsed` takes the JVM's result) is a null
+    struct. A sent null value is a tombstone, which ``parse_event`` calls ``bad_json``. With the canonical
+    records of a clean topic nothing is sent, and a batch costs one null array instead of a Python loop over
+    its rows (and no pandas conversion either way: this is an Arrow UDF).
     """
     n = len(values)
-    columns = {name: np.full(n, None, dtype=object) for name in REQUIRED_FIELDS}
-    reasons = np.full(n, "bad_json", dtype=object)
-    present = values.notna().to_numpy()
-    for i, value in zip(np.flatnonzero(present), values[present], strict=True):
+    was_sent = pc.fill_null(sent, False)
+    rows = pc.indices_nonzero(was_sent).to_pylist()
+    if not rows:
+        return pa.nulls(n, _PARSED_ARROW)
+    columns: dict[str, list[Any]] = {name: [None] * n for name in (*REQUIRED_FIELDS, "reason")}
+    reasons = columns["reason"]
+    for i, value in zip(rows, values.take(rows).to_pylist(), strict=True):
         event, reasons[i] = parse_event(value)
         if event is not None:
             for name in REQUIRED_FIELDS:
                 columns[name][i] = event[name]
-    return pd.DataFrame({**columns, "reason": reasons})
+    arrays = [pa.array(columns[field.name], type=field.type) for field in _PARSED_ARROW]
+    return pa.StructArray.from_arrays(arrays, fields=list(_PARSED_ARROW), mask=pc.invert(was_sent))
 
 
 def _parse_and_dead_letter(directories: Mapping[str, str] | None) -> Any:
-    """The pandas UDF function of :func:`with_parsed`: ``parse_event`` over the values it is sent.
+    """The Arrow UDF function of :func:`with_parsed`: ``parse_event`` over the values it is sent.
 
     Given ``directories`` (topic → directory), it also writes the malformed records to their topic's directory
     as it finds them.
 
-    The rows it is not sent (parsed in the JVM) come with a null topic. The dead letters are keyed files
-    (:func:`kit.sink.write_keyed`): a task that runs again (a retried task, a batch re-run after a restart)
-    writes the same files, so each malformed record is in the output once, exactly as a batch sink's
-    idempotence makes it, and the records are read only by the query that also computes the job.
+    The dead letters are keyed files (:func:`kit.sink.write_keyed`): a task that runs again (a retried task, a
+    batch re-run after a restart) writes the same files, so each malformed record is in the output once,
+    exactly as a batch sink's idempotence makes it, and the records are read only by the query that also
+    computes the job.
     """
     directories = dict(directories or {})
 
-    # Spark infers the kind of pandas UDF from these type hints (Series... -> DataFrame: a scalar UDF).
-    def parse(topic: pd.Series, partition: pd.Series, offset: pd.Series, value: pd.Series) -> pd.DataFrame:
-        parsed = _parse_values(value)
-        malformed = parsed["reason"].notna() & topic.notna()
-        if directories and malformed.any():
+    # Spark infers the kind of UDF from these type hints (Arrays -> Array: a scalar Arrow UDF).
+    def parse(sent: pa.Array, topic: pa.Array, partition: pa.Array, offset: pa.Array, value: pa.Array) -> pa.Array:
+        parsed = _parse_values(sent, value)
+        if not directories:
+            return parsed
+        malformed = pc.fill_null(pc.is_valid(parsed.field("reason")), False)
+        if pc.any(malformed).as_py():
             from kit.sink import write_keyed
 
-            rows = pd.DataFrame(
+            rows = pa.table(
                 {
-                    "topic": topic[malformed].to_numpy(),
-                    "partition": partition[malformed].astype("int32").to_numpy(),
-                    "offset": offset[malformed].astype("int64").to_numpy(),
-                    "reason": parsed["reason"][malformed].to_numpy(),
+                    "topic": topic.filter(malformed),
+                    "partition": partition.filter(malformed).cast(pa.int32()),
+                    "offset": offset.filter(malformed).cast(pa.int64()),
+                    "reason": parsed.field("reason").filter(malformed),
                 }
-            )
+            ).to_pandas()
             for name, group in rows.groupby("topic", sort=True):
                 if name in directories:
                     write_keyed(directories[name], group.reset_index(drop=True))
@@ -137,8 +150,8 @@ def with_parsed(frame: Any, column: str = "p", dead_letters: Mapping[str, str] |
 
     The new column is a struct of the event fields and ``reason`` (null for a valid event).
 
-    Valid records of the form :data:`CANONICAL_EVENT` are parsed in the JVM; the pandas UDF sees only the
-    others' values (nulls cost next to nothing to ship to Python). Each record's text, ``from_json`` and
+    Valid records of the form :data:`CANONICAL_EVENT` are parsed in the JVM; the Arrow UDF is sent only the
+    others' values (the rest go as nulls and come back as null structs). Each record's text, ``from_json`` and
     form check are computed once, in a projection of their own: in one projection Spark evaluated
     ``from_json`` again for every field it took and for the condition (a ``CASE WHEN`` condition's
     subexpressions are not shared with its branches), and its optimizer does not merge a projection into the
@@ -168,14 +181,16 @@ def with_parsed(frame: Any, column: str = "p", dead_letters: Mapping[str, str] |
         *(fields[name].alias(name) for name in REQUIRED_FIELDS), F.lit(None).cast("string").alias("reason")
     )
     # PySpark's stubs lack the form that infers the UDF's kind from the function's type hints (no functionType).
-    udf = F.pandas_udf(_parse_and_dead_letter(dead_letters), _PARSED)  # type: ignore[call-overload]
+    udf = F.arrow_udf(_parse_and_dead_letter(dead_letters), _PARSED)  # type: ignore[call-overload]
     if dead_letters:
         udf = udf.asNondeterministic()
         topic, partition, offset = F.col("topic"), F.col("partition"), F.col("offset")
     else:
         topic, partition, offset = F.lit(None).cast("string"), F.lit(None).cast("int"), F.lit(None).cast("long")
     sent = ~in_jvm
-    in_python = udf(F.when(sent, topic), F.when(sent, partition), F.when(sent, offset), F.when(sent, F.col("value")))
+    in_python = udf(
+        sent, F.when(sent, topic), F.when(sent, partition), F.when(sent, offset), F.when(sent, F.col("value"))
+    )
     return staged.withColumn(column, F.when(in_jvm, parsed_in_jvm).otherwise(in_python)).drop(
         _TEXT, _JSON, _CANONICAL
     )
