@@ -10,8 +10,11 @@ output checked against the oracle), for before/after tables of single changes:
     python benchmarks/engine_throughput.py --engine legacy --conf spark.python.unix.domain.socket.enabled=false
     python benchmarks/engine_throughput.py --engine modern --warmup-runs 0 --repeat 4  # JIT warm-up, run by run
 
-Run from an older checkout (``PYTHONPATH=/path/to/checkout``) it measures that code; switches that code does
-not know are ignored there, and the output says which took effect. Prints one JSON line per measured run.
+To measure an older commit, run this file from that checkout's directory with it on the path
+(``cd /path/to/checkout && PYTHONPATH=$PWD python /path/to/this/engine_throughput.py ...``): Spark's Python
+workers import the kit from the JVM's working directory (the worker daemon runs as ``python -m``), so
+``PYTHONPATH`` alone changes only the driver's code (profile.md §8). Switches that code does not know are
+ignored there, and the output says which took effect. Prints one JSON line per measured run.
 """
 
 from __future__ import annotations
