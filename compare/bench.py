@@ -12,8 +12,9 @@ One run, one broker, one Spark JVM, one machine:
    0.25 s batches, :data:`THROUGHPUT_INTERVALS`; modern ``maxOffsetsPerTrigger``). Throughput is the records
    over the span from the start of the second batch with records (the first is the warm-up,
    :data:`WARMUP_BATCHES`) to the end of the last one: the rate the engine sustains while it always has work.
-   Each measured run comes after an unmeasured one of the same job over the same topic (:data:`WARMUP_RUNS`),
-   so the JVM's JIT has compiled Spark's code, as in a job running for hours.
+   Each measured run comes after an unmeasured one of the same job over the same topic (:data:`WARMUP_RUNS`,
+   in :data:`WARMUP_RUN_BATCHES` batches), so the JVM's JIT has compiled Spark's code, as in a job running for
+   hours.
    Every run's final output is diffed against the workload's pandas oracle (``matches_oracle``).
 3. **Latency at a fixed rate.** Per engine and workload, a fresh topic is replayed at ``--latency-rate``
    (default :data:`LATENCY_RATE` records/s, the same for both engines) for ``--latency-seconds`` while the
@@ -238,6 +239,15 @@ over 1M records, four runs in one JVM, measured 80,530, 111,029, 112,066 and 115
 The runs before the measured one also start the Python workers and open the state store, which
 :data:`WARMUP_BATCHES` alone left in the measurement's first seconds."""
 
+WARMUP_RUN_BATCHES = 50
+"""Batches each warm-up run is split into (the measured run has :data:`THROUGHPUT_BATCHES`). Structured Streaming
+plans every micro-batch again, and the JIT goes on compiling that planning code for about a hundred
+micro-batches: of ten 10-micro-batch runs of modern ``running_counts`` over 1M records in one JVM, the second to
+the tenth spent 3.8, 2.7, 2.5, 2.1, 1.9, 1.3, 1.0, 1.1 and 0.9 s of the compiler threads' CPU (the first, 11.5 s)
+and measured from 99,184 rising to 133,215 records/s (profile.md §9). A
+warm-up of 50 micro-batches reads the same records as one of 10 in about 17 s more, and the measured run after
+it is the later runs' (two runs each: 126,493 and 132,665 records/s after 50, 108,525 and 121,212 after 10)."""
+
 
 def throughput(spans: pd.DataFrame, warmup_batches: int = WARMUP_BATCHES) -> tuple[float, int]:
     """Records/s of the batches with records after the first ``warmup_batches`` of them, and their number.
@@ -356,13 +366,16 @@ def _kafka_python_poll(bootstrap_servers: str, topic: str, ends: dict[int, int])
 def _confluent_poll(bootstrap_servers: str, topic: str, ends: dict[int, int]) -> Iterator[Callable[[], int]]:
     from confluent_kafka import Consumer, TopicPartition
 
-    from kit._rdkafka import translate
+    from kit._rdkafka import FETCH_QUEUE_BACKOFF_MS, translate
     from kit.kafka import process_settings
 
     security, _ = translate(process_settings())
+    # With librdkafka's default fetch.queue.backoff.ms (1 s) this consumer, whose prefetch queue fills, read
+    # 184-191k records/s; with the kit readers' setting, 535-545k (profile.md §9).
     consumer = Consumer({
         "bootstrap.servers": bootstrap_servers, "group.id": "dmk-bench-raw", "enable.auto.commit": False,
-        "fetch.max.bytes": 64 << 20, "max.partition.fetch.bytes": 8 << 20, "fetch.wait.max.ms": 100, **security,
+        "fetch.max.bytes": 64 << 20, "max.partition.fetch.bytes": 8 << 20, "fetch.wait.max.ms": 100,
+        "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS, **security,
     })
     try:
         consumer.assign([TopicPartition(topic, p, 0) for p in sorted(ends)])
@@ -518,7 +531,8 @@ class _Bench:
         cap = math.ceil(len(self.frame) / THROUGHPUT_BATCHES)
         interval = THROUGHPUT_INTERVALS.get(engine)
         for _ in range(self.settings.n_warmup_runs):
-            with self.engine(engine, workload, self.topic, cap=cap, interval=interval) as warmup:
+            warmup_cap = math.ceil(len(self.frame) / WARMUP_RUN_BATCHES)
+            with self.engine(engine, workload, self.topic, cap=warmup_cap, interval=interval) as warmup:
                 warmup.wait({self.topic: self.ends}, self.settings.timeout_s)
         with self.engine(engine, workload, self.topic, cap=cap, interval=interval) as run:
             run.wait({self.topic: self.ends}, self.settings.timeout_s)
@@ -697,7 +711,7 @@ def run_bench(
             "created": created, "command": settings.command or "dmk bench", "quick": settings.quick,
             "records": settings.n_records, "partitions": settings.partitions, "broker": broker, "master": master,
             "machine": machine(), "latency_rate_rps": settings.latency_rate, "warmup_fraction": WARMUP_FRACTION,
-            "warmup_runs": settings.n_warmup_runs,
+            "warmup_runs": settings.n_warmup_runs, "warmup_run_batches": WARMUP_RUN_BATCHES,
         }
         results.update(bench.raw())
         raw = results["raw_consumer_rps"]

@@ -325,8 +325,10 @@ def _warmup_sentence(results: dict) -> list[str]:
     if runs == 0:
         return ["Each job's first run in this JVM was measured (no warm-up run): a cold JVM still compiles Spark's "
                 "code (docs/bench.md).", ""]
-    return [f"Each job was measured after {runs} unmeasured run{'s' if runs > 1 else ''} of it in the same JVM "
-            "(the JIT's warm-up, docs/bench.md).", ""]
+    batches = results.get("warmup_run_batches")  # older files: as many batches as the measured run
+    split = f" in {batches} batches" if batches else ""
+    return [f"Each job was measured after {runs} unmeasured run{'s' if runs > 1 else ''} of it{split} in the same "
+            "JVM (the JIT's warm-up, docs/bench.md).", ""]
 
 
 def readme_table(results: dict) -> str:

@@ -84,6 +84,8 @@ def test_throughput_runs_are_warmed_up_except_in_the_quick_run() -> None:
     assert bench.BenchSettings(quick=True).n_warmup_runs == 0
     assert bench.BenchSettings(quick=True, warmup_runs=2).n_warmup_runs == 2
     assert "measured after 1 unmeasured run of it in the same JVM" in bench.render_markdown(_results(warmup_runs=1))
+    assert "measured after 1 unmeasured run of it in 50 batches in the same JVM" in bench.render_markdown(
+        _results(warmup_runs=1, warmup_run_batches=50))
     assert "first run in this JVM was measured (no warm-up run)" in bench.render_markdown(_results(warmup_runs=0))
     assert "unmeasured run" not in bench.render_markdown(_results())  # files from before the warm-up runs
 
