@@ -76,14 +76,17 @@ LATENCY_TARGETS = {
 }
 """Per engine: the latency runs' default setting in words, and the p99 goal (ms) at it."""
 THROUGHPUT_LIMITS = {
-    "legacy": "every record passes through Python in a worker, which the raw consumer only reads: per record, "
-              "reading it from librdkafka 1.6 µs, the messageHandler 0.5 µs, the parse 5.4 µs (json.loads of the "
-              "value 3.7 µs), the map-side combine 0.5 µs, in one process (profile §7)",
-    "modern": "both cores are busy through the run (vmstat: 2-10 % idle) and a micro-batch costs about 300-470 ms "
-              "whatever it holds: in one warm JVM, 1M records in 2, 10 and 40 micro-batches ran at 191,939, "
-              "111,276 and 55,571 records/s. Of a 25,000-record micro-batch's 590 ms, its job took 270-400 ms "
-              "(the read tasks 190-330 ms, 80-90 ms of it JVM CPU) and 130-150 ms passed between jobs "
-              "(profile §8)",
+    "legacy": "a warm run spends about 24 CPU seconds on 1M records (the Python workers 10.9, the JVM 7.3, the "
+              "driver's Python 3.2, the broker 2.8), the raw consumer about 2 (its process 1.6, the broker 0.3), so "
+              "on two cores the engine cannot reach its rate. Every record passes through Python in a worker, which "
+              "the raw consumer only reads: per record, reading it from librdkafka 1.6 µs, the messageHandler "
+              "0.5 µs, the parse 5.4 µs (json.loads of the value 3.7 µs), the map-side combine 0.5 µs, in one "
+              "process (profile §7, §9)",
+    "modern": "a warm run spends about 17 CPU seconds on 1M records (the JVM 10.2: its tasks 5.5, the JIT still "
+              "compiling Spark's planning code 2.5; the Python workers 4.4; the broker 1.8), the raw consumer about "
+              "2, so on two cores the engine cannot reach its rate. Both cores are busy through the run, and a "
+              "micro-batch costs about 300-470 ms whatever it holds: in one warm JVM, 1M records in 2, 10 and 40 "
+              "micro-batches ran at 191,939, 111,276 and 55,571 records/s (profile §8, §9)",
 }
 """Per engine: what limits its throughput, measured (benchmarks/results/profile.md)."""
 LATENCY_LIMITS = {
