@@ -244,9 +244,9 @@ WARMUP_RUN_BATCHES = 50
 plans every micro-batch again, and the JIT goes on compiling that planning code for about a hundred
 micro-batches: of ten 10-micro-batch runs of modern ``running_counts`` over 1M records in one JVM, the second to
 the tenth spent 3.8, 2.7, 2.5, 2.1, 1.9, 1.3, 1.0, 1.1 and 0.9 s of the compiler threads' CPU (the first, 11.5 s)
-and measured from 99,184 rising to 133,215 records/s (profile.md §9). A
-warm-up of 50 micro-batches reads the same records as one of 10 in about 17 s more, and the measured run after
-it is the later runs' (two runs each: 126,493 and 132,665 records/s after 50, 108,525 and 121,212 after 10)."""
+and measured from 99,184 rising to 133,215 records/s (profile.md §9). A warm-up of 50 micro-batches reads the
+same records as one of 10 in about 17 s more, and the measured run after it is like the later runs (two runs
+each: 126,493 and 132,665 records/s after 50, 108,525 and 121,212 after 10)."""
 
 
 def throughput(spans: pd.DataFrame, warmup_batches: int = WARMUP_BATCHES) -> tuple[float, int]:
@@ -530,8 +530,8 @@ class _Bench:
     def max_throughput(self, engine: str, workload: str) -> dict[str, Any]:
         cap = math.ceil(len(self.frame) / THROUGHPUT_BATCHES)
         interval = THROUGHPUT_INTERVALS.get(engine)
+        warmup_cap = math.ceil(len(self.frame) / WARMUP_RUN_BATCHES)
         for _ in range(self.settings.n_warmup_runs):
-            warmup_cap = math.ceil(len(self.frame) / WARMUP_RUN_BATCHES)
             with self.engine(engine, workload, self.topic, cap=warmup_cap, interval=interval) as warmup:
                 warmup.wait({self.topic: self.ends}, self.settings.timeout_s)
         with self.engine(engine, workload, self.topic, cap=cap, interval=interval) as run:

@@ -101,7 +101,8 @@ FETCH_QUEUE_BACKOFF_MS = 10
 Once its prefetch queue holds ``queued.max.messages.kbytes`` (64 MB), librdkafka postpones the partition's next
 fetch by this long; a reader that drains 64 MB in well under a second then waits out the rest. Measured with
 ``python benchmarks/kafka_clients.py --records 500000 --partitions 1`` (one 91 MB range): ``read_range``
-146,012 and 146,753 records/s at 1000 ms, 694,177 and 610,314 at 10 ms; ranges under 64 MB read the same either way."""
+146,012 and 146,753 records/s at 1000 ms, 694,177 and 610,314 at 10 ms; ranges under 64 MB read the same
+either way."""
 
 
 class RdReader:

@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 from kit import workloads
 from kit.dataset import DatasetSpec
 from kit.errors import ConfigError
-from kit.events import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, REQUIRED_FIELDS, parse_event
+from kit.events import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, FIELD_TYPES, REQUIRED_FIELDS, parse_event
 
 __all__ = ["CANONICAL_EVENT", "EVENT_COLUMNS", "Source", "resolve", "with_parsed"]
 
@@ -50,13 +50,16 @@ EVENT_COLUMNS: tuple[str, ...] = (
 """Columns of :meth:`Source.events`: the event fields (``event_time`` as a timestamp), ``event_time_ms``,
 the Kafka timestamp ``kafka_ts`` (a timestamp) and the record's coordinates."""
 
-_PARSED = (
-    "event_id string, user string, key string, ad_id string, ad_type string, event_type string, "
-    "event_time long, reason string"
+_SPARK_TYPES = {str: "string", int: "long"}
+_ARROW_TYPES = {str: pa.string(), int: pa.int64()}
+_EVENT_SCHEMA = ", ".join(f"{name} {_SPARK_TYPES[kind]}" for name, kind in FIELD_TYPES.items())
+"""The event fields of :data:`kit.events.FIELD_TYPES` as Spark DDL: what ``from_json`` parses."""
+_PARSED = f"{_EVENT_SCHEMA}, reason string"
+"""The struct :func:`with_parsed` adds: the event fields and ``reason`` (null for a valid event)."""
+_PARSED_ARROW = pa.struct(
+    [pa.field(name, _ARROW_TYPES[kind]) for name, kind in FIELD_TYPES.items()] + [pa.field("reason", pa.string())]
 )
-_EVENT_SCHEMA = (
-    "event_id string, user string, key string, ad_id string, ad_type string, event_type string, event_time long"
-)
+""":data:`_PARSED` as an Arrow type (what the UDF of :func:`with_parsed` returns)."""
 
 # The canonical form of an event: what the dataset writes, and what json.dumps(event, separators=(",", ":"))
 # writes for plain strings. A JSON string without quotes, backslashes or control characters is the same text
@@ -70,13 +73,6 @@ CANONICAL_EVENT = (
     + r',"event_time":(0|-?[1-9][0-9]{0,17})\}\z'
 )
 """Regular expression (Java syntax) of the records :class:`Source` parses in the JVM."""
-
-
-_PARSED_ARROW = pa.struct(
-    [pa.field(name, pa.int64() if name == "event_time" else pa.string()) for name in REQUIRED_FIELDS]
-    + [pa.field("reason", pa.string())]
-)
-""":data:`_PARSED` as an Arrow type (what the UDF of :func:`with_parsed` returns)."""
 
 
 def _parse_values(sent: pa.Array, values: pa.Array) -> pa.StructArray:
