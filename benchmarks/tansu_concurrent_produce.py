@@ -30,7 +30,10 @@ def _produce(bootstrap: str, topic: str, task: int, n: int) -> list[tuple[int, i
     errors: list[BaseException] = []
 
     def done(partition: int, offset: int, error: BaseException | None) -> None:
-        (errors.append(error) if error else acked.append((partition, offset)))
+        if error is not None:
+            errors.append(error)
+        else:
+            acked.append((partition, offset))
 
     for i in range(n):
         sender.send(topic, key=b"t%d-%d" % (task, i), value=b"{}", on_done=done)

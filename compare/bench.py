@@ -366,16 +366,15 @@ def _kafka_python_poll(bootstrap_servers: str, topic: str, ends: dict[int, int])
 def _confluent_poll(bootstrap_servers: str, topic: str, ends: dict[int, int]) -> Iterator[Callable[[], int]]:
     from confluent_kafka import Consumer, TopicPartition
 
-    from kit._rdkafka import FETCH_QUEUE_BACKOFF_MS, translate
+    from kit._rdkafka import FETCH_SETTINGS, translate
     from kit.kafka import process_settings
 
     security, _ = translate(process_settings())
-    # With librdkafka's default fetch.queue.backoff.ms (1 s) this consumer, whose prefetch queue fills, read
-    # 184-191k records/s; with the kit readers' setting, 535-545k (profile.md §9).
+    # The kit readers' fetch settings: with librdkafka's default fetch.queue.backoff.ms (1 s) this consumer, whose
+    # prefetch queue fills, read 184-191k records/s; with theirs, 535-545k (profile.md §9).
     consumer = Consumer({
         "bootstrap.servers": bootstrap_servers, "group.id": "dmk-bench-raw", "enable.auto.commit": False,
-        "fetch.max.bytes": 64 << 20, "max.partition.fetch.bytes": 8 << 20, "fetch.wait.max.ms": 100,
-        "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS, **security,
+        **FETCH_SETTINGS, **security,
     })
     try:
         consumer.assign([TopicPartition(topic, p, 0) for p in sorted(ends)])

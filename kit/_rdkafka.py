@@ -95,14 +95,20 @@ def translate(settings: Mapping[str, Any], extra: Mapping[str, str] | None = Non
     return out, sorted(untranslated)
 
 
-FETCH_QUEUE_BACKOFF_MS = 10
-"""librdkafka's ``fetch.queue.backoff.ms`` for every consumer that reads a range or a whole topic (default 1000).
-
-Once its prefetch queue holds ``queued.max.messages.kbytes`` (64 MB), librdkafka postpones the partition's next
-fetch by this long; a reader that drains 64 MB in well under a second then waits out the rest. Measured with
-``python benchmarks/kafka_clients.py --records 500000 --partitions 1`` (one 91 MB range): ``read_range``
-146,012 and 146,753 records/s at 1000 ms, 694,177 and 610,314 at 10 ms; ranges under 64 MB read the same
-either way."""
+FETCH_SETTINGS: dict[str, Any] = {
+    # Tansu answers a Fetch with max wait 0 with no partitions at all, so wait a little.
+    "fetch.wait.max.ms": 100,
+    "fetch.max.bytes": 64 * 1024 * 1024,
+    "max.partition.fetch.bytes": 8 * 1024 * 1024,
+    # Once its prefetch queue holds queued.max.messages.kbytes (64 MB), librdkafka postpones the partition's
+    # next fetch by this long (default 1000 ms); a reader that drains 64 MB in well under a second then waits
+    # out the rest.
+    "fetch.queue.backoff.ms": 10,
+}
+"""librdkafka fetch settings of every consumer that reads a range or a whole topic (the range reader, the bench's
+raw consumer). ``fetch.queue.backoff.ms``, measured with ``python benchmarks/kafka_clients.py --records 500000
+--partitions 1`` (one 91 MB range): ``read_range`` 146,012 and 146,753 records/s at 1000 ms, 694,177 and 610,314
+at 10 ms; ranges under 64 MB read the same either way."""
 
 
 class RdReader:
@@ -122,11 +128,7 @@ class RdReader:
             "enable.auto.offset.store": False,
             "enable.partition.eof": True,
             "auto.offset.reset": "error",
-            # Tansu answers a Fetch with max wait 0 with no partitions at all, so wait a little.
-            "fetch.wait.max.ms": 100,
-            "fetch.max.bytes": 64 * 1024 * 1024,
-            "max.partition.fetch.bytes": 8 * 1024 * 1024,
-            "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS,
+            **FETCH_SETTINGS,
             "socket.timeout.ms": int(timeout_s * 1000),
             **properties,
         }
