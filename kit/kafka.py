@@ -381,6 +381,10 @@ def _listed(list_offsets: Callable[[list[TopicPartition]], dict], tps: list[Topi
         return {tp: list_offsets([tp])[tp] for tp in tps}
 
 
+class _Below(Exception):
+    """An offset below the log's beginning (raised and caught inside :meth:`Kafka.beginning_offsets`)."""
+
+
 class Kafka:
     """A handle on one Kafka cluster: topics, offsets, ranged reads.
 
@@ -560,14 +564,65 @@ class Kafka:
         return sorted(what)
 
     def beginning_offsets(self, what: str | Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        """The first offset still in each partition's log (ListOffsets earliest)."""
+        """The first offset still in each partition's log.
+
+        ListOffsets(earliest) is exact on Apache Kafka. Tansu answers the base offset of the batch it stored
+        first, which is not the log's first when producers wrote the partition at the same moment (it may
+        store their batches out of offset order). So a partition listed above 0 is read from offset 0: below
+        a real log start that is out of range and the listed offset stands; otherwise the first record read
+        is the beginning.
+        """
         tps = self.topic_partitions(what)
+        listed = self._list_beginnings(tps)
+        return {tp: self._first_offset(tp, listed[tp]) if listed[tp] > 0 else 0 for tp in tps}
+
+    def _list_beginnings(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
         try:
             return _listed(self._offsets().beginning_offsets, tps)
         except KafkaTimeoutError as exc:
             raise KafkaTimeout(
                 operation="listing beginning offsets", timeout_s=self.timeout_s, last_observed=[str(tp) for tp in tps]
             ) from exc
+
+    def _first_offset(self, tp: TopicPartition, listed: int) -> int:
+        """The offset of ``tp``'s first record below ``listed`` (its ListOffsets earliest), else ``listed``.
+
+        Read with a consumer of its own (never the range reader's, which a read in progress may be using when
+        it asks for the end offsets).
+        """
+        if self.client == "confluent":
+            records = self._rd().read(
+                tp.topic, tp.partition, 0, listed, idle_timeout_s=self.timeout_s, end_offset=lambda: listed,
+                out_of_range=_Below,
+                timed_out=lambda position, end: KafkaTimeout(
+                    f"reading the first record of {tp.topic}-{tp.partition}", self.timeout_s, {"position": position}
+                ),
+            )
+            try:
+                return next((r.offset for r in records), listed)
+            except _Below:
+                return listed
+            finally:
+                records.close()
+        consumer = self._offsets()
+        consumer.unsubscribe()
+        consumer.assign([tp])
+        consumer.seek(tp, 0)
+        deadline = time.monotonic() + self.timeout_s
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    records = consumer.poll(timeout_ms=100, max_records=1).get(tp)
+                except OffsetOutOfRangeError:
+                    return listed
+                if records:
+                    return min(records[0].offset, listed)
+            raise KafkaTimeout(
+                operation=f"reading the first record of {tp.topic}-{tp.partition}", timeout_s=self.timeout_s,
+                last_observed={"listed beginning": listed},
+            )
+        finally:
+            consumer.unsubscribe()
 
     def end_offsets(
         self, what: str | Iterable[TopicPartition], *, holding: Mapping[TopicPartition, int] | None = None
@@ -594,12 +649,16 @@ class Kafka:
                 return self._high_watermarks(consumer, {tp: holding[tp] for tp in tps})
         try:
             listed = _listed(consumer.end_offsets, tps)
-            beginnings = _listed(consumer.beginning_offsets, tps)
         except KafkaTimeoutError as exc:
             raise KafkaTimeout(
                 operation="listing offsets", timeout_s=self.timeout_s, last_observed=[str(tp) for tp in tps]
             ) from exc
-        ends = {tp: listed[tp] for tp in tps if listed[tp] <= beginnings[tp]}  # empty: nothing to fetch
+        listed_beginnings = self._list_beginnings(tps)
+        # Listed at or below its beginning, a partition looks empty: on Apache Kafka it is (retention took every
+        # record), on Tansu it may not be (see beginning_offsets), so its first record is looked for first.
+        beginnings = {tp: self._first_offset(tp, listed_beginnings[tp]) for tp in tps
+                      if 0 < listed[tp] <= listed_beginnings[tp]}
+        ends = {tp: listed[tp] for tp in tps if listed[tp] <= beginnings.get(tp, 0)}  # empty: nothing to fetch
         to_fetch = [tp for tp in tps if tp not in ends]
         if to_fetch and self.client == "confluent":
             try:

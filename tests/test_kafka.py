@@ -89,6 +89,26 @@ def test_end_offsets_follow_further_produces(bootstrap_servers: str, kafka: Kafk
     assert kafka.beginning_offsets(topic) == {TopicPartition(topic, 0): 0, TopicPartition(topic, 1): 0}
 
 
+def test_offsets_are_exact_where_tansu_lists_them_out_of_offset_order(
+    bootstrap_servers: str, kafka: Kafka, topic_factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Producers writing one partition at the same moment: Tansu may store the batch at offset 0 after the one at
+    # 3, and then answers ListOffsets with the base of the batch stored first (earliest 3) and of the one stored
+    # last + 1 (latest 1). These are the answers of benchmarks/tansu_concurrent_produce.py's short rounds;
+    # ListOffsets is replaced by them, the fetches are the broker's.
+    topic = topic_factory(partitions=3)
+    for _ in range(2):
+        _produce(bootstrap_servers, topic, {0: 3, 1: 3, 2: 1})
+    tp0, tp1, tp2 = (TopicPartition(topic, p) for p in range(3))
+    consumer = kafka._offsets()
+    earliest, latest = {tp0: 3, tp1: 3, tp2: 1}, {tp0: 1, tp1: 4, tp2: 1}
+    monkeypatch.setattr(consumer, "beginning_offsets", lambda tps: {tp: earliest[tp] for tp in tps})
+    monkeypatch.setattr(consumer, "end_offsets", lambda tps: {tp: latest[tp] for tp in tps})
+    assert kafka.beginning_offsets(topic) == {tp0: 0, tp1: 0, tp2: 0}
+    assert kafka.end_offsets(topic) == {tp0: 6, tp1: 6, tp2: 2}
+    assert [r.offset for r in kafka.read_range(topic, 0, 0, 6)] == [0, 1, 2, 3, 4, 5]
+
+
 def test_end_offsets_fetched_where_records_are_held_are_exact(
     bootstrap_servers: str, kafka: Kafka, topic_factory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
