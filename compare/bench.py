@@ -6,7 +6,9 @@ One run, one broker, one Spark JVM, one machine:
    dataset (``--records``, clean profile) into one topic of ``--partitions`` partitions as fast as the broker
    acknowledges (``raw_producer_rps``); a bare single-process consumer then reads the whole topic back
    (``raw_consumer_rps``). Every other installed client does the same (``raw_clients``), so the engines are
-   held to their own client's limit and the clients can be compared.
+   held to their own client's limit and the clients can be compared. Last, one consumer of the engines'
+   client reads the topic again and decides every value with the oracle's rules (``raw_parsing_consumer_rps``,
+   :func:`kit.events.parse_event`): the least a job does besides reading, for scale (``ratio_to_parsing``).
 2. **Maximum throughput.** Each engine runs ``running_counts`` and ``ysb`` over that pre-loaded topic, capped
    to :data:`THROUGHPUT_BATCHES` equal batches (legacy ``spark.streaming.kafka.maxRatePerPartition`` with
    0.25 s batches, :data:`THROUGHPUT_INTERVALS`; modern ``maxOffsetsPerTrigger``). Throughput is the records
@@ -42,7 +44,7 @@ import re
 import statistics
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field, replace
@@ -73,6 +75,7 @@ from kit.broker import kafka_or_embedded
 from kit.dataset import DatasetSpec, generate
 from kit.engine import DriverConfig, Engine, EngineRun, seconds
 from kit.errors import ConfigError, KitError
+from kit.events import parse_event
 from kit.kafka import CLIENTS, Kafka, resolve_client
 from kit.replay import ReplaySettings, replay
 from kit.sink import read_batches
@@ -312,18 +315,20 @@ def produce(bootstrap_servers: str, topic: str, values: Sequence[bytes], partiti
 
 
 def consume_all(bootstrap_servers: str, topic: str, ends: dict[int, int], progress: Progress | None = None,
-                idle_timeout_s: float = 30.0, client: str = "kafka-python") -> float:
+                idle_timeout_s: float = 30.0, client: str = "kafka-python", parse: bool = False) -> float:
     """Read every record of ``topic`` up to ``ends`` with one bare consumer; returns the seconds.
 
-    The consumer is of ``client``: ``"kafka-python"`` (the default) or ``"confluent"``.
+    The consumer is of ``client``: ``"kafka-python"`` (the default) or ``"confluent"``. With ``parse`` it also
+    decides every value with :func:`kit.events.parse_event` (the oracle's rules, as the engines' parse does),
+    in the same process: the least an engine's job does with a record besides reading it.
 
     Raises:
         KitError: the topic holds fewer records than ``ends`` says (nothing more came for ``idle_timeout_s``).
     """
     total = sum(ends.values())
-    poll = _confluent_poll(bootstrap_servers, topic, ends) if client == "confluent" else _kafka_python_poll(
-        bootstrap_servers, topic, ends)
-    with poll as next_batch:
+    poll = _confluent_poll if client == "confluent" else _kafka_python_poll
+    name = f"raw {'parsing ' if parse else ''}consumer ({client})"
+    with poll(bootstrap_servers, topic, ends, parse) as next_batch:
         started = time.perf_counter()
         seen, idle_since = 0, time.monotonic()
         while seen < total:
@@ -332,18 +337,28 @@ def consume_all(bootstrap_servers: str, topic: str, ends: dict[int, int], progre
             if got:
                 idle_since = time.monotonic()
                 if progress:
-                    progress(f"raw consumer ({client})", seen, total)
+                    progress(name, seen, total)
             elif time.monotonic() - idle_since > idle_timeout_s:
                 msg = (
-                    f"the raw {client} consumer read {seen} of {total} records of {topic} and then nothing "
+                    f"the {name} read {seen} of {total} records of {topic} and then nothing "
                     f"for {idle_timeout_s:g} s"
                 )
                 raise KitError(msg)
         return time.perf_counter() - started
 
 
+def _parsed(values: Iterable[bytes | None]) -> int:
+    """Decide each value with :func:`parse_event` and count them: valid or dead letter, each was handled."""
+    n = 0
+    for value in values:
+        parse_event(value)
+        n += 1
+    return n
+
+
 @contextmanager
-def _kafka_python_poll(bootstrap_servers: str, topic: str, ends: dict[int, int]) -> Iterator[Callable[[], int]]:
+def _kafka_python_poll(bootstrap_servers: str, topic: str, ends: dict[int, int],
+                       parse: bool) -> Iterator[Callable[[], int]]:
     from kafka import KafkaConsumer, TopicPartition
 
     from kit.kafka import process_settings, python_client_config
@@ -357,13 +372,18 @@ def _kafka_python_poll(bootstrap_servers: str, topic: str, ends: dict[int, int])
         consumer.assign(tps)
         for tp in tps:
             consumer.seek(tp, 0)
-        yield lambda: sum(len(records) for records in consumer.poll(timeout_ms=500, max_records=100_000).values())
+        if parse:
+            yield lambda: _parsed(r.value for records in consumer.poll(timeout_ms=500, max_records=100_000).values()
+                                  for r in records)
+        else:
+            yield lambda: sum(len(records) for records in consumer.poll(timeout_ms=500, max_records=100_000).values())
     finally:
         consumer.close()
 
 
 @contextmanager
-def _confluent_poll(bootstrap_servers: str, topic: str, ends: dict[int, int]) -> Iterator[Callable[[], int]]:
+def _confluent_poll(bootstrap_servers: str, topic: str, ends: dict[int, int],
+                    parse: bool) -> Iterator[Callable[[], int]]:
     from confluent_kafka import Consumer, TopicPartition
 
     from kit._rdkafka import FETCH_SETTINGS, translate
@@ -379,9 +399,12 @@ def _confluent_poll(bootstrap_servers: str, topic: str, ends: dict[int, int]) ->
     try:
         consumer.assign([TopicPartition(topic, p, 0) for p in sorted(ends)])
         # Each message's value is taken, as any real consumer would, so both clients do the same work.
-        yield lambda: sum(
-            1 for m in consumer.consume(100_000, timeout=0.5) if m.error() is None and m.value() is not None
-        )
+        if parse:
+            yield lambda: _parsed(m.value() for m in consumer.consume(100_000, timeout=0.5) if m.error() is None)
+        else:
+            yield lambda: sum(
+                1 for m in consumer.consume(100_000, timeout=0.5) if m.error() is None and m.value() is not None
+            )
     finally:
         consumer.close()
 
@@ -522,9 +545,11 @@ class _Bench:
         for client in clients:
             rates[client]["consumer_rps"] = round(n / consume_all(self.bootstrap, self.topic, self.ends, self.progress,
                                                                   client=client), 1)
+        parsing = round(n / consume_all(self.bootstrap, self.topic, self.ends, self.progress, client=self.client,
+                                        parse=True), 1)
         return {"kafka_client": self.client, "raw_clients": rates,
                 "raw_producer_rps": rates[self.client]["producer_rps"],
-                "raw_consumer_rps": rates[self.client]["consumer_rps"]}
+                "raw_consumer_rps": rates[self.client]["consumer_rps"], "raw_parsing_consumer_rps": parsing}
 
     def max_throughput(self, engine: str, workload: str) -> dict[str, Any]:
         cap = math.ceil(len(self.frame) / THROUGHPUT_BATCHES)
@@ -720,6 +745,7 @@ def run_bench(
                 with _phase(progress, f"{engine} {workload}: max throughput"):
                     r = bench.max_throughput(engine, workload)
                 r["ratio_to_raw"] = round(r["throughput_rps"] / raw, 3) if raw else None
+                r["ratio_to_parsing"] = round(r["throughput_rps"] / results["raw_parsing_consumer_rps"], 3)
                 r["latency_by_trigger"] = {}
                 intervals = LATENCY_INTERVALS[engine]
                 for interval in intervals[:1] if settings.quick else intervals:

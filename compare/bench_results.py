@@ -206,8 +206,11 @@ def limits(results: dict) -> list[str]:
         if rc is None:
             continue
         if f"{engine} running_counts throughput / raw consumer" in missed:
+            parsing = rc.get("ratio_to_parsing")  # older files have none
+            against = (f" It is {parsing:.2f}x a single consumer that also parses every value with the oracle's "
+                       f"rules ({_fmt(results['raw_parsing_consumer_rps'])} records/s).") if parsing else ""
             notes.append(f"{engine} running_counts throughput is {rc['ratio_to_raw']:.2f}x the raw single consumer "
-                         f"with {rc['batch_cap']:,}-record batches: {THROUGHPUT_LIMITS[engine]}.")
+                         f"with {rc['batch_cap']:,}-record batches: {THROUGHPUT_LIMITS[engine]}.{against}")
         first = next(iter(rc.get("latency_by_trigger", {}).items()), None)
         if first and any(t.startswith(f"{engine} running_counts p99") for t in missed):
             setting, lat = first
@@ -247,9 +250,11 @@ def _raw_sentence(results: dict) -> str:
         "kafka-python": {"producer_rps": results["raw_producer_rps"], "consumer_rps": results["raw_consumer_rps"]}
     }
     used = results.get("kafka_client", "kafka-python")
+    parsing = results.get("raw_parsing_consumer_rps")  # older files have none
     return "Raw clients (records/s): " + "; ".join(
         f"{client}{' (the engines’ client)' if client == used else ''}: producer {_fmt(r['producer_rps'])}, "
         f"single consumer {_fmt(r['consumer_rps'])}"
+        + (f", single consumer that also parses every value {_fmt(parsing)}" if client == used and parsing else "")
         for client, r in clients.items()
     ) + "."
 
@@ -271,13 +276,13 @@ def render_markdown(results: dict) -> str:
         _raw_sentence(results),
         "",
         *_warmup_sentence(results),
-        "| engine | workload | records/s | × raw consumer | batches | equals oracle |",
-        "|---|---|---:|---:|---:|---|",
+        "| engine | workload | records/s | × raw consumer | × consumer that parses | batches | equals oracle |",
+        "|---|---|---:|---:|---:|---:|---|",
     ]
     for engine, by_workload in results["engines"].items():
         for workload, r in by_workload.items():
             lines.append(f"| {engine} | {workload} | {_fmt(r['throughput_rps'])} | {_fmt(r['ratio_to_raw'], 2)} | "
-                         f"{r['batches']} | {_fmt(r['matches_oracle'])} |")
+                         f"{_fmt(r.get('ratio_to_parsing'), 2)} | {r['batches']} | {_fmt(r['matches_oracle'])} |")
     rate = results.get("latency_rate_rps")
     load = (
         f"{rate:,.0f} records/s" if rate
@@ -336,17 +341,18 @@ def _warmup_sentence(results: dict) -> list[str]:
 
 def readme_table(results: dict) -> str:
     """README's performance table, generated from a results file (between :data:`README_START`/``END``)."""
-    raw = results["raw_consumer_rps"]
+    raw, parsing = results["raw_consumer_rps"], results.get("raw_parsing_consumer_rps")
     lines = [
         f"From `{results['command']}` on {results['machine']['cores']} cores ({results['created'][:10]}; "
         f"{results['records']:,} records, {results['partitions']} partitions; raw single "
-        f"{results.get('kafka_client', 'kafka-python')} consumer {_fmt(raw)} records/s, producer "
+        f"{results.get('kafka_client', 'kafka-python')} consumer {_fmt(raw)} records/s"
+        + (f" ({_fmt(parsing)} when it also parses every value)" if parsing else "") + ", producer "
         f"{_fmt(results['raw_producer_rps'])} records/s; the engines read with "
         f"{results.get('kafka_client', 'kafka-python')}):",
         "",
-        f"| engine | workload | records/s | × raw consumer | p50 / p99 ms {latency_load(results)} "
-        "| state growth ratio |",
-        "|---|---|---:|---:|---:|---:|",
+        f"| engine | workload | records/s | × raw consumer | × consumer that parses | "
+        f"p50 / p99 ms {latency_load(results)} | state growth ratio |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
     growth = results.get("state_growth", {})
     for engine, by_workload in results["engines"].items():
@@ -354,7 +360,8 @@ def readme_table(results: dict) -> str:
             lat = r.get("latency_ms") or {}
             ratio = growth.get(engine, {}).get("ratio") if workload == "running_counts" else None
             lines.append(f"| {engine} | {workload} | {_fmt(r['throughput_rps'])} | {_fmt(r['ratio_to_raw'], 2)} | "
-                         f"{_fmt(lat.get('p50'))} / {_fmt(lat.get('p99'))} | {_fmt(ratio, 2)} |")
+                         f"{_fmt(r.get('ratio_to_parsing'), 2)} | {_fmt(lat.get('p50'))} / {_fmt(lat.get('p99'))} | "
+                         f"{_fmt(ratio, 2)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -382,10 +389,13 @@ def bench_figures(results: dict) -> dict[str, tuple[float, int]]:
     for client, r in (results.get("raw_clients") or {}).items():
         figures[f"raw {client} producer (records/s)"] = (r.get("producer_rps"), 0)
         figures[f"raw {client} single consumer (records/s)"] = (r.get("consumer_rps"), 0)
+    client = results.get("kafka_client", "kafka-python")
+    figures[f"raw {client} single consumer that parses (records/s)"] = (results.get("raw_parsing_consumer_rps"), 0)
     for engine, by_workload in results.get("engines", {}).items():
         for workload, r in by_workload.items():
             figures[f"{engine} {workload} throughput (records/s)"] = (r.get("throughput_rps"), 1)
             figures[f"{engine} {workload} throughput × raw consumer"] = (r.get("ratio_to_raw"), 1)
+            figures[f"{engine} {workload} throughput × consumer that parses"] = (r.get("ratio_to_parsing"), 1)
             for setting, lat in r.get("latency_by_trigger", {}).items():
                 at = f"{engine} {workload} at {setting}"
                 for q in ("p50", "p95", "p99"):

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def _results(**overrides: object) -> dict:
     """A results dict shaped as run_bench writes it (figures made up: these tests check the rendering)."""
     engine = {
-        "throughput_rps": 5000.0, "ratio_to_raw": 0.25, "batches": 10, "batch_cap": 100, "matches_oracle": True,
+        "throughput_rps": 5000.0, "ratio_to_raw": 0.25, "ratio_to_parsing": 0.5, "batches": 10, "batch_cap": 100, "matches_oracle": True,
         "latency_by_trigger": {"1 s": {"rate_rps": 1500.0, "records": 15000, "rows_measured": 900,
                                        "p50": 700.0, "p95": 1100.0, "p99": 1900.0, "batch_ms_median": 800.0,
                                        "idle_batch_ms_median": 300.0, "scheduling_delay_ms_max": 50}},
@@ -36,7 +36,7 @@ def _results(**overrides: object) -> dict:
         "partitions": 8, "broker": "embedded", "master": "local[2]",
         "machine": {"cpu": "x", "cores": 2, "memory_gb": 23.0, "os": "Linux", "python": "3.11", "java": "17",
                     "versions": {"pyspark": "4.3.0"}},
-        "raw_producer_rps": 40000.0, "raw_consumer_rps": 20000.0,
+        "raw_producer_rps": 40000.0, "raw_consumer_rps": 20000.0, "raw_parsing_consumer_rps": 10000.0,
         "engines": {"legacy": {"running_counts": dict(engine)}, "modern": {"running_counts": dict(engine, ratio_to_raw=1.5)}},
         "state_growth": {
             "legacy": {"keys_from": 10_000, "keys_to": 200_000, "batch_records": 10_000,
@@ -109,6 +109,9 @@ def test_targets_say_whether_met_and_by_how_much() -> None:
     assert not any(limit.startswith("modern state growth") for limit in limits)  # met: nothing limits it
     assert "modern p99 with the 1 s trigger: a micro-batch took 800 ms (median) at 1,500 records/s" in limits[2]
     assert limits[1].startswith("legacy running_counts idle batch: 300 ms (median): an empty batch still runs")
+    assert limits[0].startswith("legacy running_counts throughput is 0.25x the raw single consumer with 100-record")
+    assert limits[0].endswith("It is 0.50x a single consumer that also parses every value with the oracle's rules "
+                              "(10,000 records/s).")
 
 
 def test_latency_targets_name_the_fixed_rate_of_newer_results() -> None:
@@ -141,8 +144,13 @@ def test_raw_producer_and_consumer_read_every_record(bootstrap_servers: str, top
     assert {tp.partition: o for tp, o in kafka.end_offsets(topic).items()} == ends
     assert [r.value for r in kafka.read_range(topic, 1, 0, 3)] == [b"v00001", b"v00004", b"v00007"]
     assert bench.consume_all(bootstrap_servers, topic, ends, client=kafka_client) > 0
+    # Every value is a dead letter to the parse, and still counts as read: the parsing consumer gets to the end.
+    assert bench.consume_all(bootstrap_servers, topic, ends, client=kafka_client, parse=True) > 0
     with pytest.raises(Exception, match="read 7001 of 7002 records"):
         bench.consume_all(bootstrap_servers, topic, {**ends, 0: ends[0] + 1}, idle_timeout_s=2, client=kafka_client)
+    with pytest.raises(Exception, match=f"the raw parsing consumer \\({kafka_client}\\) read 7001 of 7002"):
+        bench.consume_all(bootstrap_servers, topic, {**ends, 0: ends[0] + 1}, idle_timeout_s=2, client=kafka_client,
+                          parse=True)
 
 
 def test_readme_table_is_generated_from_the_results(tmp_path: Path) -> None:
@@ -152,7 +160,8 @@ def test_readme_table_is_generated_from_the_results(tmp_path: Path) -> None:
     bench.update_readme(readme, results)
     text = readme.read_text()
     assert "old" not in text and text.endswith(f"{bench.README_END}\n\nafter\n")
-    assert "| legacy | running_counts | 5,000 | 0.25 | 700 / 1,900 | 9.09 |" in text
+    assert "| legacy | running_counts | 5,000 | 0.25 | 0.50 | 700 / 1,900 | 9.09 |" in text
+    assert "raw single kafka-python consumer 20,000 records/s (10,000 when it also parses every value)" in text
     markdown = bench.render_markdown(results)
     assert "| modern state growth ratio | 1.10 x | 1.30 x | yes |  |" in markdown
     assert "| legacy running_counts throughput / raw consumer | 0.25 x | 1.00 x | NO | ×4.00 |" in markdown
@@ -230,6 +239,7 @@ def test_bench_runs_every_phase_on_both_engines(spark, bootstrap_servers: str, t
     assert results["raw_consumer_rps"] > 0 and results["raw_producer_rps"] > 0
     assert results["kafka_client"] == "confluent" and set(results["raw_clients"]) == {"confluent", "kafka-python"}
     assert results["raw_clients"]["confluent"]["consumer_rps"] == results["raw_consumer_rps"]
+    assert results["raw_parsing_consumer_rps"] > 0
     assert results["latency_rate_rps"] == 500
     for engine in ("legacy", "modern"):
         for workload in ("running_counts", "ysb"):
@@ -238,6 +248,7 @@ def test_bench_runs_every_phase_on_both_engines(spark, bootstrap_servers: str, t
             # capped to tenths of the topic; the first batch with records is the warm-up, not measured
             assert r["batches"] >= bench.THROUGHPUT_BATCHES - 1 - bench.WARMUP_BATCHES
             assert r["throughput_rps"] > 0
+            assert r["ratio_to_parsing"] == round(r["throughput_rps"] / results["raw_parsing_consumer_rps"], 3)
             assert set(r["latency_by_trigger"]) == ({"1 s", "0.5 s"} if engine == "legacy" else {"0 seconds", "500 milliseconds"})
             assert all(lat["rows_measured"] > 0 and lat["p50"] <= lat["p99"] for lat in r["latency_by_trigger"].values())
             # every run stays idle for a while: legacy runs empty batches, modern idle triggers (or, with a
