@@ -381,6 +381,22 @@ def _listed(list_offsets: Callable[[list[TopicPartition]], dict], tps: list[Topi
         return {tp: list_offsets([tp])[tp] for tp in tps}
 
 
+@contextlib.contextmanager
+def _positioned(consumer: KafkaConsumer, offsets: Mapping[TopicPartition, int]) -> Iterator[KafkaConsumer]:
+    """``consumer`` assigned ``offsets``' partitions, each at its offset, for the block; unassigned after.
+
+    A fresh assignment forgets high watermarks and positions from earlier calls, so each is read anew.
+    """
+    consumer.unsubscribe()
+    consumer.assign(list(offsets))
+    try:
+        for tp, offset in offsets.items():
+            consumer.seek(tp, offset)
+        yield consumer
+    finally:
+        consumer.unsubscribe()
+
+
 class _Below(Exception):
     """An offset below the log's beginning (raised and caught inside :meth:`Kafka.beginning_offsets`)."""
 
@@ -604,12 +620,8 @@ class Kafka:
                 return listed
             finally:
                 records.close()
-        consumer = self._offsets()
-        consumer.unsubscribe()
-        consumer.assign([tp])
-        consumer.seek(tp, 0)
-        deadline = time.monotonic() + self.timeout_s
-        try:
+        with _positioned(self._offsets(), {tp: 0}) as consumer:
+            deadline = time.monotonic() + self.timeout_s
             while time.monotonic() < deadline:
                 try:
                     records = consumer.poll(timeout_ms=100, max_records=1).get(tp)
@@ -621,8 +633,6 @@ class Kafka:
                 operation=f"reading the first record of {tp.topic}-{tp.partition}", timeout_s=self.timeout_s,
                 last_observed={"listed beginning": listed},
             )
-        finally:
-            consumer.unsubscribe()
 
     def end_offsets(
         self, what: str | Iterable[TopicPartition], *, holding: Mapping[TopicPartition, int] | None = None
@@ -681,12 +691,7 @@ class Kafka:
             OffsetOutOfRangeError: an offset is not in its partition's log.
             KafkaTimeout: no answer for a partition within the handle's ``timeout_s``.
         """
-        # A fresh assignment forgets high watermarks from earlier calls, so each one is read anew.
-        consumer.unsubscribe()
-        consumer.assign(list(fetch_at))
-        try:
-            for tp, offset in fetch_at.items():
-                consumer.seek(tp, offset)
+        with _positioned(consumer, fetch_at):
             found: dict[TopicPartition, int] = {}
             deadline = time.monotonic() + self.timeout_s
             while len(found) < len(fetch_at):
@@ -703,8 +708,6 @@ class Kafka:
                     if highwater is not None:
                         found[tp] = highwater
             return found
-        finally:
-            consumer.unsubscribe()
 
     def offsets_for_time(
         self, what: str | Iterable[TopicPartition], timestamp_ms: int
