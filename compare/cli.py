@@ -546,7 +546,7 @@ def cmd_compare_jobs(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from compare.migrate import analyse, draft, render_json, render_markdown, review
+    from migrate import analyse, draft, render_json, render_markdown, review
 
     plan = analyse(args.job)
     modern = review(plan, args.modern) if args.modern else None

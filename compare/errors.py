@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from kit.errors import KitError
 
-__all__ = ["CompareError", "CutoverAmbiguous", "EngineFailed", "JobSourceError"]
+__all__ = ["CompareError", "CutoverAmbiguous", "EngineFailed"]
 
 
 class CompareError(KitError):
@@ -43,17 +43,3 @@ class CutoverAmbiguous(CompareError):
         super().__init__(message)
         self.reason = reason
         self.batches = batches
-
-
-class JobSourceError(CompareError):
-    """A job's source cannot be read or parsed (``dmk migrate``).
-
-    Attributes:
-        path: the job file.
-        line: the line of the syntax error (None when the file cannot be read).
-    """
-
-    def __init__(self, message: str, *, path: str, line: int | None = None) -> None:
-        super().__init__(message)
-        self.path = path
-        self.line = line

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from compare._migrate_rules import CONF_RULES, RULES
+from migrate.rules import CONF_RULES, RULES
 from compare.cli import main
-from compare.migrate import FINDING_KEYS, JobSourceError, analyse, analyse_source, draft, review
+from migrate import FINDING_KEYS, JobSourceError, analyse, analyse_source, draft, review
 
 REPO = Path(__file__).resolve().parents[1]
 JOBS = "tests/migrate_jobs"

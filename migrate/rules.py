@@ -2,7 +2,7 @@
 
 One :class:`Rule` per construct: the counterpart (Spark 4.x), the section of ``docs/playbook.md`` that covers it,
 whether the rewrite is mechanical, the semantic trap to check, and the evidence in a rewrite that addresses it
-(alternatives of tokens that :mod:`compare.migrate` collects from the modern job). The counterparts follow
+(alternatives of tokens that :mod:`migrate.review` collects from the modern job). The counterparts follow
 ``docs/playbook.md``'s map; ``tests/test_migrate.py`` checks that every anchor here is a heading there.
 
 Example:
