@@ -546,9 +546,18 @@ def cmd_compare_jobs(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from migrate import analyse, draft, render_json, render_markdown, review
+    from migrate import JobSourceError, analyse, draft, render_json, render_markdown, review
 
     plan = analyse(args.job)
+    if not plan.source.strip():
+        msg = (f"{args.job} is empty ({len(plan.source.encode())} bytes): there is no job to migrate. Give the "
+               "DStream job's .py source file.")
+        raise JobSourceError(msg, path=args.job)
+    if not plan.streaming:
+        msg = (f"{args.job} uses no StreamingContext, DStream or KafkaUtils (read without running it): nothing to "
+               "migrate. Give the file that builds the job's DStreams (a job split over modules: run dmk migrate "
+               "on each module that uses them); a Structured Streaming job needs no migration.")
+        raise JobSourceError(msg, path=args.job)
     modern = review(plan, args.modern) if args.modern else None
     if args.out:
         try:
@@ -557,7 +566,9 @@ def cmd_migrate(args: argparse.Namespace) -> int:
             msg = f"cannot write the draft to {args.out!r}: {exc}. Give --out a writable file path."
             raise ConfigError(msg, field="out", expected="a writable file", actual=args.out) from None
         sys.stderr.write(f"draft Structured Streaming job written to {args.out} (review every TODO)\n")
-    text = render_json(plan, modern) if args.json else render_markdown(plan, modern)
+    # draft_runs: whether the draft writer left no part unresolved; null until it reports that (#36 item 1).
+    # verified: null unless --verify ran (#37).
+    text = render_json(plan, modern, draft_runs=None, verified=None) if args.json else render_markdown(plan, modern)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
 
@@ -930,12 +941,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Read a DStream job's source with Python's ast (the job is never imported or run) and report "
         "every StreamingContext, DStream, KafkaUtils and spark.streaming.* construct at its line: the Structured "
         "Streaming counterpart, the playbook section, whether the rewrite is mechanical, and the semantic trap to "
-        "check. Markdown by default. Exit code 2 if the job cannot be read or parsed (docs/migrate.md).",
+        "check, and its status: automatic, manual or unresolved. Markdown by default. Exit code 2 if the job "
+        "cannot be read, is not Python 3, or uses no DStream (docs/migrate.md).",
     )
     mig.add_argument("job", metavar="JOB.py", help="the DStream job's source file")
     mig.add_argument("--json", action="store_true",
-                     help='print {"job", "findings": [{"line", "construct", "counterpart", "playbook", "automatic", '
-                          '"note"}]} instead of Markdown')
+                     help='print {"job", "draft_runs", "verified", "summary", "findings": [{"line", "construct", '
+                          '"counterpart", "playbook", "automatic", "note", "status"}]} instead of Markdown')
     mig.add_argument("--out", metavar="DRAFT.py",
                      help="also write a draft Structured Streaming job: mechanical parts translated, a TODO with the "
                           "playbook link at each manual part")

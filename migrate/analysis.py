@@ -30,21 +30,30 @@ from migrate.errors import JobSourceError
 from migrate.rules import (
     CONF_RULES,
     DSTREAM,
+    DSTREAM_ONLY_METHODS,
     MODULE_NAMES,
     PAIR_OF_DSTREAMS,
+    PYTHON2_RULES,
     RULES,
     SOURCE,
     SSC,
+    SSC_ONLY_METHODS,
     Rule,
     playbook_link,
 )
 
-FINDING_KEYS = ("line", "construct", "counterpart", "playbook", "automatic", "note")
+FINDING_KEYS = ("line", "construct", "counterpart", "playbook", "automatic", "note", "status")
 """The keys of every finding in ``--json``, in order."""
+
+STATUSES = ("automatic", "manual", "unresolved")
+"""A finding's ``status``: a mechanical rewrite, one to port by hand, or a construct dmk migrate could not pin down
+(an unknown construct, or a DStream-only method called on something it could not trace)."""
 
 _CONF_KEY = re.compile(r"^(spark\.streaming\.[A-Za-z0-9_.\-]+?)(?:=.*)?$", re.S)
 _UNKNOWN_COUNTERPART = "unknown: not in dmk migrate's table"
 _CONTAINER = "dstreams"  # a list, dict or set of DStreams
+# What an unresolved call returns: taken for a DStream or StreamingContext, every call on it is unresolved too.
+_GUESS_DSTREAM, _GUESS_SSC = "dstream?", "ssc?"
 _PER_RECORD = ("DStream.map", "DStream.filter", "DStream.flatMap")
 
 
@@ -59,6 +68,8 @@ class Finding:
         playbook: ``docs/playbook.md#anchor``.
         automatic: whether the rewrite is mechanical.
         note: the semantic trap to check (for an unknown construct: that it is unknown).
+        traced: False when the construct was recognised by its method name only, on an object the analyser
+            could not trace to a DStream or StreamingContext (its status is then ``unresolved``).
     """
 
     line: int
@@ -67,6 +78,7 @@ class Finding:
     playbook: str
     automatic: bool
     note: str
+    traced: bool = True
 
     def to_json(self) -> dict[str, Any]:
         """The finding as ``--json`` prints it: exactly :data:`FINDING_KEYS`."""
@@ -76,6 +88,18 @@ class Finding:
     def unknown(self) -> bool:
         """Whether the analyser does not know the construct."""
         return self.counterpart == _UNKNOWN_COUNTERPART
+
+    @property
+    def status(self) -> str:
+        """``unresolved`` (unknown, or not traced), else ``automatic`` or ``manual``: one of :data:`STATUSES`."""
+        if self.unknown or not self.traced:
+            return "unresolved"
+        return "automatic" if self.automatic else "manual"
+
+    @property
+    def python2(self) -> bool:
+        """Whether the finding is Python 2-era code rather than a Spark Streaming construct."""
+        return self.construct in PYTHON2_RULES
 
 
 @dataclass(frozen=True)
@@ -118,6 +142,18 @@ class MigrationPlan:
     _sites: tuple[_Site, ...] = field(default=(), repr=False, compare=False)
     _steps: tuple[_Step, ...] = field(default=(), repr=False, compare=False)
     _facts: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def counts(self) -> dict[str, int]:
+        """The job's grade: how many findings are ``automatic``, ``manual`` and ``unresolved``."""
+        counts = dict.fromkeys(STATUSES, 0)
+        for finding in self.findings:
+            counts[finding.status] += 1
+        return counts
+
+    @property
+    def streaming(self) -> bool:
+        """Whether the job uses Spark Streaming at all (any finding that is not Python 2-era code)."""
+        return any(not f.python2 for f in self.findings)
 
 
 # -- the analyser ---------------------------------------------------------------------------------------
@@ -204,16 +240,24 @@ class _Analyser:
         self.sites: dict[tuple[int, str], tuple[tuple[int, int], _Site]] = {}
         self.steps: list[_Step] = []
         self.facts: dict[str, Any] = {}
-        self.deferred: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, _Scope]] = []
+        self.deferred: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, _Scope, int | None]] = []
         self.function: list[int] = []
         self.builder: list[bool] = [False]
+        # What flows between functions and methods, settled over passes: self.<attr> of a class, the job's
+        # own functions' parameters as their call sites pass them, a class's methods by name.
+        self.class_attrs: dict[tuple[int, str], Any] = {}
+        self.param_kinds: dict[tuple[int, str], Any] = {}
+        self.class_methods: dict[tuple[int, str], int] = {}
+        self.functions: dict[int, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        self.class_body: list[int] = []
+        self.imported: set[str] = set()
 
     # ---- driving
     def run(self) -> None:
-        for attempt in range(4):  # until the functions' return kinds settle, then once more recording
-            before = dict(self.returns)
+        for attempt in range(8):  # until what flows between functions settles, then once more recording
+            before = (dict(self.returns), dict(self.class_attrs), dict(self.param_kinds))
             self._pass()
-            if self.returns == before and attempt:
+            if (self.returns, self.class_attrs, self.param_kinds) == before and attempt:
                 break
         self.record = True
         self._pass()
@@ -222,6 +266,45 @@ class _Analyser:
                 match = _CONF_KEY.match(node.value.strip())
                 if match:
                     self._conf(node, match.group(1))
+        self._python2()
+
+    def _python2(self) -> None:
+        """Python 2-era code that still parses as Python 3 but fails there (PYTHON2_RULES)."""
+        defined = set(self.imported)
+        producers: set[str] = set()
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                defined.add(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defined.add(node.name)
+            elif isinstance(node, ast.arg):
+                defined.add(node.arg)
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                func = node.value.func
+                name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+                if name == "KafkaProducer" and not any(k.arg == "value_serializer" for k in node.value.keywords):
+                    producers.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        for node in ast.walk(self.tree):
+            if (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in defined
+                    and node.id in ("unicode", "xrange")):
+                self._report(node, PYTHON2_RULES[f"Python 2: {node.id}"])
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if (isinstance(func, ast.Name) and func.id == "reload" and "reload" not in defined
+                    and len(node.args) == 1 and isinstance(node.args[0], ast.Name) and node.args[0].id == "sys"):
+                self._report(node, PYTHON2_RULES["Python 2: reload(sys)"])
+            if not isinstance(func, ast.Attribute):
+                continue
+            if func.attr == "setdefaultencoding" and isinstance(func.value, ast.Name) and func.value.id == "sys":
+                self._report(node, PYTHON2_RULES["Python 2: sys.setdefaultencoding"])
+            elif func.attr in ("iteritems", "itervalues", "iterkeys") and not node.args:
+                self._report(node, PYTHON2_RULES["Python 2: dict.iteritems"])
+            elif func.attr == "has_key" and len(node.args) == 1:
+                self._report(node, PYTHON2_RULES["Python 2: dict.has_key"])
+            elif (func.attr == "send" and isinstance(func.value, ast.Name) and func.value.id in producers
+                  and _stringy(_arg(node, 1, "value"))):
+                self._report(node, PYTHON2_RULES["Python 2: KafkaProducer.send(str)"])
 
     def _pass(self) -> None:
         self.deferred = []
@@ -229,8 +312,8 @@ class _Analyser:
         module = _Scope()
         self._body(self.tree.body, module)
         while self.deferred:
-            func, scope = self.deferred.pop(0)
-            self._function(func, scope)
+            func, scope, class_id = self.deferred.pop(0)
+            self._function(func, scope, class_id)
 
     # ---- findings
     def _report(self, node: ast.AST, rule: Rule, automatic: bool | None = None) -> None:
@@ -240,6 +323,40 @@ class _Analyser:
         finding = Finding(line, rule.construct, rule.counterpart, rule.playbook,
                           rule.automatic if automatic is None else automatic, rule.note)
         self.sites.setdefault((id(node), rule.construct), ((line, col), _Site(finding, node, rule)))
+
+    def _unresolved(self, node: ast.Call, owner: str, method: str, derived: bool = False) -> Any:
+        """A DStream- or StreamingContext-only method called on something the analyser could not trace.
+
+        ``derived``: any method called on the result of such a call (a guess, so unresolved too).
+        """
+        key = f"{owner}.{method}"
+        if method == "reduceByKeyAndWindow":
+            key += " (with inverse function)" if _has_inverse(node, "invFunc") else " (without inverse function)"
+        rule = RULES.get(key)
+        if rule is None and derived:
+            self._unknown(node, owner, method, called=True)
+            return None
+        if self.record:
+            assert isinstance(node.func, ast.Attribute)
+            receiver = " ".join(ast.unparse(node.func.value).split())
+            receiver = receiver if len(receiver) <= 40 else receiver[:37] + "..."
+            article = "a" if owner == "DStream" else "the"
+            if derived:
+                note = (f"unresolved: `{receiver}` is taken for {article} {owner} only because it comes from an "
+                        "unresolved call (a DStream-only method on something dmk migrate could not trace): confirm "
+                        "by hand, and port it as below. ")
+            else:
+                note = (f"unresolved: {method}() is a {owner}-only method, but dmk migrate could not trace "
+                        f"`{receiver}` to {article} {owner} (it comes from another module, an attribute or a "
+                        "container it does not follow): confirm by hand that it is one, and port it as below. ")
+            note += rule.note if rule is not None else ""
+            line, col = _line_col(node)
+            finding = Finding(line, key, rule.counterpart if rule is not None else _UNKNOWN_COUNTERPART,
+                              rule.playbook if rule is not None else playbook_link("the-map"), False, note.strip(),
+                              traced=False)
+            self.sites.setdefault((id(node), key), ((line, col), _Site(finding, node, None)))
+        returns = rule.returns if rule is not None else None
+        return {DSTREAM: _GUESS_DSTREAM, SSC: _GUESS_SSC}.get(returns) if returns is not None else None
 
     def _unknown(self, node: ast.AST, owner: str, name: str, called: bool) -> None:
         if not self.record:
@@ -275,18 +392,23 @@ class _Analyser:
     def _stmt(self, stmt: ast.stmt, scope: _Scope) -> None:
         if isinstance(stmt, ast.Import):
             for alias in stmt.names:
+                self.imported.add(alias.asname or alias.name.split(".")[0])
                 if alias.asname:
                     scope.set(alias.asname, _qualify(alias.name))
                 else:
                     top = alias.name.split(".")[0]
                     scope.set(top, _qualify(top))
         elif isinstance(stmt, ast.ImportFrom):
+            self.imported.update(alias.asname or alias.name for alias in stmt.names)
             if stmt.level == 0 and stmt.module:
                 for alias in stmt.names:
                     if alias.name != "*":
                         scope.set(alias.asname or alias.name, _qualify(f"{stmt.module}.{alias.name}"))
         elif isinstance(stmt, ast.Assign):
             kind = self._eval(stmt.value, scope)
+            if (kind is None and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                    and stmt.targets[0].id == "ssc" and isinstance(stmt.value, (ast.Attribute, ast.Call, ast.Name))):
+                kind = SSC  # named as Spark's guide names a StreamingContext, from code it cannot see into
             for target in stmt.targets:
                 self._bind(target, kind, scope)
             self._assign_step(stmt, stmt.targets, kind)
@@ -336,13 +458,20 @@ class _Analyser:
             for default in [*stmt.args.defaults, *stmt.args.kw_defaults]:
                 if default is not None:
                     self._eval(default, scope)
-            scope.set(stmt.name, ("func", id(stmt)))
-            self.deferred.append((stmt, scope))
+            class_id = self.class_body[-1] if self.class_body else None
+            self.functions[id(stmt)] = stmt
+            if class_id is not None:
+                self.class_methods[(class_id, stmt.name)] = id(stmt)
+            else:
+                scope.set(stmt.name, ("func", id(stmt)))
+            self.deferred.append((stmt, scope, class_id))
         elif isinstance(stmt, ast.ClassDef):
             for base in stmt.bases:
                 if self._eval(base, scope) == "listener_class":
                     self._report(stmt, RULES["StreamingListener"])
+            self.class_body.append(id(stmt))
             self._body(stmt.body, _Scope(scope))
+            self.class_body.pop()
         else:  # raise, assert, del, match...: whatever expressions and statements they hold
             self._children(stmt, scope)
 
@@ -355,12 +484,16 @@ class _Analyser:
             elif isinstance(child, ast.match_case):
                 self._children(child, scope)
 
-    def _function(self, func: ast.FunctionDef | ast.AsyncFunctionDef, parent: _Scope) -> None:
+    def _function(self, func: ast.FunctionDef | ast.AsyncFunctionDef, parent: _Scope, class_id: int | None) -> None:
         scope = _Scope(parent)
         params = [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]
         names = {a.arg for a in params}
         for param in params:
-            scope.set(param.arg, self._param_kind(param, names, parent))
+            kind = self._param_kind(param, names, parent)
+            scope.set(param.arg, kind if kind is not None else self.param_kinds.get((id(func), param.arg)))
+        static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in func.decorator_list)
+        if class_id is not None and params and not static:
+            scope.set(params[0].arg, ("self", class_id))  # self (or cls): its attributes are the class's
         for extra in (func.args.vararg, func.args.kwarg):
             if extra is not None:
                 scope.set(extra.arg, None)
@@ -409,7 +542,9 @@ class _Analyser:
             for element, element_kind in zip(elements, kinds, strict=True):
                 self._bind(element.value if isinstance(element, ast.Starred) else element, element_kind, scope)
         elif isinstance(target, (ast.Attribute, ast.Subscript)):
-            self._eval(target.value, scope)
+            base = self._eval(target.value, scope)
+            if isinstance(target, ast.Attribute) and _is_self(base) and kind is not None:
+                self.class_attrs.setdefault((base[1], target.attr), kind)
 
     def _assign_step(self, stmt: ast.stmt, targets: list[ast.expr], kind: Any) -> None:
         value = getattr(stmt, "value", None)
@@ -433,6 +568,8 @@ class _Analyser:
             return scope.get(node.id)
         if isinstance(node, ast.Attribute):
             base = self._eval(node.value, scope, quiet)
+            if _is_self(base):
+                return self.class_attrs.get((base[1], node.attr))
             if isinstance(base, str) and base.startswith("module:"):
                 return _qualify(f"{base[len('module:'):]}.{node.attr}")
             if not quiet:
@@ -512,19 +649,35 @@ class _Analyser:
     def _call(self, node: ast.Call, scope: _Scope) -> Any:
         func = node.func
         result: Any = None
+        target: tuple[int, int] | None = None  # (id of the job's own function called, index of its first argument)
         if isinstance(func, ast.Attribute):
             base = self._eval(func.value, scope)
             result = self._method(node, func.attr, base, scope)
+            if _is_self(base) and (base[1], func.attr) in self.class_methods:
+                target = (self.class_methods[(base[1], func.attr)], 1)
         else:
             callee = self._eval(func, scope)
             result = self._callee(node, callee)
-        for argument in node.args:
-            self._eval(argument, scope)
-        for keyword in node.keywords:
-            self._eval(keyword.value, scope)
+            if isinstance(callee, tuple) and callee[0] == "func":
+                target = (callee[1], 0)
+        kinds = [self._eval(argument, scope) for argument in node.args]
+        keywords = {keyword.arg: self._eval(keyword.value, scope) for keyword in node.keywords}
+        if target is not None and target[0] in self.functions:
+            # The job's own function is passed a StreamingContext or a DStream: so is its parameter.
+            called = self.functions[target[0]]
+            params = [a.arg for a in [*called.args.posonlyargs, *called.args.args]][target[1]:]
+            passed = [*zip(params, kinds, strict=False), *((k, v) for k, v in keywords.items() if k is not None)]
+            for name, kind in passed:
+                if kind in (SSC, DSTREAM, SOURCE):
+                    self.param_kinds.setdefault((target[0], name), kind)
         return result
 
     def _method(self, node: ast.Call, method: str, base: Any, scope: _Scope) -> Any:
+        if base in (_GUESS_DSTREAM, _GUESS_SSC):
+            return self._unresolved(node, "DStream" if base == _GUESS_DSTREAM else "StreamingContext", method, True)
+        if _is_self(base):
+            function = self.class_methods.get((base[1], method))
+            return self.returns.get(function) if function is not None else None
         if isinstance(base, str) and base.startswith("module:"):
             return self._callee(node, _qualify(f"{base[len('module:'):]}.{method}"))
         if method == "offsetRanges" and base not in (SSC, DSTREAM):
@@ -550,11 +703,8 @@ class _Analyser:
             key = f"DStream.{method}"
             if method in ("foreachRDD", "pprint", "saveAsTextFiles"):
                 self._step("output", node)
-            if method in ("reduceByKeyAndWindow", "reduceByWindow"):
-                inverse = _arg(node, 1, "invFunc" if method == "reduceByKeyAndWindow" else "invReduceFunc")
-                has_inverse = inverse is not None and not (isinstance(inverse, ast.Constant) and inverse.value is None)
-                if method == "reduceByKeyAndWindow":
-                    key += " (with inverse function)" if has_inverse else " (without inverse function)"
+            if method == "reduceByKeyAndWindow":
+                key += " (with inverse function)" if _has_inverse(node, "invFunc") else " (without inverse function)"
             return self._known(node, key, "DStream", method)
         if isinstance(base, str) and base.startswith(("kafka:", "utils:")):
             owner = base.split(":", 1)[1]
@@ -564,7 +714,19 @@ class _Analyser:
                 self._report(node, RULES[f"Source.{method}"])
                 return RULES[f"Source.{method}"].returns
             return None
+        if base is None and not self._imported_root(node.func):
+            if method in DSTREAM_ONLY_METHODS:
+                return self._unresolved(node, "DStream", method)
+            if method in SSC_ONLY_METHODS:
+                return self._unresolved(node, "StreamingContext", method)
         return None
+
+    def _imported_root(self, func: ast.expr) -> bool:
+        """Whether ``func`` (``a.b.method``) hangs off an imported name (``F.window``, ``pprint.pprint``)."""
+        node = func.value if isinstance(func, ast.Attribute) else func
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        return isinstance(node, ast.Name) and node.id in self.imported
 
     def _known(self, node: ast.Call, key: str, owner: str, method: str) -> Any:
         rule = RULES.get(key)
@@ -599,6 +761,37 @@ class _Analyser:
         return None
 
 
+def _is_self(kind: Any) -> bool:
+    """Whether ``kind`` is a method's ``self``: ``("self", id of its class)``."""
+    return isinstance(kind, tuple) and len(kind) == 2 and kind[0] == "self"
+
+
+def _has_inverse(node: ast.Call, name: str) -> bool:
+    inverse = _arg(node, 1, name)
+    return inverse is not None and not (isinstance(inverse, ast.Constant) and inverse.value is None)
+
+
+def _stringy(node: ast.expr | None) -> bool:
+    """Whether an expression is surely a ``str``.
+
+    A literal, an f-string, ``str()``, ``json.dumps()``, ``"...".format()`` or ``"..." % x``.
+    """
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+        return isinstance(node.left, ast.Constant) and isinstance(node.left.value, str)
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Name):
+            return func.id == "str"
+        if isinstance(func, ast.Attribute):
+            return func.attr == "dumps" or (func.attr == "format" and isinstance(func.value, ast.Constant)
+                                            and isinstance(func.value.value, str))
+    return False
+
+
 def _argv_names(tree: ast.Module) -> tuple[str, ...]:
     """The names a job unpacks its command-line arguments into, in order.
 
@@ -627,6 +820,26 @@ def _argv_names(tree: ast.Module) -> tuple[str, ...]:
     return ()
 
 
+_PY2_SYNTAX = (
+    re.compile(r"^\s*print(\s+[^\s(=.,)\]}]|\s*$|\s*>>)"),  # print "x", print x, print, print >> f
+    re.compile(r"^\s*except\s+[\w.]+\s*,\s*\w+\s*:"),  # except E, e:
+    re.compile(r"^\s*raise\s+[\w.]+\s*,"),  # raise E, "message"
+    re.compile(r"^\s*exec\s+[\"'\w]"),  # exec "code"
+    re.compile(r"\b\d+L\b|\b0[0-7]+\b|<>|`[^`]*`"),  # 10L, 0777, <>, `repr`
+)
+def _python2_line(source: str) -> int | None:
+    """The first line of Python 2-only syntax in ``source`` (outside strings, roughly), or None."""
+    in_string = False
+    for number, text in enumerate(source.splitlines(), 1):
+        if text.count('"""') % 2 or text.count("'''") % 2:
+            in_string = not in_string
+            continue
+        code = text.split("#", 1)[0]
+        if not in_string and any(pattern.search(code) for pattern in _PY2_SYNTAX):
+            return number
+    return None
+
+
 def analyse_source(source: str, path: str = "<job>") -> MigrationPlan:
     """Analyse a DStream job's source text (never executed).
 
@@ -635,16 +848,26 @@ def analyse_source(source: str, path: str = "<job>") -> MigrationPlan:
         path: its file name, for messages and the plan.
 
     Raises:
-        JobSourceError: the source is not valid Python 3.
+        JobSourceError: the source is not Python 3 (binary, Python 2 only, or not Python at all).
     """
+    if "\x00" in source:
+        msg = (f"{path} is not Python source: it holds NUL bytes (a binary file?). Give dmk migrate the DStream "
+               "job's .py source file.")
+        raise JobSourceError(msg, path=path)
     try:
         tree = ast.parse(source, filename=path)
     except SyntaxError as exc:
         line = exc.lineno or 0
         text = (exc.text or "").strip()
-        msg = (f"{path}, line {line}: {exc.msg}{f' ({text!r})' if text else ''}. dmk migrate reads the job as "
-               "Python 3 source without running it, so it must parse; fix the syntax (a Python 2 job: port print "
-               "statements and `except E, e:` to Python 3 first) and run dmk migrate again.")
+        where = f"{path}, line {line}: {exc.msg}{f' ({text!r})' if text else ''}"
+        py2 = _python2_line(source)
+        if py2 is not None or "Missing parentheses in call to" in (exc.msg or ""):
+            msg = (f"{where}. This is Python 2 code (line {py2 or line}), and PySpark 4 runs Python 3 only: port "
+                   "the job to Python 3 first (`2to3 -w` of Python 3.12 or earlier does the syntax), then run dmk "
+                   "migrate again.")
+        else:
+            msg = (f"{where}. dmk migrate reads the job as Python 3 source without running it, so it must parse: "
+                   "is this the job's .py file? Fix the syntax and run dmk migrate again.")
         raise JobSourceError(msg, path=path, line=line) from None
     analyser = _Analyser(tree)
     analyser.run()
@@ -678,8 +901,15 @@ def analyse(path: str | Path, *, role: str = "DStream job") -> MigrationPlan:
         JobSourceError: the file cannot be read, or is not valid Python 3.
     """
     try:
-        source = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        data = Path(path).read_bytes()
+    except OSError as exc:
         msg = f"cannot read the {role} {str(path)!r}: {exc}. Give the path of the {role}'s .py file."
+        raise JobSourceError(msg, path=str(path)) from None
+    try:
+        source = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        msg = (f"the {role} {str(path)!r} is not Python source: it is not UTF-8 text ({exc.reason} at byte "
+               f"{exc.start}; a binary file?). Give the path of the {role}'s .py file (re-encode a Latin-1 "
+               "source as UTF-8).")
         raise JobSourceError(msg, path=str(path)) from None
     return analyse_source(source, str(path))

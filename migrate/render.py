@@ -9,9 +9,19 @@ from migrate.analysis import MigrationPlan
 from migrate.review import Review
 
 
-def render_json(plan: MigrationPlan, modern: Review | None = None) -> str:
-    """``--json``: ``{"job": path, "findings": [...]}`` (and ``"modern"`` with ``--modern``)."""
-    document: dict[str, Any] = {"job": plan.path, "findings": [f.to_json() for f in plan.findings]}
+def render_json(plan: MigrationPlan, modern: Review | None = None, *, draft_runs: bool | None = None,
+                verified: bool | None = None) -> str:
+    """``--json``: the job, its grade and its findings (and ``"modern"`` with ``--modern``).
+
+    ``{"job": path, "draft_runs": bool|null, "verified": bool|null, "summary": {"automatic": n, "manual": n,
+    "unresolved": n}, "findings": [...]}``: ``draft_runs`` is whether the draft writer left no part unresolved
+    (null when no draft was asked for or the writer cannot tell), ``verified`` whether ``--verify`` proved the
+    draft equal to the original (null unless it ran).
+    """
+    document: dict[str, Any] = {
+        "job": plan.path, "draft_runs": draft_runs, "verified": verified, "summary": plan.counts(),
+        "findings": [f.to_json() for f in plan.findings],
+    }
     if modern is not None:
         document["modern"] = modern.to_json()
     return json.dumps(document, indent=2, ensure_ascii=False)
@@ -24,22 +34,25 @@ def _cell(text: str) -> str:
 def render_markdown(plan: MigrationPlan, modern: Review | None = None) -> str:
     """The migration plan as Markdown: a summary, one table row per finding, and the review of a rewrite."""
     findings = plan.findings
-    unknown = sum(f.unknown for f in findings)
-    automatic = sum(f.automatic for f in findings)
+    counts = plan.counts()
     lines = [
         f"# Migration plan: {plan.path}",
         "",
-        f"{len(findings)} findings: {automatic} automatic, {len(findings) - automatic - unknown} manual, "
-        f"{unknown} unknown. Read from the source with `ast`; the job was not run.",
+        f"{len(findings)} findings: {counts['automatic']} automatic, {counts['manual']} manual, "
+        f"{counts['unresolved']} unresolved. Read from the source with `ast`; the job was not run.",
         "",
     ]
+    unresolved = [f for f in findings if f.status == "unresolved"]
+    if unresolved:
+        lines += ["Unresolved, to check by hand before trusting this plan: "
+                  + ", ".join(f"line {f.line} `{f.construct}`" for f in unresolved) + ".", ""]
     if findings:
-        lines += ["| line | construct | Structured Streaming | automatic | playbook | check |",
+        lines += ["| line | construct | Structured Streaming | status | playbook | check |",
                   "|---:|---|---|---|---|---|"]
         for f in findings:
             anchor = f.playbook.split("#", 1)[1]
             lines.append(f"| {f.line} | `{_cell(f.construct)}` | {_cell(f.counterpart)} | "
-                         f"{'yes' if f.automatic else 'no'} | [{anchor}]({f.playbook}) | {_cell(f.note)} |")
+                         f"{f.status} | [{anchor}]({f.playbook}) | {_cell(f.note)} |")
     else:
         lines.append("No DStream, StreamingContext or KafkaUtils construct found.")
     if modern is not None:

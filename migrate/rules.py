@@ -14,7 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CONF_RULES", "MODULE_NAMES", "PLAYBOOK", "RULES", "Rule", "playbook_link"]
+__all__ = [
+    "CONF_RULES", "DSTREAM_ONLY_METHODS", "MODULE_NAMES", "PLAYBOOK", "PYTHON2_RULES", "RULES", "Rule",
+    "SSC_ONLY_METHODS", "playbook_link",
+]
 
 PLAYBOOK = "docs/playbook.md"
 
@@ -192,9 +195,10 @@ _R: list[Rule] = [
          "there.", _any("readStream+format:kafka", "readStream+source_format", "readStream+events", "events"),
          DSTREAM),
     Rule("KafkaUtils.createStream", 'spark.readStream.format("kafka") (no receivers; offsets in the checkpoint)',
-         _RECEIVERS, True,
+         _RECEIVERS, False,
          "Receiver loss: what a killed receiver driver had received is gone, and its ZooKeeper group offsets are not "
-         "read by the Kafka source: continue from them with `dmk cutover zookeeper`.",
+         "read by the Kafka source: continue from them with `dmk cutover zookeeper`. Not mechanical: createStream "
+         "names a ZooKeeper quorum, not the brokers kafka.bootstrap.servers needs, and a {topic: threads} map.",
          _any("readStream+format:kafka", "readStream+source_format", "events"), DSTREAM),
     Rule("KafkaUtils.createRDD", 'spark.read.format("kafka").option("startingOffsets", json).option("endingOffsets", '
          "json) (a batch read)", _MAP, True,
@@ -303,7 +307,7 @@ _R: list[Rule] = [
          _any("join", "groupBy+unionByName", "cogroup+applyInPandas"), DSTREAM),
     # -- windows -------------------------------------------------------------------------------------------
     Rule("DStream.window", 'F.window("event_time", length, slide) in a groupBy, with withWatermark (for a windowed '
-         "join: a stream-stream join with a time-range condition)", "join", False,
+         "join: a stream-stream join with a time-range condition)", "windowed_counts", False,
          _ARRIVAL + " A windowed DStream re-emits each record in every window holding it.",
          _WINDOWED + _any("withWatermark+join"), DSTREAM),
     Rule("DStream.countByWindow", 'groupBy(F.window("event_time", length, slide)).count() with withWatermark',
@@ -364,7 +368,47 @@ _R: list[Rule] = [
               "withWatermark+join", "applyInPandasWithState", "transformWithStateInPandas"), PAIR_OF_DSTREAMS),
 ]
 
+_PY2 = (
+    "Python 2-era code: it fails under Python 3 (PySpark 4.x runs Python 3.9+), in the original job as in any "
+    "draft that keeps its functions. "
+)
+# Python 2-era code the analyser flags: (construct, the fix). Print statements and `except E, e:` do not parse
+# as Python 3 at all: dmk migrate refuses such a job with the line and the fix (migrate.analysis).
+PYTHON2_RULES: dict[str, Rule] = {
+    rule.construct: rule for rule in (
+        Rule("Python 2: reload(sys)", "nothing: delete the line (reload is importlib.reload in Python 3, and the "
+             "reload(sys) idiom only existed to reach sys.setdefaultencoding)", _MAP, False,
+             _PY2 + "reload is not a builtin in Python 3: NameError at start."),
+        Rule("Python 2: sys.setdefaultencoding", "nothing: delete the line (Python 3's str is Unicode and its "
+             "default encoding is UTF-8)", _MAP, False,
+             _PY2 + "sys.setdefaultencoding does not exist in Python 3: AttributeError at start."),
+        Rule("Python 2: unicode", "str", _MAP, False, _PY2 + "unicode is not a builtin in Python 3: NameError."),
+        Rule("Python 2: xrange", "range", _MAP, False, _PY2 + "xrange is not a builtin in Python 3: NameError."),
+        Rule("Python 2: dict.iteritems", ".items() (.values(), .keys() for itervalues, iterkeys)", _MAP, False,
+             _PY2 + "dicts have no iteritems/itervalues/iterkeys in Python 3: AttributeError."),
+        Rule("Python 2: dict.has_key", "key in d", _MAP, False, _PY2 + "dicts have no has_key in Python 3."),
+        Rule("Python 2: KafkaProducer.send(str)", "send bytes: value.encode(\"utf-8\"), or "
+             "KafkaProducer(value_serializer=str.encode)", _MAP, False,
+             _PY2 + "A Python 2 str was bytes; kafka-python under Python 3 refuses a str value without a "
+             "value_serializer (AssertionError in send), inside the job's foreachRDD/foreachPartition."),
+    )
+}
+"""Python 2-era constructs → their fix (the counterpart), for the findings of Python 2 code that still parses."""
+
+# Method names that only a DStream (or a StreamingContext) has, in Spark 2.4's Python API: not RDD, DataFrame or
+# builtin methods. Called on an object the analyser cannot trace, such a call is reported with status
+# `unresolved` (the construct it looks like), never dropped.
+DSTREAM_ONLY_METHODS = frozenset((
+    "foreachRDD", "pprint", "updateStateByKey", "reduceByKeyAndWindow", "reduceByWindow", "countByWindow",
+    "countByValueAndWindow", "groupByKeyAndWindow", "saveAsTextFiles", "transform", "transformWith", "window",
+))
+SSC_ONLY_METHODS = frozenset((  # not awaitTermination: a StreamingQuery has it too
+    "socketTextStream", "textFileStream", "queueStream", "binaryRecordsStream", "awaitTerminationOrTimeout",
+    "addStreamingListener",
+))
+
 RULES: dict[str, Rule] = {rule.construct: rule for rule in _R}
+RULES.update(PYTHON2_RULES)
 """Every construct by its name in findings."""
 
 CONF_RULES: dict[str, Rule] = {
