@@ -10,7 +10,8 @@ Usage::
 truth, determined by reading each job, not by running the analyser).
 
 For each job (a main file and, for jobs split over modules, its helper modules) the analyser reads every file
-and its findings are matched to the expected ``(line, construct)`` pairs. Printed per job and overall:
+and its findings are matched to the expected ``(line, construct)`` pairs. Printed per job, per group (Spark's
+examples, public jobs, and the jobs held out from development: ``"heldout": true``) and overall:
 
 - found / expected: expected constructs with a finding of the same name at the same line (recall);
 - misses: expected constructs without one, split into *reported* (a finding with status ``unresolved`` at that
@@ -132,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     data = json.loads(args.data.read_text(encoding="utf-8"))
-    total, spark, public = Score(), Score(), Score()
+    groups = {"spark": Score(), "public": Score(), "heldout": Score()}
+    sizes = dict.fromkeys(groups, 0)
     for job in data["jobs"]:
         score = Score()
         for cited in job["files"]:
@@ -142,11 +144,20 @@ def main(argv: list[str] | None = None) -> int:
         print(score.row(job["job"]))
         for note in score.notes:
             print(f"    {note}")
+        group = "heldout" if job.get("heldout") else "spark" if job["job"].startswith("spark-2.4/") else "public"
+        groups[group].add(score)
+        sizes[group] += 1
+    development, total = Score(), Score()
+    for name in ("spark", "public"):
+        development.add(groups[name])
+    for score in groups.values():
         total.add(score)
-        (spark if job["job"].startswith("spark-2.4/") else public).add(score)
     print()
-    print(spark.row(f"Spark 2.4 examples ({sum(j['job'].startswith('spark-2.4/') for j in data['jobs'])} jobs)"))
-    print(public.row(f"public jobs ({sum(not j['job'].startswith('spark-2.4/') for j in data['jobs'])} jobs)"))
+    print(groups["spark"].row(f"Spark 2.x examples ({sizes['spark']} jobs)"))
+    print(groups["public"].row(f"public jobs ({sizes['public']} jobs)"))
+    print(development.row(f"development corpus ({sizes['spark'] + sizes['public']} jobs)"))
+    if sizes["heldout"]:
+        print(groups["heldout"].row(f"held out, measured once ({sizes['heldout']} jobs)"))
     print(total.row(f"all ({len(data['jobs'])} jobs)"))
     return 0
 

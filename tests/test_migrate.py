@@ -776,7 +776,8 @@ def test_bad_input_is_one_error_naming_the_fix_with_exit_code_2(
 def test_the_corpus_citations_are_complete() -> None:
     data = json.loads((REPO / "tests" / "data" / "migrate_corpus.json").read_text(encoding="utf-8"))
     jobs = data["jobs"]
-    assert len(jobs) == 24 and sum(j["job"].startswith("spark-2.4/") for j in jobs) == 9
+    assert len(jobs) == 30 and sum(j["job"].startswith("spark-2.4/") for j in jobs) == 9
+    assert sum(bool(j.get("heldout")) for j in jobs) == 6
     names = set(RULES) | set(CONF_RULES)
     expected = 0
     for job in jobs:
@@ -785,9 +786,11 @@ def test_the_corpus_citations_are_complete() -> None:
             assert re.fullmatch(r"[0-9a-f]{40}", cited["commit"]) and re.fullmatch(r"[0-9a-f]{64}", cited["sha256"])
             assert cited["repository"].count("/") == 1 and cited["path"].endswith(".py")
             for item in cited["expected"]:
-                assert item["construct"] in names and item["line"] > 0
+                # A third-party DStream method (pyspark_cassandra's saveToCassandra) is expected as an unknown one.
+                assert item["construct"] in names or item["construct"] == "DStream.saveToCassandra"
+                assert item["line"] > 0
             expected += len(cited["expected"])
-    assert expected == 196
+    assert expected == 249
 
 
 def test_the_corpus_benchmark_tells_silent_misses_from_reported_ones(tmp_path: Path) -> None:
