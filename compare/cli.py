@@ -566,9 +566,14 @@ def cmd_migrate(args: argparse.Namespace) -> int:
             msg = f"cannot write the draft to {args.out!r}: {exc}. Give --out a writable file path."
             raise ConfigError(msg, field="out", expected="a writable file", actual=args.out) from None
         sys.stderr.write(f"draft Structured Streaming job written to {args.out} (review every TODO)\n")
-    # draft_runs: whether the draft writer left no part unresolved; null until it reports that (#36 item 1).
-    # verified: null unless --verify ran (#37).
-    text = render_json(plan, modern, draft_runs=None, verified=None) if args.json else render_markdown(plan, modern)
+    # draft_runs: whether the draft writer leaves no part unresolved (make_draft(plan).runs, #36 item 1); null
+    # with a draft writer that cannot tell. verified: null unless --verify ran (#37).
+    import migrate.draft
+
+    make_draft = getattr(migrate.draft, "make_draft", None)
+    draft_runs = bool(make_draft(plan).runs) if args.json and make_draft is not None else None
+    text = (render_json(plan, modern, draft_runs=draft_runs, verified=None) if args.json
+            else render_markdown(plan, modern))
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
 
