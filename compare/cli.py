@@ -568,9 +568,10 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         sys.stderr.write(f"draft Structured Streaming job written to {args.out} (review every TODO)\n")
     # draft_runs: whether the draft writer leaves no part unresolved (make_draft(plan).runs, #36 item 1); null
     # with a draft writer that cannot tell. verified: null unless --verify ran (#37).
-    import migrate.draft
+    import importlib
 
-    make_draft = getattr(migrate.draft, "make_draft", None)
+    # The module, not migrate.draft, which migrate/__init__ rebinds to its draft() function.
+    make_draft = getattr(importlib.import_module("migrate.draft"), "make_draft", None)
     draft_runs = bool(make_draft(plan).runs) if args.json and make_draft is not None else None
     text = (render_json(plan, modern, draft_runs=draft_runs, verified=None) if args.json
             else render_markdown(plan, modern))
