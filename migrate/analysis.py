@@ -54,6 +54,14 @@ _UNKNOWN_COUNTERPART = "unknown: not in dmk migrate's table"
 _CONTAINER = "dstreams"  # a list, dict or set of DStreams
 # What an unresolved call returns: taken for a DStream or StreamingContext, every call on it is unresolved too.
 _GUESS_DSTREAM, _GUESS_SSC = "dstream?", "ssc?"
+_ITEMS = "dstream items"  # a dict of DStreams' items(): (key, DStream) pairs
+
+
+def _element(kind: Any) -> Any:
+    """What iterating over a value of ``kind`` yields."""
+    if kind == _CONTAINER:
+        return DSTREAM
+    return ("tuple", (None, DSTREAM)) if kind == _ITEMS else None
 _PER_RECORD = ("DStream.map", "DStream.filter", "DStream.flatMap")
 
 
@@ -437,7 +445,7 @@ class _Analyser:
             self._body(stmt.orelse, scope)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             kind = self._eval(stmt.iter, scope)
-            self._bind(stmt.target, DSTREAM if kind == _CONTAINER else None, scope)
+            self._bind(stmt.target, _element(kind), scope)
             self._body(stmt.body, scope)
             self._body(stmt.orelse, scope)
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
@@ -545,6 +553,17 @@ class _Analyser:
             base = self._eval(target.value, scope)
             if isinstance(target, ast.Attribute) and _is_self(base) and kind is not None:
                 self.class_attrs.setdefault((base[1], target.attr), kind)
+            elif isinstance(target, ast.Subscript) and kind == DSTREAM:  # streams[topic] = a DStream
+                self._contains_dstreams(target.value, scope)
+
+    def _contains_dstreams(self, holder: ast.expr, scope: _Scope) -> None:
+        """``holder`` (a name, or an attribute of self) is a list or dict a DStream was put into."""
+        if isinstance(holder, ast.Name):
+            scope.set(holder.id, _CONTAINER)
+        elif isinstance(holder, ast.Attribute):
+            base = self._eval(holder.value, scope, quiet=True)
+            if _is_self(base):
+                self.class_attrs[(base[1], holder.attr)] = _CONTAINER
 
     def _assign_step(self, stmt: ast.stmt, targets: list[ast.expr], kind: Any) -> None:
         value = getattr(stmt, "value", None)
@@ -592,7 +611,7 @@ class _Analyser:
             inner = _Scope(scope)
             for generator in node.generators:
                 kind = self._eval(generator.iter, inner)
-                self._bind(generator.target, DSTREAM if kind == _CONTAINER else None, inner)
+                self._bind(generator.target, _element(kind), inner)
                 for condition in generator.ifs:
                     self._eval(condition, inner)
             if isinstance(node, ast.DictComp):
@@ -662,6 +681,9 @@ class _Analyser:
                 target = (callee[1], 0)
         kinds = [self._eval(argument, scope) for argument in node.args]
         keywords = {keyword.arg: self._eval(keyword.value, scope) for keyword in node.keywords}
+        if (isinstance(func, ast.Attribute) and func.attr in ("append", "add", "insert", "appendleft")
+                and DSTREAM in kinds):  # streams.append(a DStream)
+            self._contains_dstreams(func.value, scope)
         if target is not None and target[0] in self.functions:
             # The job's own function is passed a StreamingContext or a DStream: so is its parameter.
             called = self.functions[target[0]]
@@ -675,6 +697,8 @@ class _Analyser:
     def _method(self, node: ast.Call, method: str, base: Any, scope: _Scope) -> Any:
         if base in (_GUESS_DSTREAM, _GUESS_SSC):
             return self._unresolved(node, "DStream" if base == _GUESS_DSTREAM else "StreamingContext", method, True)
+        if base == _CONTAINER:
+            return {"values": _CONTAINER, "items": _ITEMS, "get": DSTREAM, "pop": DSTREAM}.get(method)
         if _is_self(base):
             function = self.class_methods.get((base[1], method))
             return self.returns.get(function) if function is not None else None

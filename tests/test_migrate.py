@@ -814,3 +814,34 @@ def test_the_corpus_benchmark_tells_silent_misses_from_reported_ones(tmp_path: P
     # Not in this made-up list: line 15's pprint, lines 19 and 20; line 17's findings report its miss instead.
     assert score.false == 3
     assert score.statuses == {"automatic": 2, "unresolved": 5}
+
+
+def test_dstreams_put_into_lists_and_dicts_are_followed() -> None:
+    source = (
+        "from pyspark.streaming import StreamingContext\n"
+        "from pyspark.streaming.kafka import KafkaUtils\n"
+        "ssc = StreamingContext(sc, 1)\n"
+        "streams = {}\n"
+        "for topic in ['a', 'b']:\n"
+        "    streams[topic] = KafkaUtils.createDirectStream(ssc, [topic], {})\n"
+        "for name, each in streams.items():\n"
+        "    each.pprint()\n"
+        "merged = []\n"
+        "merged.append(streams.get('a').map(len))\n"
+        "merged[0].saveAsTextFiles('/out')\n"
+        "for each in streams.values():\n"
+        "    each.count().pprint()\n"
+        "class Job:\n"
+        "    def __init__(self):\n"
+        "        self.inputs = []\n"
+        "        self.inputs.append(KafkaUtils.createDirectStream(ssc, ['c'], {}))\n"
+        "    def run(self):\n"
+        "        for each in self.inputs:\n"
+        "            each.foreachRDD(print)\n"
+    )
+    assert [(f.line, f.construct, f.status) for f in analyse_source(source).findings] == [
+        (3, "StreamingContext(sc, batchDuration)", "automatic"), (6, "KafkaUtils.createDirectStream", "automatic"),
+        (8, "DStream.pprint", "automatic"), (10, "DStream.map", "manual"), (11, "DStream.saveAsTextFiles", "automatic"),
+        (13, "DStream.count", "manual"), (13, "DStream.pprint", "automatic"),
+        (17, "KafkaUtils.createDirectStream", "automatic"), (20, "DStream.foreachRDD", "manual"),
+    ]
