@@ -851,6 +851,9 @@ _PY2_SYNTAX = (
     re.compile(r"^\s*exec\s+[\"'\w]"),  # exec "code"
     re.compile(r"\b\d+L\b|\b0[0-7]+\b|<>|`[^`]*`"),  # 10L, 0777, <>, `repr`
 )
+_STRING_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")  # a one-line '...' or "..."
+
+
 def _python2_line(source: str) -> int | None:
     """The first line of Python 2-only syntax in ``source`` (outside strings, roughly), or None."""
     in_string = False
@@ -858,7 +861,7 @@ def _python2_line(source: str) -> int | None:
         if text.count('"""') % 2 or text.count("'''") % 2:
             in_string = not in_string
             continue
-        code = text.split("#", 1)[0]
+        code = _STRING_LITERAL.sub('""', text).split("#", 1)[0]
         if not in_string and any(pattern.search(code) for pattern in _PY2_SYNTAX):
             return number
     return None

@@ -756,6 +756,9 @@ def test_create_stream_is_manual_and_window_links_the_window_section() -> None:
     ("binary.py", b"\x7fELF\x02\x01\x01\x00\x00\x00", "is not Python source: it holds NUL bytes (a binary file?)"),
     ("latin1.py", "print('caf\xe9')\n".encode("latin-1"), "is not Python source: it is not UTF-8 text"),
     ("notes.py", b"Meeting notes: move the jobs to Spark 4 (soon)\n", "is this the job's .py file? Fix the syntax"),
+    # Python 3 with a syntax error; backticks and 0777 inside a string are not Python 2 syntax.
+    ("broken.py", b'print("run `dmk` with mode 0777")\nsetup(\n',
+     "line 2: '(' was never closed ('setup('). dmk migrate reads the job as Python 3 source"),
     ("py2.py", b"from pyspark.streaming import StreamingContext\nexcept_ = 1\ntry:\n    pass\nexcept Exception, e:\n"
      b"    pass\n", "This is Python 2 code (line 5), and PySpark 4 runs Python 3 only: port the job to Python 3"),
     ("empty.py", b"", "is empty (0 bytes): there is no job to migrate"),
