@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from migrate.analysis import Finding, MigrationPlan, _const, analyse
+from migrate.rules import RULES
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,9 @@ def review(plan: MigrationPlan, modern_path: str | Path) -> Review:
     tokens = _tokens(ast.parse(modern.source))
     items = []
     for site in plan._sites:
-        rule = site.rule
+        # An unresolved call (a DStream-only method on something not traced) is looked for like the construct it
+        # looks like; an unknown construct has nothing to look for.
+        rule = site.rule if site.finding.traced else RULES.get(site.finding.construct)
         if rule is None:
             items.append(ReviewItem(site.finding, False, "unknown construct: check the rewrite by hand"))
             continue

@@ -848,3 +848,20 @@ def test_dstreams_put_into_lists_and_dicts_are_followed() -> None:
         (13, "DStream.count", "manual"), (13, "DStream.pprint", "automatic"),
         (17, "KafkaUtils.createDirectStream", "automatic"), (20, "DStream.foreachRDD", "manual"),
     ]
+
+
+def test_the_review_looks_for_the_counterpart_of_an_unresolved_call(tmp_path: Path) -> None:
+    modern = tmp_path / "modern.py"
+    modern.write_text(
+        "from pyspark.sql import SparkSession\n"
+        "spark = SparkSession.builder.getOrCreate()\n"
+        "df = spark.readStream.format('socket').option('host', 'h').option('port', 1).load()\n"
+        "q = df.writeStream.foreachBatch(lambda d, i: None).start()\n"
+        "q.awaitTermination()\n"
+    )
+    result = review(analyse(REPO / f"{JOBS}/untraced_streams.py"), modern)
+    items = {(i.finding.line, i.finding.construct): i for i in result.items}
+    assert items[(13, "DStream.foreachRDD")].addressed and items[(13, "DStream.foreachRDD")].evidence == (
+        "foreachBatch (line 4)")
+    assert not items[(17, "DStream.updateStateByKey")].addressed
+    assert items[(17, "DStream.updateStateByKey")].evidence.startswith("none of: agg + groupBy")
