@@ -1,0 +1,234 @@
+"""The second embedded broker kind (librdkafka's mock cluster), and the kit's Tansu workarounds on both kinds.
+
+The tests marked ``librdkafka_only`` use the session broker through librdkafka alone, so they run on Tansu (the
+default) and on the mock (``DMK_TEST_BROKER=mock pytest -m librdkafka_only``). They check the rules the kit's
+``end_offsets`` and ``beginning_offsets`` rest on against a broker whose ListOffsets is exact: the end is the high
+watermark of a Fetch at *listed latest − 1* whether or not the listed offset was right, and a fetch below a log
+start is out of range.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import TopicPartition as RdTopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from kit._rdkafka import RdReader
+from kit.broker import EmbeddedBroker, KafkaEndpoint, kafka_or_embedded
+from kit.errors import BrokerError, BrokerUnavailable, OffsetOutOfRange
+from kit.kafka import Kafka, wait_for_broker
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _wait_gone(pid: int, timeout_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+# -- the mock broker kind itself (each test starts its own) ----------------------------------------------------
+
+
+def test_mock_broker_answers_and_stops(tmp_path: Path) -> None:
+    log = tmp_path / "mock.log"
+    with kafka_or_embedded(kind="mock", log_path=log) as endpoint:
+        broker = endpoint.broker
+        assert broker is not None and broker.kind == "mock"
+        assert "librdkafka clients only" in endpoint.description
+        pid = broker.pid
+        assert pid is not None and _alive(pid)
+        broker.create_topic("two", 2)
+        admin = AdminClient({"bootstrap.servers": endpoint.bootstrap_servers})
+        assert sorted(admin.list_topics("two", timeout=10).topics["two"].partitions) == [0, 1]
+        with pytest.raises(BrokerError, match="already exists"):
+            broker.create_topic("two", 3)
+        broker.delete_topic("two")
+        assert "two" not in admin.list_topics(timeout=10).topics
+    assert _wait_gone(pid)
+    assert not broker.running
+    assert log.exists()
+    broker.stop()  # a second stop is harmless
+
+
+def test_mock_broker_refuses_what_it_cannot_do() -> None:
+    with pytest.raises(BrokerError, match="picks a free one itself"):
+        EmbeddedBroker(9092, kind="mock")
+    with pytest.raises(BrokerError, match="unknown embedded broker kind 'kraft'"):
+        EmbeddedBroker(kind="kraft")
+    with pytest.raises(BrokerError, match="use the Kafka protocol"):
+        EmbeddedBroker().create_topic("t", 1)  # Tansu is administered through Kafka's own requests
+
+
+def test_kafka_python_cannot_connect_to_the_mock() -> None:
+    # The limitation the kafka_python marker states: on the mock, the kit's kafka-python half gets nowhere.
+    with EmbeddedBroker(kind="mock") as broker, pytest.raises(BrokerUnavailable):
+        wait_for_broker(broker.bootstrap_servers, timeout_s=3)
+
+
+def test_no_mock_broker_left_after_the_parent_is_killed(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    script = (
+        "import time\nfrom kit.broker import EmbeddedBroker\n"
+        f"b = EmbeddedBroker(kind='mock').start()\nopen({str(pid_file)!r}, 'w').write(str(b.pid))\ntime.sleep(600)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        deadline = time.monotonic() + 60
+        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+            assert parent.poll() is None, "the parent died before starting its broker"
+            time.sleep(0.05)
+        broker_pid = int(pid_file.read_text())
+        assert _alive(broker_pid)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=10)
+        assert _wait_gone(broker_pid), f"mock broker {broker_pid} outlived its SIGKILLed parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+
+
+# -- the session broker, whichever kind (librdkafka clients only) ----------------------------------------------
+
+
+@pytest.fixture
+def rd_topic(kafka_endpoint: KafkaEndpoint) -> Iterator[Callable[[int], str]]:
+    """``rd_topic(partitions)``: a new topic on the session broker; on the mock through its C API."""
+    created: list[str] = []
+
+    def make(partitions: int = 1) -> str:
+        name = f"kinds_{uuid.uuid4().hex[:10]}"
+        if kafka_endpoint.broker is not None and kafka_endpoint.broker.kind == "mock":
+            kafka_endpoint.broker.create_topic(name, partitions)
+        else:
+            with Kafka(kafka_endpoint.bootstrap_servers) as kafka:
+                kafka.create_topic(name, partitions)
+        created.append(name)
+        return name
+
+    yield make
+    if kafka_endpoint.broker is not None and kafka_endpoint.broker.kind == "mock":
+        for name in created:
+            kafka_endpoint.broker.delete_topic(name)
+
+
+def _send(bootstrap: str, topic: str, values: list[bytes], linger_ms: int) -> list[int]:
+    """Send ``values`` to partition 0 through the kit's librdkafka sender; the acknowledged offsets."""
+    acked: list[int] = []
+    errors: list[BaseException] = []
+    sender = Kafka(bootstrap, client="confluent").sender(linger_ms=linger_ms)
+    for value in values:
+        sender.send(topic, key=None, value=value, partition=0,
+                    on_done=lambda _p, offset, error: errors.append(error) if error else acked.append(offset))
+    assert sender.flush(30) == 0
+    sender.close()
+    assert not errors
+    return acked
+
+
+def _listed(bootstrap: str, topic: str) -> tuple[int, int]:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    tp = RdTopicPartition(topic, 0)
+    return tuple(admin.list_offsets({tp: spec})[tp].result(10).offset  # type: ignore[return-value]
+                 for spec in (OffsetSpec.earliest(), OffsetSpec.latest()))
+
+
+def _read(reader: RdReader, topic: str, start: int, until: int) -> list:
+    return list(reader.read(
+        topic, 0, start, until, idle_timeout_s=10, end_offset=lambda: until,
+        out_of_range=lambda: OffsetOutOfRange(topic, 0, requested=(start, until), available=(-1, -1)),
+        timed_out=lambda position, end: TimeoutError(position, end),
+    ))
+
+
+@pytest.mark.librdkafka_only
+def test_end_is_the_high_watermark_at_listed_minus_one_after_multi_record_batches(
+    kafka_endpoint: KafkaEndpoint, rd_topic: Callable[[int], str]
+) -> None:
+    bootstrap = kafka_endpoint.bootstrap_servers
+    topic = rd_topic(1)
+    acked: list[int] = []
+    for batch in range(3):  # three sends of 300 records each, lingering into multi-record batches
+        acked += _send(bootstrap, topic, [b"%d-%d" % (batch, i) for i in range(300)], linger_ms=50)
+    assert sorted(acked) == list(range(900))
+    earliest, latest = _listed(bootstrap, topic)
+    if kafka_endpoint.broker is not None and kafka_endpoint.broker.kind == "mock":
+        assert (earliest, latest) == (0, 900)  # the broker that behaves lists the exact end
+    # What Kafka.end_offsets does on either broker: fetch at listed - 1; the response's high watermark is the end.
+    reader = RdReader(bootstrap, {}, timeout_s=20)
+    assert reader.high_watermarks({(topic, 0): latest - 1}) == {(topic, 0): 900}
+    assert [r.offset for r in _read(reader, topic, 0, 900)] == list(range(900))
+
+
+@pytest.mark.librdkafka_only
+def test_end_and_records_are_exact_after_two_concurrent_producers(
+    kafka_endpoint: KafkaEndpoint, rd_topic: Callable[[int], str]
+) -> None:
+    bootstrap = kafka_endpoint.bootstrap_servers
+    topic = rd_topic(1)
+    results: dict[str, list[int]] = {}
+
+    def produce(name: str) -> None:
+        results[name] = _send(bootstrap, topic, [b"%s-%d" % (name.encode(), i) for i in range(500)], linger_ms=1)
+
+    threads = [threading.Thread(target=produce, args=(name,)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert sorted(results["a"] + results["b"]) == list(range(1000))
+    earliest, latest = _listed(bootstrap, topic)
+    if kafka_endpoint.broker is not None and kafka_endpoint.broker.kind == "mock":
+        assert (earliest, latest) == (0, 1000)
+    reader = RdReader(bootstrap, {}, timeout_s=20)
+    # Tansu's high watermark can lag seconds after concurrent writes (docs/kit.md): wait for it as a stream would.
+    deadline = time.monotonic() + 10
+    while (high := reader.high_watermarks({(topic, 0): latest - 1})[(topic, 0)]) < 1000 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert high == 1000
+    records = _read(reader, topic, 0, 1000)
+    assert [r.offset for r in records] == list(range(1000))
+    assert sorted(r.value for r in records) == sorted(
+        [b"a-%d" % i for i in range(500)] + [b"b-%d" % i for i in range(500)])
+
+
+@pytest.mark.librdkafka_only
+def test_a_read_below_the_log_start_is_out_of_range(
+    kafka_endpoint: KafkaEndpoint, rd_topic: Callable[[int], str]
+) -> None:
+    # Kafka.beginning_offsets reads from offset 0 when a partition is listed above 0, trusting that on a broker
+    # with a real log start that read is out of range. Only the mock can move a log start (Tansu has neither
+    # DeleteRecords nor retention): this checks the rule there.
+    broker = kafka_endpoint.broker
+    if broker is None or broker.kind != "mock":
+        pytest.skip("Tansu cannot put a log start above 0 (it rejects DeleteRecords and has no retention)")
+    bootstrap = kafka_endpoint.bootstrap_servers
+    topic = rd_topic(1)
+    _send(bootstrap, topic, [b"%d" % i for i in range(10)], linger_ms=0)
+    broker.delete_records(topic, 0, 4)
+    assert _listed(bootstrap, topic) == (4, 10)
+    reader = RdReader(bootstrap, {}, timeout_s=20)
+    with pytest.raises(OffsetOutOfRange):
+        _read(reader, topic, 0, 10)
+    assert [r.value for r in _read(reader, topic, 4, 10)] == [b"%d" % i for i in range(4, 10)]
