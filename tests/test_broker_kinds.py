@@ -1,10 +1,11 @@
 """The second embedded broker kind (librdkafka's mock cluster), and the kit's Tansu workarounds on both kinds.
 
 The tests marked ``librdkafka_only`` use the session broker through librdkafka alone, so they run on Tansu (the
-default) and on the mock (``DMK_TEST_BROKER=mock pytest -m librdkafka_only``). They check the rules the kit's
-``end_offsets`` and ``beginning_offsets`` rest on against a broker whose ListOffsets is exact: the end is the high
-watermark of a Fetch at *listed latest − 1* whether or not the listed offset was right, and a fetch below a log
-start is out of range.
+default) and on the mock (``DMK_TEST_BROKER=mock pytest -m librdkafka_only``). They run the kit's own
+``Kafka.beginning_offsets``, ``end_offsets`` and ``read_range`` on the confluent client, with the ListOffsets
+requests its kafka-python half would send sent by librdkafka instead (kafka-python cannot connect to the mock), on a
+broker whose ListOffsets is exact: the same offsets and records on both kinds, after multi-record batches, after two
+concurrent producers, and (the mock only) above a log start moved by DeleteRecords or by retention.
 """
 
 from __future__ import annotations
@@ -23,10 +24,9 @@ import pytest
 from confluent_kafka import TopicPartition as RdTopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from kit._rdkafka import RdReader
 from kit.broker import EmbeddedBroker, KafkaEndpoint, kafka_or_embedded
 from kit.errors import BrokerError, BrokerUnavailable, OffsetOutOfRange
-from kit.kafka import Kafka, wait_for_broker
+from kit.kafka import Kafka, TopicPartition, wait_for_broker
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -154,17 +154,41 @@ def _listed(bootstrap: str, topic: str) -> tuple[int, int]:
                  for spec in (OffsetSpec.earliest(), OffsetSpec.latest()))
 
 
-def _read(reader: RdReader, topic: str, start: int, until: int) -> list:
-    return list(reader.read(
-        topic, 0, start, until, idle_timeout_s=10, end_offset=lambda: until,
-        out_of_range=lambda: OffsetOutOfRange(topic, 0, requested=(start, until), available=(-1, -1)),
-        timed_out=lambda position, end: TimeoutError(position, end),
-    ))
+class _RdListOffsets:
+    """The ListOffsets requests of the kit's offset look-ups (``Kafka._offsets()``, kafka-python), sent through
+    librdkafka to the same broker instead: kafka-python cannot connect to the mock. The answers are the broker's."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self._admin = AdminClient({"bootstrap.servers": bootstrap})
+
+    def _list(self, tps: list[TopicPartition], spec: OffsetSpec) -> dict[TopicPartition, int]:
+        asked = {RdTopicPartition(tp.topic, tp.partition): spec for tp in tps}
+        answers = self._admin.list_offsets(asked, request_timeout=10)
+        return {TopicPartition(rd.topic, rd.partition): future.result(10).offset for rd, future in answers.items()}
+
+    def beginning_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+        return self._list(tps, OffsetSpec.earliest())
+
+    def end_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+        return self._list(tps, OffsetSpec.latest())
+
+
+@pytest.fixture
+def kit_kafka(kafka_endpoint: KafkaEndpoint, monkeypatch: pytest.MonkeyPatch) -> Iterator[Kafka]:
+    """The kit's handle on the session broker, on the confluent client, its ListOffsets sent by librdkafka."""
+    with Kafka(kafka_endpoint.bootstrap_servers, client="confluent", timeout_s=20) as kafka:
+        offsets = _RdListOffsets(kafka_endpoint.bootstrap_servers)
+        monkeypatch.setattr(kafka, "_offsets", lambda: offsets)
+        yield kafka
+
+
+def _on_mock(endpoint: KafkaEndpoint) -> bool:
+    return endpoint.broker is not None and endpoint.broker.kind == "mock"
 
 
 @pytest.mark.librdkafka_only
-def test_end_is_the_high_watermark_at_listed_minus_one_after_multi_record_batches(
-    kafka_endpoint: KafkaEndpoint, rd_topic: Callable[[int], str]
+def test_offsets_and_reads_are_exact_after_multi_record_batches(
+    kafka_endpoint: KafkaEndpoint, rd_topic: Callable[[int], str], kit_kafka: Kafka
 ) -> None:
     bootstrap = kafka_endpoint.bootstrap_servers
     topic = rd_topic(1)
@@ -172,18 +196,18 @@ def test_end_is_the_high_watermark_at_listed_minus_one_after_multi_record_batche
     for batch in range(3):  # three sends of 300 records each, lingering into multi-record batches
         acked += _send(bootstrap, topic, [b"%d-%d" % (batch, i) for i in range(300)], linger_ms=50)
     assert sorted(acked) == list(range(900))
-    earliest, latest = _listed(bootstrap, topic)
-    if kafka_endpoint.broker is not None and kafka_endpoint.broker.kind == "mock":
-        assert (earliest, latest) == (0, 900)  # the broker that behaves lists the exact end
-    # What Kafka.end_offsets does on either broker: fetch at listed - 1; the response's high watermark is the end.
-    reader = RdReader(bootstrap, {}, timeout_s=20)
-    assert reader.high_watermarks({(topic, 0): latest - 1}) == {(topic, 0): 900}
-    assert [r.offset for r in _read(reader, topic, 0, 900)] == list(range(900))
+    if _on_mock(kafka_endpoint):
+        assert _listed(bootstrap, topic) == (0, 900)  # the broker that behaves lists the exact end itself
+    tp = TopicPartition(topic, 0)
+    # Kafka.end_offsets fetches at listed latest - 1 and takes the response's high watermark: exact on both.
+    assert kit_kafka.end_offsets([tp]) == {tp: 900}
+    assert kit_kafka.beginning_offsets([tp]) == {tp: 0}
+    assert [r.offset for r in kit_kafka.read_range(topic, 0, 0, 900)] == list(range(900))
 
 
 @pytest.mark.librdkafka_only
-def test_end_and_records_are_exact_after_two_concurrent_producers(
-    kafka_endpoint: KafkaEndpoint, rd_topic: Callable[[int], str]
+def test_offsets_and_reads_are_exact_after_two_concurrent_producers(
+    kafka_endpoint: KafkaEndpoint, rd_topic: Callable[[int], str], kit_kafka: Kafka
 ) -> None:
     bootstrap = kafka_endpoint.bootstrap_servers
     topic = rd_topic(1)
@@ -198,37 +222,63 @@ def test_end_and_records_are_exact_after_two_concurrent_producers(
     for thread in threads:
         thread.join(60)
     assert sorted(results["a"] + results["b"]) == list(range(1000))
-    earliest, latest = _listed(bootstrap, topic)
-    if kafka_endpoint.broker is not None and kafka_endpoint.broker.kind == "mock":
-        assert (earliest, latest) == (0, 1000)
-    reader = RdReader(bootstrap, {}, timeout_s=20)
+    if _on_mock(kafka_endpoint):
+        assert _listed(bootstrap, topic) == (0, 1000)
+    tp = TopicPartition(topic, 0)
     # Tansu's high watermark can lag seconds after concurrent writes (docs/kit.md): wait for it as a stream would.
     deadline = time.monotonic() + 10
-    while (high := reader.high_watermarks({(topic, 0): latest - 1})[(topic, 0)]) < 1000 and time.monotonic() < deadline:
+    while (end := kit_kafka.end_offsets([tp])[tp]) < 1000 and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert high == 1000
-    records = _read(reader, topic, 0, 1000)
+    assert end == 1000
+    assert kit_kafka.beginning_offsets([tp]) == {tp: 0}
+    records = list(kit_kafka.read_range(topic, 0, 0, 1000))
     assert [r.offset for r in records] == list(range(1000))
     assert sorted(r.value for r in records) == sorted(
         [b"a-%d" % i for i in range(500)] + [b"b-%d" % i for i in range(500)])
 
 
+def _needs_a_log_start(endpoint: KafkaEndpoint) -> EmbeddedBroker:
+    if endpoint.broker is None or endpoint.broker.kind != "mock":
+        pytest.skip("Tansu cannot put a log start above 0: it rejects DeleteRecords and keeps every record")
+    return endpoint.broker
+
+
 @pytest.mark.librdkafka_only
-def test_a_read_below_the_log_start_is_out_of_range(
-    kafka_endpoint: KafkaEndpoint, rd_topic: Callable[[int], str]
+def test_a_log_start_above_0_stands_and_below_it_is_out_of_range(
+    kafka_endpoint: KafkaEndpoint, rd_topic: Callable[[int], str], kit_kafka: Kafka
 ) -> None:
-    # Kafka.beginning_offsets reads from offset 0 when a partition is listed above 0, trusting that on a broker
-    # with a real log start that read is out of range. Only the mock can move a log start (Tansu has neither
-    # DeleteRecords nor retention): this checks the rule there.
-    broker = kafka_endpoint.broker
-    if broker is None or broker.kind != "mock":
-        pytest.skip("Tansu cannot put a log start above 0 (it rejects DeleteRecords and has no retention)")
+    # Kafka.beginning_offsets reads from offset 0 when a partition is listed above 0 (Tansu's out-of-order
+    # batches), trusting that below a real log start that read is out of range and the listed offset stands.
+    broker = _needs_a_log_start(kafka_endpoint)
     bootstrap = kafka_endpoint.bootstrap_servers
     topic = rd_topic(1)
     _send(bootstrap, topic, [b"%d" % i for i in range(10)], linger_ms=0)
     broker.delete_records(topic, 0, 4)
-    assert _listed(bootstrap, topic) == (4, 10)
-    reader = RdReader(bootstrap, {}, timeout_s=20)
+    tp = TopicPartition(topic, 0)
+    assert kit_kafka.beginning_offsets([tp]) == {tp: 4}
+    assert kit_kafka.end_offsets([tp]) == {tp: 10}
+    with pytest.raises(OffsetOutOfRange) as caught:
+        list(kit_kafka.read_range(topic, 0, 0, 10))
+    assert caught.value.available == (4, 10)
+    assert [r.value for r in kit_kafka.read_range(topic, 0, 4, 10)] == [b"%d" % i for i in range(4, 10)]
+
+
+@pytest.mark.librdkafka_only
+def test_records_dropped_by_retention_are_out_of_range(
+    kafka_endpoint: KafkaEndpoint, rd_topic: Callable[[int], str], kit_kafka: Kafka
+) -> None:
+    # The mock keeps at most 5 MB a partition and drops the oldest batches past it: a log start moved by the
+    # broker itself, through the protocol.
+    _needs_a_log_start(kafka_endpoint)
+    bootstrap = kafka_endpoint.bootstrap_servers
+    topic = rd_topic(1)
+    _send(bootstrap, topic, [b"%06d" % i + b"x" * 1018 for i in range(8192)], linger_ms=20)
+    earliest, latest = _listed(bootstrap, topic)
+    assert 0 < earliest < latest == 8192
+    tp = TopicPartition(topic, 0)
+    assert kit_kafka.beginning_offsets([tp]) == {tp: earliest}
+    assert kit_kafka.end_offsets([tp]) == {tp: 8192}
     with pytest.raises(OffsetOutOfRange):
-        _read(reader, topic, 0, 10)
-    assert [r.value for r in _read(reader, topic, 4, 10)] == [b"%d" % i for i in range(4, 10)]
+        list(kit_kafka.read_range(topic, 0, 0, 8192))
+    first = next(iter(kit_kafka.read_range(topic, 0, earliest, 8192)))
+    assert first.value[:6] == b"%06d" % earliest
