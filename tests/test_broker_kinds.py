@@ -81,6 +81,18 @@ def test_mock_broker_refuses_what_it_cannot_do() -> None:
         EmbeddedBroker().create_topic("t", 1)  # Tansu is administered through Kafka's own requests
 
 
+def test_a_mock_that_fails_to_start_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    script = tmp_path / "python"
+    script.write_text("#!/bin/sh\necho 'no librdkafka here' >&2\nexit 3\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(script))  # the interpreter that would hold the cluster
+    broker = EmbeddedBroker(kind="mock", log_path=tmp_path / "mock.log")
+    with pytest.raises(BrokerError, match="gave no answer") as caught:
+        broker.start()
+    assert "no librdkafka here" in caught.value.log_tail
+    assert not broker.running
+
+
 def test_kafka_python_cannot_connect_to_the_mock() -> None:
     # The limitation the kafka_python marker states: on the mock, the kit's kafka-python half gets nowhere.
     with EmbeddedBroker(kind="mock") as broker, pytest.raises(BrokerUnavailable):
