@@ -3,7 +3,8 @@
 Starts each broker kind of ``kit.broker.EmbeddedBroker`` in turn and asks it, through the plain clients (no kit
 workaround in between), what the kit relies on: which client can connect, CreateTopics, CreatePartitions,
 DeleteRecords, DeleteTopics, ListOffsets earliest / latest / by timestamp (after one-record batches, after
-multi-record batches, and after two producer processes wrote one partition at once, ``--rounds`` times), the
+multi-record batches, and after two producer processes wrote one partition at once, ``--rounds`` times, in
+multi-record batches and in one-record batches), the
 high watermark of a Fetch response, offset commit and fetch, and a fetch below the log start. Each answer is
 compared with what Apache Kafka's protocol defines (the offsets the producers were acknowledged), and printed as a
 Markdown table (docs/kit.md publishes it).
@@ -42,6 +43,7 @@ ROWS = [
     ("offsets", "ListOffsets earliest / latest, one-record batches"),
     ("offsets", "ListOffsets earliest / latest, multi-record batches"),
     ("offsets", "ListOffsets earliest / latest, two concurrent producers"),
+    ("offsets", "ListOffsets earliest / latest, two concurrent producers of one-record batches"),
     ("offsets", "ListOffsets by timestamp"),
     ("offsets", "Fetch high watermark, multi-record batches"),
     ("offsets", "Fetch high watermark, two concurrent producers"),
@@ -221,10 +223,10 @@ class Probe:
         name, total = self._multi_record()
         return _exact(self._earliest_latest(TopicPartition(name, 0)), (0, total))
 
-    def _concurrent_round(self) -> tuple[str, int]:
+    def _concurrent_round(self, each: int | None = None, linger_ms: int = 1) -> tuple[str, int]:
         name = self.topic()
-        each = self.records // 2
-        workers = [multiprocessing.Process(target=_produce, args=(self.bootstrap, name, 0, each, 1))
+        each = each or self.records // 2
+        workers = [multiprocessing.Process(target=_produce, args=(self.bootstrap, name, 0, each, linger_ms))
                    for _ in range(2)]
         for worker in workers:
             worker.start()
@@ -235,10 +237,10 @@ class Probe:
                 raise RuntimeError(msg)
         return name, 2 * each
 
-    def _rounds(self, check: Callable[[str, int], bool | str]) -> str:
+    def _rounds(self, check: Callable[[str, int], bool | str], **produce: Any) -> str:
         wrong: list[str] = []
         for _ in range(self.rounds):
-            name, total = self._concurrent_round()
+            name, total = self._concurrent_round(**produce)
             verdict = check(name, total)
             if verdict is not True:
                 wrong.append(str(verdict))
@@ -252,6 +254,13 @@ class Probe:
             return True if got == (0, total) else f"{got[0]} / {got[1]} for offsets 0–{total - 1}"
 
         return self._rounds(check)
+
+    def concurrent_one_record_list(self) -> str:
+        def check(name: str, total: int) -> bool | str:
+            got = self._earliest_latest(TopicPartition(name, 0))
+            return True if got == (0, total) else f"{got[0]} / {got[1]} for offsets 0–{total - 1}"
+
+        return self._rounds(check, each=20, linger_ms=0)
 
     def by_timestamp(self) -> str:
         name = self.topic()
@@ -343,7 +352,7 @@ class Probe:
     def run(self) -> list[str]:
         steps = [self.kafka_python_connects, self.confluent_connects, self.create_topics, self.missing_topic,
                  self.create_partitions, self.delete_records, self.delete_topics, self.one_record_batches,
-                 self.multi_record_batches, self.concurrent_list, self.by_timestamp,
+                 self.multi_record_batches, self.concurrent_list, self.concurrent_one_record_list, self.by_timestamp,
                  self.multi_record_high_watermark, self.concurrent_high_watermark, self.commit_and_fetch,
                  self.fetch_group, self.log_start, self.retention]
         cells = []
