@@ -198,6 +198,7 @@ def _on_mock(endpoint: KafkaEndpoint) -> bool:
     return endpoint.broker is not None and endpoint.broker.kind == "mock"
 
 
+@pytest.mark.kafka
 @pytest.mark.librdkafka_only
 def test_offsets_and_reads_are_exact_after_multi_record_batches(
     kafka_endpoint: KafkaEndpoint, rd_topic: Callable[[int], str], kit_kafka: Kafka
@@ -217,6 +218,7 @@ def test_offsets_and_reads_are_exact_after_multi_record_batches(
     assert [r.offset for r in kit_kafka.read_range(topic, 0, 0, 900)] == list(range(900))
 
 
+@pytest.mark.kafka
 @pytest.mark.librdkafka_only
 def test_offsets_and_reads_are_exact_after_two_concurrent_producers(
     kafka_endpoint: KafkaEndpoint, rd_topic: Callable[[int], str], kit_kafka: Kafka
@@ -255,6 +257,7 @@ def _needs_a_log_start(endpoint: KafkaEndpoint) -> EmbeddedBroker:
     return endpoint.broker
 
 
+@pytest.mark.kafka
 @pytest.mark.librdkafka_only
 def test_a_log_start_above_0_stands_and_below_it_is_out_of_range(
     kafka_endpoint: KafkaEndpoint, rd_topic: Callable[[int], str], kit_kafka: Kafka
@@ -275,6 +278,7 @@ def test_a_log_start_above_0_stands_and_below_it_is_out_of_range(
     assert [r.value for r in kit_kafka.read_range(topic, 0, 4, 10)] == [b"%d" % i for i in range(4, 10)]
 
 
+@pytest.mark.kafka
 @pytest.mark.librdkafka_only
 def test_records_dropped_by_retention_are_out_of_range(
     kafka_endpoint: KafkaEndpoint, rd_topic: Callable[[int], str], kit_kafka: Kafka
