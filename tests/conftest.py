@@ -1,8 +1,13 @@
 """Shared fixtures: one embedded broker and one Spark JVM per test session, a topic per test.
 
-The broker (``kafka_broker``) and the SparkSession (``spark``) come from the kit's own pytest plugin
-(:mod:`compare.pytest_plugin`), so every test here exercises it. ``--kafka-bootstrap HOST:PORT`` (or
-``DMK_TEST_BOOTSTRAP_SERVERS``) runs the Kafka tests against an existing broker instead of the embedded one.
+The SparkSession (``spark``) and the Kafka client settings come from the kit's own pytest plugin
+(:mod:`compare.pytest_plugin`), so every test here exercises it; ``kafka_broker`` is the plugin's too, with one
+addition: ``DMK_TEST_BROKER=tansu|mock`` chooses the embedded broker kind (default Tansu; ``mock`` is librdkafka's
+mock cluster, ``kit.broker.EmbeddedBroker(kind="mock")``). Only librdkafka clients can connect to the mock, so on it
+every test that uses the session broker is skipped, marked ``kafka_python``, unless it is marked
+``librdkafka_only`` (it uses librdkafka clients alone): ``DMK_TEST_BROKER=mock pytest -m librdkafka_only`` runs
+those on the mock. ``--kafka-bootstrap HOST:PORT`` (or ``DMK_TEST_BOOTSTRAP_SERVERS``) runs the Kafka tests
+against an existing broker instead of the embedded one.
 ``connect_server`` / ``connect_spark``: one local Spark Connect server per session, started only by the tests
 that ask for it (tests/test_connect.py).
 """
@@ -18,10 +23,70 @@ from typing import Any
 import pytest
 
 from _servers import postgres_dsn_factory, postgres_server, zookeeper_hosts  # noqa: F401 - session fixtures
+from kit.broker import BROKER_KINDS, KafkaEndpoint
 from kit.kafka import CLIENT_ENV, CLIENTS, Kafka
 
 CONNECT_MODE_ENV = "SPARK_CONNECT_MODE_ENABLED"
 """Set by PySpark in a process that created a Spark Connect session; see ``_connect_session``."""
+
+
+TEST_BROKER_ENV = "DMK_TEST_BROKER"
+"""Which embedded broker the session's Kafka tests use: ``tansu`` (default) or ``mock`` (librdkafka's mock cluster)."""
+
+KAFKA_PYTHON_REASON = (
+    "needs kafka-python (the kit's topic admin, offset look-ups and group offsets go through it, even with "
+    "DMK_KAFKA_CLIENT=confluent), which cannot connect to librdkafka's mock cluster (DMK_TEST_BROKER=mock): "
+    "kafka-python cannot decode the mock's ApiVersions answer"
+)
+
+
+def session_broker_kind() -> str:
+    """``$DMK_TEST_BROKER``, checked: one of :data:`kit.broker.BROKER_KINDS` (default ``tansu``)."""
+    kind = os.environ.get(TEST_BROKER_ENV, "").strip().lower() or "tansu"
+    if kind not in BROKER_KINDS:
+        msg = f"{TEST_BROKER_ENV}={kind!r} is not a broker kind. Fix: set it to one of {', '.join(BROKER_KINDS)}"
+        raise pytest.UsageError(msg)
+    return kind
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On the mock, skip every test that uses the session broker and is not marked ``librdkafka_only``."""
+    if session_broker_kind() != "mock":
+        return
+    skip = pytest.mark.skip(reason=KAFKA_PYTHON_REASON)
+    for item in items:
+        if "kafka_broker" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("librdkafka_only"):
+            item.add_marker(pytest.mark.kafka_python)
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def kafka_endpoint(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, kafka_settings: dict[str, str]
+) -> Iterator[KafkaEndpoint]:
+    """The session's Kafka: ``--kafka-bootstrap``, or an embedded broker of the ``DMK_TEST_BROKER`` kind.
+
+    ``.broker`` is the embedded :class:`kit.broker.EmbeddedBroker` (None for a given Kafka): tests create topics
+    on the mock through it (``create_topic``), as its protocol has no CreateTopics.
+    """
+    from kit.broker import kafka_or_embedded
+    from kit.kafka import java_client_settings, using_process_settings
+
+    kind = session_broker_kind()
+    external = request.config.getoption("--kafka-bootstrap")
+    if external and kind != "tansu":
+        msg = f"{TEST_BROKER_ENV}={kind} starts its own broker. Fix: drop --kafka-bootstrap, or {TEST_BROKER_ENV}"
+        raise pytest.UsageError(msg)
+    log = None if external else tmp_path_factory.mktemp("broker") / f"{kind}.log"
+    with using_process_settings(java_client_settings(kafka_settings, where="--kafka-config/--kafka-option")), \
+            kafka_or_embedded(external, kind=kind, log_path=log) as kafka:
+        yield kafka
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(kafka_endpoint: KafkaEndpoint) -> str:
+    """Bootstrap servers of the session's Kafka (overrides the plugin's fixture to add ``DMK_TEST_BROKER``)."""
+    return kafka_endpoint.bootstrap_servers
 
 
 @pytest.fixture(scope="session")

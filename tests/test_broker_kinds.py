@@ -1,0 +1,300 @@
+"""The second embedded broker kind (librdkafka's mock cluster), and the kit's Tansu workarounds on both kinds.
+
+The tests marked ``librdkafka_only`` use the session broker through librdkafka alone, so they run on Tansu (the
+default) and on the mock (``DMK_TEST_BROKER=mock pytest -m librdkafka_only``). They run the kit's own
+``Kafka.beginning_offsets``, ``end_offsets`` and ``read_range`` on the confluent client, with the ListOffsets
+requests its kafka-python half would send sent by librdkafka instead (kafka-python cannot connect to the mock), on a
+broker whose ListOffsets is exact: the same offsets and records on both kinds, after multi-record batches, after two
+concurrent producers, and (the mock only) above a log start moved by DeleteRecords or by retention.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import TopicPartition as RdTopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from kit.broker import EmbeddedBroker, KafkaEndpoint, kafka_or_embedded
+from kit.errors import BrokerError, BrokerUnavailable, OffsetOutOfRange
+from kit.kafka import Kafka, TopicPartition, wait_for_broker
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _wait_gone(pid: int, timeout_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+# -- the mock broker kind itself (each test starts its own) ----------------------------------------------------
+
+
+def test_mock_broker_answers_and_stops(tmp_path: Path) -> None:
+    log = tmp_path / "mock.log"
+    with kafka_or_embedded(kind="mock", log_path=log) as endpoint:
+        broker = endpoint.broker
+        assert broker is not None and broker.kind == "mock"
+        assert "librdkafka clients only" in endpoint.description
+        pid = broker.pid
+        assert pid is not None and _alive(pid)
+        broker.create_topic("two", 2)
+        admin = AdminClient({"bootstrap.servers": endpoint.bootstrap_servers})
+        assert sorted(admin.list_topics("two", timeout=10).topics["two"].partitions) == [0, 1]
+        with pytest.raises(BrokerError, match="already exists"):
+            broker.create_topic("two", 3)
+        broker.delete_topic("two")
+        assert "two" not in admin.list_topics(timeout=10).topics
+    assert _wait_gone(pid)
+    assert not broker.running
+    assert log.exists()
+    broker.stop()  # a second stop is harmless
+
+
+def test_mock_broker_refuses_what_it_cannot_do() -> None:
+    with pytest.raises(BrokerError, match="picks a free one itself"):
+        EmbeddedBroker(9092, kind="mock")
+    with pytest.raises(BrokerError, match="unknown embedded broker kind 'kraft'"):
+        EmbeddedBroker(kind="kraft")
+    with pytest.raises(BrokerError, match="use the Kafka protocol"):
+        EmbeddedBroker().create_topic("t", 1)  # Tansu is administered through Kafka's own requests
+
+
+def test_a_mock_that_fails_to_start_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    script = tmp_path / "python"
+    script.write_text("#!/bin/sh\necho 'no librdkafka here' >&2\nexit 3\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(script))  # the interpreter that would hold the cluster
+    broker = EmbeddedBroker(kind="mock", log_path=tmp_path / "mock.log")
+    with pytest.raises(BrokerError, match="gave no answer") as caught:
+        broker.start()
+    assert "no librdkafka here" in caught.value.log_tail
+    assert not broker.running
+
+
+def test_kafka_python_cannot_connect_to_the_mock() -> None:
+    # The limitation the kafka_python marker states: on the mock, the kit's kafka-python half gets nowhere.
+    with EmbeddedBroker(kind="mock") as broker, pytest.raises(BrokerUnavailable):
+        wait_for_broker(broker.bootstrap_servers, timeout_s=3)
+
+
+def test_no_mock_broker_left_after_the_parent_is_killed(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    script = (
+        "import time\nfrom kit.broker import EmbeddedBroker\n"
+        f"b = EmbeddedBroker(kind='mock').start()\nopen({str(pid_file)!r}, 'w').write(str(b.pid))\ntime.sleep(600)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        deadline = time.monotonic() + 60
+        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+            assert parent.poll() is None, "the parent died before starting its broker"
+            time.sleep(0.05)
+        broker_pid = int(pid_file.read_text())
+        assert _alive(broker_pid)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=10)
+        assert _wait_gone(broker_pid), f"mock broker {broker_pid} outlived its SIGKILLed parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+
+
+# -- the session broker, whichever kind (librdkafka clients only) ----------------------------------------------
+
+
+@pytest.fixture
+def rd_topic(kafka_endpoint: KafkaEndpoint) -> Iterator[Callable[[int], str]]:
+    """``rd_topic(partitions)``: a new topic on the session broker; on the mock through its C API."""
+    created: list[str] = []
+
+    def make(partitions: int = 1) -> str:
+        name = f"kinds_{uuid.uuid4().hex[:10]}"
+        if kafka_endpoint.broker is not None and kafka_endpoint.broker.kind == "mock":
+            kafka_endpoint.broker.create_topic(name, partitions)
+        else:
+            with Kafka(kafka_endpoint.bootstrap_servers) as kafka:
+                kafka.create_topic(name, partitions)
+        created.append(name)
+        return name
+
+    yield make
+    if kafka_endpoint.broker is not None and kafka_endpoint.broker.kind == "mock":
+        for name in created:
+            kafka_endpoint.broker.delete_topic(name)
+
+
+def _send(bootstrap: str, topic: str, values: list[bytes], linger_ms: int) -> list[int]:
+    """Send ``values`` to partition 0 through the kit's librdkafka sender; the acknowledged offsets."""
+    acked: list[int] = []
+    errors: list[BaseException] = []
+    sender = Kafka(bootstrap, client="confluent").sender(linger_ms=linger_ms)
+    for value in values:
+        sender.send(topic, key=None, value=value, partition=0,
+                    on_done=lambda _p, offset, error: errors.append(error) if error else acked.append(offset))
+    assert sender.flush(30) == 0
+    sender.close()
+    assert not errors
+    return acked
+
+
+def _listed(bootstrap: str, topic: str) -> tuple[int, int]:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    tp = RdTopicPartition(topic, 0)
+    return tuple(admin.list_offsets({tp: spec})[tp].result(10).offset  # type: ignore[return-value]
+                 for spec in (OffsetSpec.earliest(), OffsetSpec.latest()))
+
+
+class _RdListOffsets:
+    """The ListOffsets requests of the kit's offset look-ups (``Kafka._offsets()``, kafka-python), sent through
+    librdkafka to the same broker instead: kafka-python cannot connect to the mock. The answers are the broker's."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self._admin = AdminClient({"bootstrap.servers": bootstrap})
+
+    def _list(self, tps: list[TopicPartition], spec: OffsetSpec) -> dict[TopicPartition, int]:
+        asked = {RdTopicPartition(tp.topic, tp.partition): spec for tp in tps}
+        answers = self._admin.list_offsets(asked, request_timeout=10)
+        return {TopicPartition(rd.topic, rd.partition): future.result(10).offset for rd, future in answers.items()}
+
+    def beginning_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+        return self._list(tps, OffsetSpec.earliest())
+
+    def end_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+        return self._list(tps, OffsetSpec.latest())
+
+
+@pytest.fixture
+def kit_kafka(kafka_endpoint: KafkaEndpoint, monkeypatch: pytest.MonkeyPatch) -> Iterator[Kafka]:
+    """The kit's handle on the session broker, on the confluent client, its ListOffsets sent by librdkafka."""
+    with Kafka(kafka_endpoint.bootstrap_servers, client="confluent", timeout_s=20) as kafka:
+        offsets = _RdListOffsets(kafka_endpoint.bootstrap_servers)
+        monkeypatch.setattr(kafka, "_offsets", lambda: offsets)
+        yield kafka
+
+
+def _on_mock(endpoint: KafkaEndpoint) -> bool:
+    return endpoint.broker is not None and endpoint.broker.kind == "mock"
+
+
+@pytest.mark.kafka
+@pytest.mark.librdkafka_only
+def test_offsets_and_reads_are_exact_after_multi_record_batches(
+    kafka_endpoint: KafkaEndpoint, rd_topic: Callable[[int], str], kit_kafka: Kafka
+) -> None:
+    bootstrap = kafka_endpoint.bootstrap_servers
+    topic = rd_topic(1)
+    acked: list[int] = []
+    for batch in range(3):  # three sends of 300 records each, lingering into multi-record batches
+        acked += _send(bootstrap, topic, [b"%d-%d" % (batch, i) for i in range(300)], linger_ms=50)
+    assert sorted(acked) == list(range(900))
+    if _on_mock(kafka_endpoint):
+        assert _listed(bootstrap, topic) == (0, 900)  # the broker that behaves lists the exact end itself
+    tp = TopicPartition(topic, 0)
+    # Kafka.end_offsets fetches at listed latest - 1 and takes the response's high watermark: exact on both.
+    assert kit_kafka.end_offsets([tp]) == {tp: 900}
+    assert kit_kafka.beginning_offsets([tp]) == {tp: 0}
+    assert [r.offset for r in kit_kafka.read_range(topic, 0, 0, 900)] == list(range(900))
+
+
+@pytest.mark.kafka
+@pytest.mark.librdkafka_only
+def test_offsets_and_reads_are_exact_after_two_concurrent_producers(
+    kafka_endpoint: KafkaEndpoint, rd_topic: Callable[[int], str], kit_kafka: Kafka
+) -> None:
+    bootstrap = kafka_endpoint.bootstrap_servers
+    topic = rd_topic(1)
+    results: dict[str, list[int]] = {}
+
+    def produce(name: str) -> None:
+        results[name] = _send(bootstrap, topic, [b"%s-%d" % (name.encode(), i) for i in range(500)], linger_ms=1)
+
+    threads = [threading.Thread(target=produce, args=(name,)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert sorted(results["a"] + results["b"]) == list(range(1000))
+    if _on_mock(kafka_endpoint):
+        assert _listed(bootstrap, topic) == (0, 1000)
+    tp = TopicPartition(topic, 0)
+    # Tansu's high watermark can lag seconds after concurrent writes (docs/kit.md): wait for it as a stream would.
+    deadline = time.monotonic() + 10
+    while (end := kit_kafka.end_offsets([tp])[tp]) < 1000 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert end == 1000
+    assert kit_kafka.beginning_offsets([tp]) == {tp: 0}
+    records = list(kit_kafka.read_range(topic, 0, 0, 1000))
+    assert [r.offset for r in records] == list(range(1000))
+    assert sorted(r.value for r in records) == sorted(
+        [b"a-%d" % i for i in range(500)] + [b"b-%d" % i for i in range(500)])
+
+
+def _needs_a_log_start(endpoint: KafkaEndpoint) -> EmbeddedBroker:
+    if endpoint.broker is None or endpoint.broker.kind != "mock":
+        pytest.skip("Tansu cannot put a log start above 0: it rejects DeleteRecords and keeps every record")
+    return endpoint.broker
+
+
+@pytest.mark.kafka
+@pytest.mark.librdkafka_only
+def test_a_log_start_above_0_stands_and_below_it_is_out_of_range(
+    kafka_endpoint: KafkaEndpoint, rd_topic: Callable[[int], str], kit_kafka: Kafka
+) -> None:
+    # Kafka.beginning_offsets reads from offset 0 when a partition is listed above 0 (Tansu's out-of-order
+    # batches), trusting that below a real log start that read is out of range and the listed offset stands.
+    broker = _needs_a_log_start(kafka_endpoint)
+    bootstrap = kafka_endpoint.bootstrap_servers
+    topic = rd_topic(1)
+    _send(bootstrap, topic, [b"%d" % i for i in range(10)], linger_ms=0)
+    broker.delete_records(topic, 0, 4)
+    tp = TopicPartition(topic, 0)
+    assert kit_kafka.beginning_offsets([tp]) == {tp: 4}
+    assert kit_kafka.end_offsets([tp]) == {tp: 10}
+    with pytest.raises(OffsetOutOfRange) as caught:
+        list(kit_kafka.read_range(topic, 0, 0, 10))
+    assert caught.value.available == (4, 10)
+    assert [r.value for r in kit_kafka.read_range(topic, 0, 4, 10)] == [b"%d" % i for i in range(4, 10)]
+
+
+@pytest.mark.kafka
+@pytest.mark.librdkafka_only
+def test_records_dropped_by_retention_are_out_of_range(
+    kafka_endpoint: KafkaEndpoint, rd_topic: Callable[[int], str], kit_kafka: Kafka
+) -> None:
+    # The mock keeps at most 5 MB a partition and drops the oldest batches past it: a log start moved by the
+    # broker itself, through the protocol.
+    _needs_a_log_start(kafka_endpoint)
+    bootstrap = kafka_endpoint.bootstrap_servers
+    topic = rd_topic(1)
+    _send(bootstrap, topic, [b"%06d" % i + b"x" * 1018 for i in range(8192)], linger_ms=20)
+    earliest, latest = _listed(bootstrap, topic)
+    assert 0 < earliest < latest == 8192
+    tp = TopicPartition(topic, 0)
+    assert kit_kafka.beginning_offsets([tp]) == {tp: earliest}
+    assert kit_kafka.end_offsets([tp]) == {tp: 8192}
+    with pytest.raises(OffsetOutOfRange):
+        list(kit_kafka.read_range(topic, 0, 0, 8192))
+    first = next(iter(kit_kafka.read_range(topic, 0, earliest, 8192)))
+    assert first.value[:6] == b"%06d" % earliest
