@@ -453,13 +453,13 @@ class Kafka:
 
     def _consumer(self, **config: Any) -> KafkaConsumer:
         # One dict, not keyword arguments side by side: a caller's setting (a 0.8 job's fetch.message.max.bytes
-        # is max_partition_fetch_bytes) may name what the kit also sets. The handle's timeouts are defaults the
-        # caller's settings override; what a consumer needs for its purpose (``config``: the high-watermark
-        # probe's one-byte fetches) wins over both.
+        # is max_partition_fetch_bytes) may name what the kit also sets. The caller's settings win over the
+        # kit's defaults (``config``: fetch sizes, buffers), as they do in librdkafka's clients (kit._rdkafka);
+        # the high-watermark probe stays one batch whatever they say, as fetch_max_bytes is not mappable.
         merged = {
             "request_timeout_ms": int(self.timeout_s * 1000) + 5000,
-            **_only_known(self._python_settings, KafkaConsumer.DEFAULT_CONFIG),
             **config,
+            **_only_known(self._python_settings, KafkaConsumer.DEFAULT_CONFIG),
             "bootstrap_servers": self.bootstrap_servers,
             "enable_auto_commit": False,
             "auto_offset_reset": "none",
