@@ -138,7 +138,7 @@ def main(argv: list[str]) -> int:
         config = dataclasses.replace(config, kafka_security=json.loads(security))
     # The driver's own clients (topic checks, offset look-ups, group commits) connect as the engines' do.
     set_process_settings(java_client_settings(config.kafka_security, where="the run's Kafka settings"))
-    exit_with_parent()  # a harness killed by any signal takes its driver with it (SIGTERM: run() stops Spark)
+    exit_with_parent()  # a harness killed by any signal takes its driver and JVM with it
     return run(config)
 
 

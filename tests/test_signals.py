@@ -83,7 +83,7 @@ def _names(tree: list[psutil.Process]) -> str:
     return "\n".join(text)
 
 
-@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)], ids=["SIGTERM", "SIGHUP"])
 def test_a_signal_stops_a_command_and_its_embedded_broker(signum: int, code: int, tmp_path: Path) -> None:
     data = tmp_path / "d.parquet"
     subprocess.run([DMK, "gen", "--records", "3000", "--out", str(data)], check=True, capture_output=True)
@@ -103,7 +103,7 @@ def _compare_is_running(tree: list[psutil.Process]) -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL], ids=lambda s: s.name)
 def test_a_signal_to_dmk_compare_leaves_no_process_of_the_run(signum: int, tmp_path: Path) -> None:
     """SIGKILL: the parent's death, which no handler sees; the drivers notice it themselves."""
     process = _start(["compare", "running_counts", "--records", "3000", "--profile", "clean", "--rate", "100",
