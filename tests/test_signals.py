@@ -117,3 +117,29 @@ def test_a_signal_to_dmk_compare_leaves_no_process_of_the_run(signum: int, tmp_p
         assert process.returncode == 128 + signum, err
         assert "Traceback" not in err
     assert _survivors(tree, 60) == []
+
+
+def test_a_child_that_watches_its_parent_dies_with_its_group_when_the_parent_is_killed(tmp_path: Path) -> None:
+    """kit.lifeline: the parent SIGKILLed (no handler runs), the child and its own child are gone."""
+    child = (
+        "import subprocess, sys, time\n"
+        "from kit.lifeline import exit_with_parent\n"
+        "exit_with_parent(poll_s=0.1)\n"
+        "grandchild = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+        "print(grandchild.pid, flush=True)\n"
+        "time.sleep(300)\n"
+    )
+    parent = (
+        "import subprocess, sys, time\n"
+        f"child = subprocess.Popen([sys.executable, '-c', {child!r}], start_new_session=True)\n"
+        "print(child.pid, flush=True)\n"
+        "time.sleep(300)\n"
+    )
+    process = subprocess.Popen([sys.executable, "-c", parent], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        tree = _wait_for_tree(process, lambda t: len(t) == 3, timeout_s=60)
+    finally:
+        process.kill()
+    process.wait(timeout=10)
+    assert len(tree) == 3
+    assert _survivors(tree, 10) == []
