@@ -29,6 +29,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -39,7 +40,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from rich.console import Console
 from rich.progress import (
@@ -217,12 +218,12 @@ def cmd_gen(args: argparse.Namespace) -> int:
 
 
 def _do_replay(
-    path: str, bootstrap_servers: str, settings, *, describe: str = "replay"
+    path: str, bootstrap_servers: str, settings, *, describe: str = "replay", frame=None
 ):
     from kit.dataset import read_dataset
     from kit.replay import replay
 
-    frame = read_dataset(path)
+    frame = read_dataset(path) if frame is None else frame
     with _progress_task(f"{describe} → {settings.topic}", len(frame)) as update:
         return replay(frame, bootstrap_servers, settings, on_progress=update), frame
 
@@ -239,11 +240,12 @@ def _print_replay(result) -> None:
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
+    from compare._validate import partition_list
     from kit.capture import Position, capture
 
     start = Position.parse(args.from_) if args.from_ else None
     end = Position.parse(args.until) if args.until else None
-    partitions = [int(p) for p in args.partitions.split(",") if p.strip()] if args.partitions else None
+    partitions = partition_list(args.partitions) if args.partitions else None
     with _kafka(args) as bootstrap_servers, _progress_task(f"capture {args.topic} → {args.out}", None) as update:
         result = capture(bootstrap_servers, args.topic, args.out, partitions=partitions, start=start, end=end,
                          max_records=args.max_records, on_progress=lambda done, most: update(done, total=most))
@@ -275,8 +277,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
         timestamps=args.timestamps,
         partition_by=args.partition_by,
     )
+    from kit.dataset import read_dataset
+
+    frame = read_dataset(args.file)  # a file that is no dataset is refused before a broker starts
     with _kafka(args) as bootstrap_servers:
-        result, _ = _do_replay(args.file, bootstrap_servers, settings)
+        result, _ = _do_replay(args.file, bootstrap_servers, settings, frame=frame)
         if not args.bootstrap_servers:
             err_console.print(
                 "[yellow]note: the embedded broker stops with this command, and its data with it; "
@@ -479,7 +484,8 @@ def _settings_from_args(args: argparse.Namespace):
     return CompareSettings(
         workload=args.workload, out_dir=out, dataset=dataset, dataset_file=args.dataset,
         bootstrap_servers=args.bootstrap_servers, rate_rps=args.rate, burst=args.burst,
-        partitions=args.partitions or 4, legacy=args.legacy, modern=args.modern, oracle=args.oracle,
+        partitions=4 if args.partitions is None else args.partitions, legacy=args.legacy, modern=args.modern,
+        oracle=args.oracle,
         legacy_mode=args.legacy_mode, offset_store=args.offset_store, batch_seconds=args.batch_seconds,
         trigger=args.trigger,
         concurrent=args.concurrent, kill_driver=args.kill_driver, pause_broker_s=args.pause_broker,
@@ -502,14 +508,41 @@ def _print_summary(run_dir: Path, metrics: dict) -> None:
                   f"metrics: {run_dir / 'metrics.json'}")
 
 
+_PARTIAL_RUN_FILES = {"dataset.parquet", "dataset.parquet.manifest.json", "broker.log"}
+"""What a compare that failed before any driver started leaves in its run directory: none of it is evidence."""
+
+
+def _drop_partial_run(out: Path, *, remove_dir: bool) -> None:
+    """Remove a failed compare's run directory if it holds only :data:`_PARTIAL_RUN_FILES`.
+
+    So the same command can run again once the cause is fixed. A directory with a driver's files is kept: the
+    error points at its logs.
+    """
+    try:
+        entries = list(out.iterdir())
+    except OSError:
+        return
+    if all(p.is_file() and p.name in _PARTIAL_RUN_FILES for p in entries):
+        for path in entries:
+            path.unlink(missing_ok=True)
+        if remove_dir:
+            with contextlib.suppress(OSError):
+                out.rmdir()
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from compare.run import run_compare, validate
 
     settings = _settings_from_args(args)
     validate(settings)
     progress, update = _compare_progress()
-    with progress:
-        result = run_compare(settings, update, on_broker_start=_announce_embedded_broker)
+    existed = settings.out_dir.exists()
+    try:
+        with progress:
+            result = run_compare(settings, update, on_broker_start=_announce_embedded_broker)
+    except BaseException:
+        _drop_partial_run(settings.out_dir, remove_dir=not existed)
+        raise
     _print_summary(result.out_dir, result.metrics)
     if not result.metrics["faults_injected"]:
         err_console.print("[red]INCOMPLETE: not every requested fault was injected; see report.md[/red]")
@@ -775,8 +808,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line, like every other error of ``dmk`` (exit code 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``<prog>: error: <message> (<prog> --help)`` on one line and exit 2."""
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="dmk",
         description="dstream-migration-kit: replay identical Kafka data through DStream and Structured "
         "Streaming jobs and diff the outputs.",
@@ -1062,6 +1103,49 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP arrived: unwinds like Ctrl-C, so every ``finally`` stops what the command started."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise _Terminated(signum)
+
+
+@contextmanager
+def _stopped_by_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP (CI cancelling, ``timeout``, a closed terminal) run the same cleanup as Ctrl-C.
+
+    Without this, Python dies at once on SIGTERM: the embedded broker goes with it (it dies with its parent) but a
+    driver in a session of its own keeps running, retrying the dead broker. The handlers before are restored.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        # Started in the background by a shell, a process inherits SIGINT ignored, and Python then installs no
+        # KeyboardInterrupt handler: Ctrl-C or kill -INT must still stop a long command (a broker, a compare).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    before = {signum: signal.signal(signum, _terminate) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+
+
+def _stop_children() -> None:
+    """Stop every compare driver still running.
+
+    A concurrent run's other engine runs in a thread the signal did not unwind.
+    """
+    if "compare.supervise" in sys.modules:
+        sys.modules["compare.supervise"].stop_all_drivers()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``dmk``; returns the exit code."""
     parser = build_parser()
@@ -1069,27 +1153,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.argv = _redacted_argv(argv)
     handler: Callable[[argparse.Namespace], int] = args.func
-    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-        # Started in the background by a shell, a process inherits SIGINT ignored, and Python then installs no
-        # KeyboardInterrupt handler: Ctrl-C or kill -INT must still stop a long command (a broker, a compare).
-        signal.signal(signal.SIGINT, signal.default_int_handler)
     secrets: list[str] = []
     try:
-        from kit.kafka import java_client_settings, using_process_settings
-        from kit.security import secret_values
+        with _stopped_by_signals():
+            try:
+                from compare._validate import check_args
+                from kit.kafka import java_client_settings, using_process_settings
+                from kit.security import secret_values
 
-        args.kafka_security = _kafka_security(args)
-        secrets = secret_values(args.kafka_security)
-        # Every client this process creates (admin, producers, consumers, look-ups) connects the same way; the
-        # drivers of compare, compare-jobs and bench get the same settings through their environment.
-        with using_process_settings(java_client_settings(args.kafka_security)):
-            return handler(args)
+                check_args(args, argv)
+                args.kafka_security = _kafka_security(args)
+                secrets = secret_values(args.kafka_security)
+                # Every client this process creates (admin, producers, consumers, look-ups) connects the same way;
+                # the drivers of compare, compare-jobs and bench get the same settings through their environment.
+                with using_process_settings(java_client_settings(args.kafka_security)):
+                    return handler(args)
+            except KeyboardInterrupt:
+                _stop_children()
+                raise
     except KitError as exc:
         from kit.security import redact_text
 
         shown = redact_text(str(exc), secrets)
-        err_console.print(f"[bold red]dmk {args.command}: error:[/bold red] {shown}", highlight=False)
+        from rich.markup import escape
+
+        # soft_wrap: one line whatever the terminal's width (rich would break it at 80 columns in a pipe)
+        err_console.print(f"[bold red]dmk {args.command}: error:[/bold red] {escape(shown)}", highlight=False,
+                          soft_wrap=True)
         return 2
+    except _Terminated as exc:
+        err_console.print(f"stopped by {signal.Signals(exc.signum).name}")
+        return 128 + exc.signum
     except KeyboardInterrupt:
         err_console.print("interrupted")
         return 130

@@ -12,7 +12,7 @@ Everything engine-specific is the engine's (:mod:`compare.engines`): its Spark s
 (``recover=True``: a driver started again with the same config resumes from its checkpoint, which is how
 ``--kill-driver`` restarts it after a SIGKILL), and waiting for the end offsets. A failure is written to
 ``<out>/control/failed.json`` (the error's type and message) before the process exits 1. Every wait has a
-deadline, and a driver whose harness died (its parent process changed) stops.
+deadline, and a driver whose harness died (its parent process changed) stops (:func:`kit.lifeline.exit_with_parent`).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from compare.engines import get_engine
 from kit.engine import DriverConfig
 from kit.errors import RunTimeout
 from kit.kafka import java_client_settings, set_process_settings
+from kit.lifeline import exit_with_parent
 from kit.security import KAFKA_SECURITY_ENV, redact_text, secret_values
 
 __all__ = [
@@ -137,6 +138,7 @@ def main(argv: list[str]) -> int:
         config = dataclasses.replace(config, kafka_security=json.loads(security))
     # The driver's own clients (topic checks, offset look-ups, group commits) connect as the engines' do.
     set_process_settings(java_client_settings(config.kafka_security, where="the run's Kafka settings"))
+    exit_with_parent()  # a harness killed by any signal takes its driver and JVM with it
     return run(config)
 
 

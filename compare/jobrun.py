@@ -36,6 +36,9 @@ def main(argv: list[str]) -> int:
         print(_USAGE, file=sys.stderr)
         return 2
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from kit.lifeline import exit_with_parent
+
+    exit_with_parent()  # the harness gone (any signal), the job and its JVM go too
     importlib.import_module(STANDINS[options["engine"]]).install(options["progress"])
     if args[0] == "-m" and len(args) >= 2:
         sys.argv = [args[1], *args[2:]]

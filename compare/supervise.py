@@ -57,7 +57,7 @@ from kit.spark import has_scheme
 
 __all__ = [
     "MAX_RECOVERIES", "TRANSIENT_ERRORS", "DriverProcess", "EngineOutcome", "Progress", "log_tail",
-    "run_engine_process",
+    "run_engine_process", "stop_all_drivers",
 ]
 
 TRANSIENT_ERRORS = ("Python worker failed to connect back",)
@@ -90,6 +90,21 @@ class EngineOutcome:
     """The engine's batch interval or trigger (0: back to back)."""
 
 
+_RUNNING: set[DriverProcess] = set()
+_RUNNING_LOCK = threading.Lock()
+
+
+def stop_all_drivers() -> None:
+    """Stop every driver this process started that still runs.
+
+    The CLI's cleanup on a signal: a concurrent run's other engine runs in a thread the signal does not unwind.
+    """
+    with _RUNNING_LOCK:
+        running = list(_RUNNING)
+    for driver in running:
+        driver.stop()
+
+
 class DriverProcess:
     """A driver process of one engine: start, wait until ready, kill, restart, wait until done."""
 
@@ -120,6 +135,8 @@ class DriverProcess:
         )
         log.close()
         self.starts += 1
+        with _RUNNING_LOCK:
+            _RUNNING.add(self)
 
     def check(self) -> None:
         """Raise if the driver failed or exited early; restart it after a transient failure.
@@ -185,7 +202,7 @@ class DriverProcess:
             self.kill()
 
     def stop(self) -> None:
-        """SIGTERM the driver if it runs (SIGKILL after 20 s)."""
+        """SIGTERM the driver's process group if the driver runs (SIGKILL after 20 s)."""
         if self.process is not None and self.process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGTERM)
@@ -193,6 +210,8 @@ class DriverProcess:
                 self.process.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 self.kill()
+        with _RUNNING_LOCK:
+            _RUNNING.discard(self)
 
 
 def log_tail(path: Path, lines: int = 15) -> str:

@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from kit.errors import BrokerError
+from kit.errors import BrokerError, ConfigError
 from kit.kafka import wait_for_broker
 
 __all__ = [
@@ -49,6 +49,7 @@ __all__ = [
     "KafkaEndpoint",
     "free_port",
     "kafka_or_embedded",
+    "parse_bootstrap_servers",
     "resolve_broker_binary",
 ]
 
@@ -83,6 +84,28 @@ def resolve_broker_binary() -> str:
             "or pass --bootstrap-servers of a running Kafka."
         )
         raise BrokerError(msg) from exc
+
+
+def parse_bootstrap_servers(text: str, *, where: str = "--bootstrap-servers") -> list[tuple[str, int]]:
+    """``host:port[,host:port...]`` as (host, port) pairs, checked before anything connects.
+
+    ``where`` names the setting in the error (``--bootstrap-servers``, ``$DMK_BOOTSTRAP_SERVERS``...). An IPv6
+    host goes in brackets (``[::1]:9092``), as Kafka's own clients take it.
+
+    Raises:
+        ConfigError: an empty entry, a host with spaces, a port that is not a number in 1..65535.
+    """
+    pairs = []
+    for entry in text.split(","):
+        host, colon, port = entry.strip().rpartition(":")
+        bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        if not colon or not bare or any(c.isspace() for c in bare) or (":" in bare and bare == host) \
+                or not port.isdigit() or not 0 < int(port) < 65536:
+            msg = (f"{where}: {entry.strip()!r} is not host:port (in {text!r}); give host:port[,host:port...], "
+                   "e.g. 127.0.0.1:9092, with a port in 1..65535")
+            raise ConfigError(msg, field=where, expected="host:port[,host:port...]", actual=text)
+        pairs.append((bare, int(port)))
+    return pairs
 
 
 def free_port(host: str = _LOOPBACK) -> int:
@@ -446,10 +469,12 @@ def kafka_or_embedded(
         on_start: called just before the embedded broker starts (e.g. to tell the user).
 
     Raises:
+        ConfigError: ``bootstrap_servers`` is not ``host:port[,host:port...]`` (:func:`parse_bootstrap_servers`).
         BrokerUnavailable: ``bootstrap_servers`` given and no broker answers there in ``timeout_s``.
         BrokerError: the embedded broker cannot start.
     """
     if bootstrap_servers:
+        parse_bootstrap_servers(bootstrap_servers)
         wait_for_broker(bootstrap_servers, timeout_s=timeout_s)
         yield KafkaEndpoint(bootstrap_servers)
         return

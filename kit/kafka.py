@@ -452,38 +452,43 @@ class Kafka:
     # -- clients ---------------------------------------------------------------------------------------
 
     def _consumer(self, **config: Any) -> KafkaConsumer:
+        # One dict, not keyword arguments side by side: a caller's setting (a 0.8 job's fetch.message.max.bytes
+        # is max_partition_fetch_bytes) may name what the kit also sets. The caller's settings win over the
+        # kit's defaults (``config``: fetch sizes, buffers), as they do in librdkafka's clients (kit._rdkafka);
+        # the high-watermark probe stays one batch whatever they say, as fetch_max_bytes is not mappable.
+        merged = {
+            "request_timeout_ms": int(self.timeout_s * 1000) + 5000,
+            **config,
+            **_only_known(self._python_settings, KafkaConsumer.DEFAULT_CONFIG),
+            "bootstrap_servers": self.bootstrap_servers,
+            "enable_auto_commit": False,
+            "auto_offset_reset": "none",
+            "bootstrap_timeout_ms": int(self.timeout_s * 1000),
+        }
         with _diagnosed(self.bootstrap_servers, self.settings):
-            return KafkaConsumer(
-                bootstrap_servers=self.bootstrap_servers,
-                enable_auto_commit=False,
-                auto_offset_reset="none",
-                bootstrap_timeout_ms=int(self.timeout_s * 1000),
-                request_timeout_ms=int(self.timeout_s * 1000) + 5000,
-                **_only_known(self._python_settings, KafkaConsumer.DEFAULT_CONFIG),
-                **config,
-            )
+            return KafkaConsumer(**merged)
 
     @property
     def admin(self) -> KafkaAdminClient:
         """The kafka-python admin client (opened on first use)."""
         if self._admin is None:
             with _diagnosed(self.bootstrap_servers, self.settings):
-                self._admin = KafkaAdminClient(
-                    bootstrap_servers=self.bootstrap_servers,
-                    bootstrap_timeout_ms=int(self.timeout_s * 1000),
-                    request_timeout_ms=int(self.timeout_s * 1000),
+                self._admin = KafkaAdminClient(**{
+                    "request_timeout_ms": int(self.timeout_s * 1000),
                     **_only_known(self._python_settings, KafkaAdminClient.DEFAULT_CONFIG),
-                )
+                    "bootstrap_servers": self.bootstrap_servers,
+                    "bootstrap_timeout_ms": int(self.timeout_s * 1000),
+                })
         return self._admin
 
     def producer(self, **config: Any) -> KafkaProducer:
         """A new producer on this cluster with the handle's settings (the caller closes it)."""
         with _diagnosed(self.bootstrap_servers, self.settings):
-            return KafkaProducer(
-                bootstrap_servers=self.bootstrap_servers,
+            return KafkaProducer(**{
                 **_only_known(self._python_settings, KafkaProducer.DEFAULT_CONFIG),
                 **config,
-            )
+                "bootstrap_servers": self.bootstrap_servers,
+            })
 
     def sender(self, *, max_block_s: float = 60.0, **config: Any) -> Sender:
         """A new :class:`Sender` on this cluster with the handle's client and settings (the caller closes it).

@@ -35,6 +35,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import datetime
+import logging
 import operator
 import re
 import sqlite3
@@ -478,6 +479,35 @@ class KafkaGroupOffsetStore(OffsetStore):
 # -- ZooKeeper -------------------------------------------------------------------------------------------
 
 
+class _Collected(logging.Handler):
+    """Keeps the messages of the records it gets."""
+
+    def __init__(self, into: list[str]) -> None:
+        super().__init__(logging.DEBUG)
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with contextlib.suppress(TypeError, ValueError):
+            self.into.append(record.getMessage())
+
+
+@contextlib.contextmanager
+def _kazoo_quiet() -> Iterator[list[str]]:
+    """Collect what kazoo logs at WARNING and above inside the block instead of printing it."""
+    logger = logging.getLogger("kazoo")
+    messages: list[str] = []
+    handler = _Collected(messages)
+    handler.setLevel(logging.WARNING)
+    propagate = logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield messages
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
 class ZooKeeperOffsetStore(OffsetStore):
     """Offsets in ZooKeeper, one node per partition: ``<root>/<topic>/<partition>`` holding the ASCII offset.
 
@@ -511,15 +541,19 @@ class ZooKeeperOffsetStore(OffsetStore):
         except ValueError as exc:
             msg = f"invalid ZooKeeper hosts {hosts!r}: {exc}"
             raise ConfigError(msg, field="hosts", expected="host:port[,host:port...][/chroot]", actual=hosts) from exc
-        try:
-            self._zk.start(timeout=timeout_s)
-        except self._zk.handler.timeout_exception as exc:
-            self._zk.stop()
-            self._zk.close()
-            raise OffsetStoreUnavailable(
-                backend="zookeeper", address=hosts, detail=f"no server answered within {timeout_s:g} s",
-                fix="start ZooKeeper or correct the hosts (host:port[,host:port...]), or raise timeout_s",
-            ) from exc
+        # kazoo logs each failed attempt (eight "Cannot resolve ..." lines for a wrong host name before the
+        # timeout): kept out of the console, the first of them goes into the one-line error instead.
+        with _kazoo_quiet() as attempts:
+            try:
+                self._zk.start(timeout=timeout_s)
+            except self._zk.handler.timeout_exception as exc:
+                self._zk.stop()
+                self._zk.close()
+                seen = f" (kazoo: {attempts[0]})" if attempts else ""
+                raise OffsetStoreUnavailable(
+                    backend="zookeeper", address=hosts, detail=f"no server answered within {timeout_s:g} s{seen}",
+                    fix="start ZooKeeper or correct the hosts (host:port[,host:port...]), or raise timeout_s",
+                ) from exc
         self._lock = threading.Lock()
 
     def _path(self, topic: str, partition: int | None = None) -> str:
