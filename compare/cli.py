@@ -496,7 +496,7 @@ def _settings_from_args(args: argparse.Namespace):
         concurrent=args.concurrent, kill_driver=args.kill_driver, pause_broker_s=args.pause_broker,
         seed=args.seed, timeout_s=args.timeout, master=args.master, broker_port=args.broker_port,
         checkpoint_dir=args.checkpoint_dir, connect=args.connect, kafka_security=args.kafka_security,
-        min_rows=args.min_rows,
+        min_rows=args.min_rows, mode=args.mode,
     )
 
 
@@ -878,6 +878,9 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--min-rows", type=int, default=10, metavar="N",
                      help="warn when the oracle has fewer rows than this (default 10); with none the verdict is "
                      "NOTHING COMPARED, exit 1")
+    cmp.add_argument("--mode", choices=("final", "all"), default="final",
+                     help="final: the final result per key (default); all: for update-mode workloads also every "
+                     "emitted row, in order per key, against the values each key passes through")
     cmp.add_argument("--out", metavar="RUN_DIR", help="run directory (default runs/<workload>-<time>)")
     cmp.add_argument("--rate", type=float, help="replay rate, dataset records/s (default: 3/4 of what the batch caps "
                      "let through, 750 for the default dataset)")

@@ -35,7 +35,7 @@ from kit.errors import ConfigError, KitError
 __all__ = [
     "DIFFERENT", "EQUIVALENT", "MIN_ROWS", "NOTHING_COMPARED", "Check", "NothingCompared", "OutputDiff",
     "OutputsDiffer", "ThreeWayDiff", "assert_equivalent", "assert_three_way", "diff_outputs", "records_differ",
-    "render_three_way", "three_way", "verdict",
+    "render_three_way", "three_way", "updates_out_of_order", "verdict",
 ]
 
 _OCCURRENCE = "__occurrence"
@@ -450,3 +450,31 @@ def assert_three_way(diff: ThreeWayDiff, name: str) -> None:
             "watermark delay (more records, or a lower events_per_second)."
         )
         raise NothingCompared(msg, diff.legacy)
+
+
+def updates_out_of_order(
+    trajectory: pd.DataFrame, rows: pd.DataFrame, keys: Sequence[str], values: Sequence[str],
+) -> tuple[int, int]:
+    """``(never a value of the key, out of order)``: an update-mode engine's every emitted row against the oracle.
+
+    ``trajectory`` holds every value each key passes through in replay order (a ``seq`` per value); ``rows``
+    every row the engine emitted, in emission order. Each row must be a value its key passes through, and a
+    key's rows must follow the trajectory: each later than the one before (a batch boundary may skip values,
+    never go back or repeat one).
+
+    Example:
+        >>> path = pd.DataFrame({"key": ["a", "a", "a"], "count": [1, 2, 3], "seq": [0, 4, 9]})
+        >>> updates_out_of_order(path, pd.DataFrame({"key": ["a", "a"], "count": [2, 3]}), ["key"], ["count"])
+        (0, 0)
+        >>> updates_out_of_order(path, pd.DataFrame({"key": ["a", "a", "a"], "count": [3, 2, 4]}), ["key"], ["count"])
+        (1, 1)
+    """
+    columns = [*keys, *values]
+    first = trajectory.groupby(columns, sort=False)["seq"].min().reset_index()
+    placed = rows[columns].reset_index(drop=True).merge(first, on=columns, how="left", sort=False)
+    unknown = int(placed["seq"].isna().sum())
+    known = placed.dropna(subset=["seq"])
+    previous = known.groupby(list(keys), sort=False)["seq"].cummax().groupby(
+        [known[k] for k in keys], sort=False).shift()
+    backwards = int((known["seq"] <= previous).sum())
+    return unknown, backwards

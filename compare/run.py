@@ -35,7 +35,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from compare.diff import Check, OutputDiff, ThreeWayDiff, records_differ, three_way, verdict
+from compare.diff import (
+    Check,
+    OutputDiff,
+    ThreeWayDiff,
+    records_differ,
+    three_way,
+    updates_out_of_order,
+    verdict,
+)
 from compare.engines import ENGINES, get_engine
 from compare.errors import EngineFailed
 from compare.harness import route_inputs
@@ -132,6 +140,7 @@ def _measure(
     jobs: dict[str, workloads.Job],
     dataset_path: str,
     records: int,
+    trajectory: pd.DataFrame | None = None,
 ) -> tuple[dict, ThreeWayDiff, dict[str, pd.DataFrame]]:
     rows = {engine: read_batches(o.out_dir / jobs[engine].name) for engine, o in outcomes.items()}
     finals = {engine: workloads.final_result(spec, r) for engine, r in rows.items()}
@@ -159,6 +168,14 @@ def _measure(
         series[f"timeline_{name}"] = timeline(spans)
         dead = dead_letters(outcome.out_dir)
         checks += _checks(settings, name, against, oracle, dead, outcome, jobs[name].name, never, repeated)
+        if trajectory is not None:  # --mode all, update mode: every emitted row, in order per key
+            emitted = rows[name].sort_values("batch", kind="stable") if len(rows[name]) else rows[name]
+            unknown, backwards = (updates_out_of_order(trajectory, emitted, spec.key_columns, spec.value_columns)
+                                  if len(emitted) else (0, 0))
+            checks.append(Check(
+                "every update", name, not (unknown or backwards),
+                f"{unknown:,} rows with a value the key never had, {backwards:,} out of order, of {len(emitted):,}"
+                if unknown or backwards else f"each of {len(emitted):,} emitted rows a value its key had, in order"))
         engines[name] = {
             **against.counts(),
             "dead_letters": len(dead),
@@ -213,6 +230,7 @@ def _measure(
             "offset_store": redacted_dsn(settings.offset_store) if settings.offset_store else None,
             "kafka_security": redact_settings(settings.kafka_security),
             "batch_seconds": settings.batch_seconds,
+            "mode": settings.mode,
             "trigger": settings.trigger,
             "concurrent": settings.concurrent,
             "kill_driver": settings.kill_driver,
@@ -333,6 +351,10 @@ def validate(settings: CompareSettings) -> tuple[workloads.WorkloadSpec, dict[st
         msg = f"run directory {out} is not empty; give a new --out, or remove it"
         raise ConfigError(msg)
     spec = workloads.get(settings.workload)
+    if settings.mode == "all" and spec.output_mode == "update" and spec.trajectory is None:
+        msg = (f"--mode all holds every emitted row to the values each key passes through; workload {spec.name!r} has "
+               "no trajectory in its spec (WorkloadSpec.trajectory): add one, or use --mode final")
+        raise ConfigError(msg, field="mode", expected="a spec with a trajectory", actual=spec.name)
     resolved = {name: get_engine(name).resolve(settings.workload, settings.variant(name)) for name in ENGINES}
     if settings.oracle:
         workloads.load_ref(settings.oracle, "oracle")
@@ -402,7 +424,9 @@ def run_compare(
             for name in ENGINES:
                 one(name)
     oracle = _oracle(settings, spec, frame, dataset)
-    metrics, diff, series = _measure(settings, spec, outcomes, oracle, resolved, dataset_path, len(frame))
+    trajectory = (spec.trajectory(frame, dataset) if settings.mode == "all" and spec.output_mode == "update"
+                  and spec.trajectory is not None else None)
+    metrics, diff, series = _measure(settings, spec, outcomes, oracle, resolved, dataset_path, len(frame), trajectory)
     _write_diff(out, diff)
     data = out / "data"
     data.mkdir(exist_ok=True)

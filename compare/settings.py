@@ -79,6 +79,9 @@ class CompareSettings:
             legacy driver stays local: DStreams cannot run over Connect). The server's Python workers need the kit,
             and its disk must hold the run directory (this machine, or a shared file system at the same path).
             Default: none.
+        mode: ``"final"`` (default: the final result, last value per key in update mode) or ``"all"``: in update
+            mode also every emitted row, in order per key, against the values each key passes through
+            (:attr:`kit.workloads.WorkloadSpec.trajectory`); in append mode every row is compared either way.
         min_rows: warn when the oracle has fewer rows than this (``--min-rows``, default 10); with none at all
             the verdict is NOTHING COMPARED, a failure.
         kafka_security: Kafka client settings in the Java client's names (``--kafka-config``/``--kafka-option``:
@@ -112,6 +115,7 @@ class CompareSettings:
     connect: str | None = None
     kafka_security: Mapping[str, str] = field(default_factory=dict)
     min_rows: int = 10
+    mode: str = "final"
 
     def __repr__(self) -> str:
         from kit.security import redact_settings
@@ -135,6 +139,9 @@ class CompareSettings:
                 f"({', '.join(m for m in LEGACY_MODES if m != 'direct')})"
             )
             raise ConfigError(msg, field="offset_store", expected=None, actual=self.offset_store)
+        if self.mode not in ("final", "all"):
+            msg = f"--mode must be final or all, got {self.mode!r}"
+            raise ConfigError(msg, field="mode", expected=("final", "all"), actual=self.mode)
         if type(self.min_rows) is not int or self.min_rows < 0:
             msg = f"--min-rows must be a whole number >= 0, got {self.min_rows!r}"
             raise ConfigError(msg, field="min_rows", expected="an int >= 0", actual=self.min_rows)

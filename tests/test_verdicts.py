@@ -389,3 +389,48 @@ def test_a_percentile_is_shown_only_with_enough_rows_beyond_it() -> None:
     many = backed_percentiles(list(range(1000)))
     assert many["p99"] == pytest.approx(989.01) and many["p95"] is not None
     assert backed_percentiles([]) == {"p50": None, "p95": None, "p99": None, "max": None}
+
+
+# -- --mode all: every update, in order per key ----------------------------------------------------------------
+
+
+def test_every_emitted_update_is_held_to_the_values_its_key_passes_through() -> None:
+    from compare.diff import updates_out_of_order
+
+    dataset = DatasetSpec.from_profile("messy", records=3_000, seed=5, events_per_second=75)
+    frame = generate(dataset)
+    spec = workloads.get("running_counts")
+    path = spec.trajectory(frame, dataset)
+    # What an engine emits with batches of 250 records: each batch's last value of every key it changed.
+    emitted = path.assign(batch=path["seq"] // 250).drop_duplicates(["batch", "key"], keep="last")
+    assert updates_out_of_order(path, emitted, ["key"], ["count"]) == (0, 0)
+    # The final values are the oracle's.
+    final = workloads.final_result(spec, emitted.assign(last_input_ts=0))
+    assert final.equals(spec.oracle(frame, dataset).rows)
+    # A batch counted twice: its keys' counts jump past what they ever were, or run ahead and come back.
+    doubled = emitted.copy()
+    in_batch = doubled["batch"] == 3
+    doubled.loc[in_batch, "count"] += doubled.loc[in_batch, "count"]
+    unknown, backwards = updates_out_of_order(path, doubled, ["key"], ["count"])
+    assert unknown + backwards >= int(in_batch.sum()) > 0
+    # An update emitted again after later ones: out of order.
+    again = pd.concat([emitted, emitted[emitted["batch"] == 2]])
+    assert updates_out_of_order(path, again, ["key"], ["count"])[1] == int((emitted["batch"] == 2).sum())
+
+
+def test_mode_all_needs_a_trajectory_for_an_update_mode_workload(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from compare.run import validate
+    from kit.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="--mode must be final or all, got 'every'"):
+        CompareSettings("running_counts", out_dir=tmp_path / "a", mode="every")
+    spec, _ = validate(CompareSettings("running_counts", out_dir=tmp_path / "b", mode="all"))
+    assert spec.trajectory is not None
+    bare = replace(workloads.get("running_counts"), trajectory=None)
+    import tests.test_verdicts as me
+
+    me.BARE_SPEC = bare  # reachable as tests.test_verdicts:BARE_SPEC
+    with pytest.raises(ConfigError, match="has no trajectory in its spec"):
+        validate(CompareSettings("tests.test_verdicts:BARE_SPEC", out_dir=tmp_path / "c", mode="all"))

@@ -153,6 +153,9 @@ class WorkloadSpec:
         horizon: ``horizon(dataset_spec) -> (ms, what)``: the event time a stream must span before the
             watermark lets a first result out (a window plus the delay, a session gap plus the delay), and
             what makes it up, in words; None when rows come out at once (:func:`span_warnings`).
+        trajectory: update mode: ``trajectory(frame, dataset_spec)``, every value each key passes through, in
+            replay order: the key and value columns and ``seq`` (the record that gave the key that value).
+            ``dmk compare --mode all`` holds every emitted row to it. None: not available.
     """
 
     name: str
@@ -169,6 +172,7 @@ class WorkloadSpec:
     router: Callable[[pd.DataFrame], pd.Series] | None = field(default=None, repr=False)
     carry: StateCarry = field(default_factory=lambda: NOT_CARRIED)
     horizon: Callable[[DatasetSpec], tuple[int, str]] | None = field(default=None, repr=False)
+    trajectory: Callable[[pd.DataFrame, DatasetSpec], pd.DataFrame] | None = field(default=None, repr=False)
 
     @property
     def columns(self) -> tuple[str, ...]:
