@@ -69,7 +69,7 @@ __all__ = [
     "write_dataset",
 ]
 
-DATASET_FORMAT = "dmk-dataset/2"
+DATASET_FORMAT = "dmk-dataset/3"
 """Value of the manifest's ``format`` field; bumped whenever the file layout or the generator changes."""
 
 COLUMNS: tuple[str, ...] = ("seq", "key", "value", "timestamp_ms", "partition", "kind")
@@ -709,7 +709,10 @@ def _too_sparse(spec: DatasetSpec, code: int, wanted: int) -> ConfigError:
 # Invalid UTF-8 put inside a JSON string: a lone 0xff/0xfe, a bad continuation byte, an encoded UTF-16
 # surrogate, and a sequence cut short.
 _BAD_UTF8 = (b"\xff\xfe", b"\xc3\x28", b"\xed\xa0\x80", b"\xe2\x82")
-_BAD_TIMESTAMPS = (-1, 0, 10**16, EVENT_TIME_MAX_MS)
+# One millisecond outside each validity bound among them, as literals (2000-01-01T00:00:00Z - 1 ms and
+# 2100-01-01T00:00:00Z), not kit.events' constants: a parser whose bound slipped by a millisecond then
+# disagrees with these labels (check_labels), whichever constant it slipped in.
+_BAD_TIMESTAMPS = (-1, 0, 10**16, 946_684_799_999, 4_102_444_800_000)
 
 
 def _malformed_values(

@@ -210,13 +210,18 @@ def _parse_upper_bound_inclusive(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(legacy.workloads, "parse_event", kit.events.parse_event)
 
 
+def _parse_lower_bound_early(mp: pytest.MonkeyPatch) -> None:
+    _mutate(mp, kit.events, "parse_event", "if not EVENT_TIME_MIN_MS <=", "if not EVENT_TIME_MIN_MS - 1 <=")
+    mp.setattr(legacy.workloads, "parse_event", kit.events.parse_event)
+
+
 def _bad_utf8_as_bad_json(mp: pytest.MonkeyPatch) -> None:
     _mutate(mp, kit.events, "parse_event", 'return None, "bad_utf8"', 'return None, "bad_json"')
     mp.setattr(legacy.workloads, "parse_event", kit.events.parse_event)
 
 
-# The default tier runs the first six; the rest run in the slow tier (pytest -m slow tests/test_mutants.py).
-FAST = 6
+# The default tier runs the first seven; the rest run in the slow tier (pytest -m slow tests/test_mutants.py).
+FAST = 7
 MUTANTS: list[tuple[str, str, Callable[[pytest.MonkeyPatch], None], dict[str, Any], set[str]]] = [
     ("watermark delay 5 s -> 10 s", "windowed_counts", _windowed_delay, {}, {"rows", "late drops"}),
     ("session gap 30 s -> 29 s", "sessions", _session_gap, {}, {"rows"}),
@@ -226,6 +231,8 @@ MUTANTS: list[tuple[str, str, Callable[[pytest.MonkeyPatch], None], dict[str, An
     ("parse: event_time upper bound inclusive", "running_counts", _parse_upper_bound_inclusive, {},
      {"rows", "dead letters"}),
     ("parse: bad_utf8 dead-lettered as bad_json", "running_counts", _bad_utf8_as_bad_json, {}, {"dead letters"}),
+    ("parse: event_time lower bound 1 ms early", "running_counts", _parse_lower_bound_early, {},
+     {"rows", "dead letters"}),
     ("sliding window slide 5 s -> 4 s", "windowed_counts", _windowed_slide, {}, {"rows", "late drops"}),
     ("late drop named by window end", "windowed_counts", _windowed_late_named_by_end, {}, {"late drops"}),
     ("session end 1 s short", "sessions", _session_end_short, {}, {"rows"}),

@@ -222,11 +222,11 @@ def test_the_label_check_names_the_engines_parser_when_it_drifts(monkeypatch: py
     import kit.dataset
     import kit.events
 
-    def inclusive_upper_bound(value):  # noqa: ANN001, ANN202 - a one-character slip: < became <=
+    def inclusive_upper_bound(value):  # noqa: ANN001, ANN202 - both bounds a millisecond loose
         event, reason = kit.events.parse_event(value)
         if reason == "bad_timestamp":
             loose = json.loads(value)
-            if 946_684_800_000 <= loose["event_time"] <= 4_102_444_800_000:
+            if 946_684_799_999 <= loose["event_time"] <= 4_102_444_800_000:
                 return loose, None
         return event, reason
 
