@@ -434,3 +434,37 @@ def test_mode_all_needs_a_trajectory_for_an_update_mode_workload(tmp_path: Path)
     me.BARE_SPEC = bare  # reachable as tests.test_verdicts:BARE_SPEC
     with pytest.raises(ConfigError, match="has no trajectory in its spec"):
         validate(CompareSettings("tests.test_verdicts:BARE_SPEC", out_dir=tmp_path / "c", mode="all"))
+
+
+def test_compare_jobs_with_two_empty_outputs_is_nothing_compared(monkeypatch: pytest.MonkeyPatch,
+                                                                 tmp_path: Path) -> None:
+    """Without an oracle, two jobs that both wrote nothing agree, and have tested nothing."""
+    import contextlib
+
+    import compare.jobs as jobs
+
+    @contextlib.contextmanager
+    def no_kafka(*args: object, **kwargs: object):  # noqa: ANN202 - a stand-in for kafka_or_embedded
+        yield SimpleNamespace(bootstrap_servers="unused:9092")
+
+    figures = {"command": "python job.py", "output_rows": 0, "batches": 3, "seconds": 1.0, "throughput_rps": 0.0,
+               "result_latency_ms": None}
+    monkeypatch.setattr(jobs, "read_capture", lambda path: pd.DataFrame({"partition": [0], "value": [b"{}"]}))
+    monkeypatch.setattr(jobs, "kafka_or_embedded", no_kafka)
+    outputs = {"legacy": pd.DataFrame({"customer": pd.Series(dtype=object)})}
+
+    def side(engine, *args):  # noqa: ANN001, ANN002, ANN202 - _run_side's signature
+        return outputs.get(engine.name, pd.DataFrame({"customer": pd.Series(dtype=object)})), dict(figures)
+
+    monkeypatch.setattr(jobs, "_run_side", side)
+    command = "python job.py {bootstrap} {topic} {output_topic} {checkpoint}"
+    settings = jobs.JobsSettings(input_file="c.jsonl", key=("customer",), legacy=command, modern=command,
+                                 out_dir=tmp_path / "empty")
+    result = jobs.compare_jobs(settings)
+    assert (result.metrics["verdict"], result.equivalent) == ("NOTHING COMPARED", False)
+    assert (tmp_path / "empty" / "report.md").read_text().startswith("# dmk compare-jobs: NOTHING COMPARED")
+    outputs["legacy"] = outputs["modern"] = pd.DataFrame({"customer": ["c1"], "revenue": [3]})
+    result = jobs.compare_jobs(jobs.JobsSettings(input_file="c.jsonl", key=("customer",), legacy=command,
+                                                 modern=command, out_dir=tmp_path / "one"))
+    assert result.metrics["verdict"] == "EQUIVALENT" and result.equivalent
+    assert "fewer than --min-rows 10" in result.metrics["warnings"][0]
