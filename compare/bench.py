@@ -38,6 +38,7 @@ performance table from a results file.
 
 from __future__ import annotations
 
+import json
 import math
 import multiprocessing
 import re
@@ -58,6 +59,7 @@ from compare.bench_results import (
     README_END,
     README_START,
     TARGETS,
+    backed_percentiles,
     evaluate_targets,
     limits,
     load_baseline,
@@ -65,11 +67,12 @@ from compare.bench_results import (
     previous_results,
     readme_table,
     render_markdown,
+    unchecked_runs,
     update_readme,
     write_results,
 )
 from compare.engines import ENGINES, get_engine
-from compare.measure import latency, percentiles
+from compare.measure import latency
 from kit import workloads
 from kit.broker import kafka_or_embedded
 from kit.dataset import DatasetSpec, generate
@@ -81,6 +84,8 @@ from kit.replay import ReplaySettings, replay
 from kit.sink import read_batches
 
 __all__ = [
+    "BenchDiffers",
+    "publish",
     "README_END",
     "README_START",
     "BenchSettings",
@@ -588,7 +593,9 @@ class _Bench:
         spans = run.spans()
         busy, idle = spans[spans["records"] > 0], spans[spans["records"] == 0]
         return {
-            "rate_rps": round(rate, 1), "records": n, "rows_measured": int(len(measured)), **percentiles(measured),
+            "rate_rps": round(rate, 1), "records": n, "rows_measured": int(len(measured)),
+            **backed_percentiles(measured), "matches_oracle": _matches_oracle(workloads.get(workload), rows, frame,
+                                                                              dataset),
             # What limits the latency: how long a batch takes, with and without records (modern: an idle trigger,
             # which runs no micro-batch unless a watermark moved).
             "batch_ms_median": _median(busy["processing_ms"]), "idle_batch_ms_median": _median(idle["processing_ms"]),
@@ -753,7 +760,7 @@ def run_bench(
                         r["latency_by_trigger"][interval] = bench.latency(engine, workload, settings.latency_rate,
                                                                           interval)
                 first = next(iter(r["latency_by_trigger"].values()))
-                r["latency_ms"] = {q: first[q] for q in ("p50", "p95", "p99")}
+                r["latency_ms"] = {q: first.get(q) for q in ("p50", "p95", "p99", "max", "rows_measured")}
                 engines[engine][workload] = r
         results["engines"] = engines
         results["state_growth"] = {}
@@ -767,4 +774,27 @@ def run_bench(
     results["limits"] = limits(results)
     if baseline:
         results["baseline"] = baseline
-    return results, write_results(settings.out_dir, results)
+    return results, publish(settings.out_dir, results)
+
+
+def publish(out_dir: Path, results: dict) -> Path:
+    """Write the results (:func:`compare.bench_results.write_results`) if every run's output equals the oracle.
+
+    Raises:
+        BenchDiffers: a throughput or latency run's output differed from the oracle (or was not checked). Nothing
+            is published: ``latest.json`` and the timestamped files are not written; the results go to
+            ``rejected-<time>.json`` for the diagnosis.
+    """
+    failed = unchecked_runs(results)
+    if failed:  # a figure of a job that computes something else is no figure
+        out_dir.mkdir(parents=True, exist_ok=True)
+        kept = out_dir / f"rejected-{results['created'].replace(':', '').replace('-', '')[:15]}.json"
+        kept.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        msg = (f"dmk bench: the output of {', '.join(failed)} differs from the oracle, so this run publishes nothing "
+               f"(latest.json and README untouched; the figures are in {kept} for the diagnosis)")
+        raise BenchDiffers(msg)
+    return write_results(out_dir, results)
+
+
+class BenchDiffers(KitError):
+    """A bench run's output differed from the oracle: its figures measure a wrong job and are not published."""

@@ -24,6 +24,7 @@ from typing import Any
 from kit.errors import ConfigError
 
 __all__ = [
+    "MIN_ROWS_BEYOND",
     "README_END",
     "README_START",
     "TARGETS",
@@ -31,7 +32,9 @@ __all__ = [
     "latency_load",
     "limits",
     "machine",
+    "backed_percentiles",
     "baseline_table",
+    "unchecked_runs",
     "bench_figures",
     "load_baseline",
     "previous_results",
@@ -236,6 +239,58 @@ def limits(results: dict) -> list[str]:
     return notes
 
 
+MIN_ROWS_BEYOND = 10
+"""A percentile is shown only when at least this many rows lie beyond it (p99: 1,000 rows, p95: 200, p50: 20);
+else the table says "max of N rows": a "p99" over 40 rows is the largest row, not a 99th percentile."""
+
+
+def backed_percentiles(values: Any) -> dict[str, float | None]:
+    """``p50``, ``p95``, ``p99`` (each None unless :data:`MIN_ROWS_BEYOND` rows lie beyond it) and ``max``.
+
+    Example:
+        >>> backed_percentiles(list(range(40)))
+        {'p50': 19.5, 'p95': None, 'p99': None, 'max': 39.0}
+    """
+    import numpy as np
+
+    array = np.asarray(values, dtype=float)
+    out: dict[str, float | None] = {}
+    for name, q in (("p50", 0.50), ("p95", 0.95), ("p99", 0.99)):
+        backed = len(array) and len(array) * (1 - q) >= MIN_ROWS_BEYOND - 1e-9
+        out[name] = float(np.percentile(array, q * 100)) if backed else None
+    out["max"] = float(array.max()) if len(array) else None
+    return out
+
+
+def _pct(lat: dict, q: str) -> str:
+    """A latency percentile cell, or "max of N rows: M" when too few rows back it."""
+    if lat.get(q) is None and lat.get("max") is not None and lat.get("rows_measured"):
+        return f"max of {lat['rows_measured']:,} rows: {lat['max']:,.0f}"
+    return _fmt(lat.get(q))
+
+
+def unchecked_runs(results: dict, *, older_ok: bool = False) -> list[str]:
+    """Every throughput and latency run whose output did not equal the oracle (or was not checked against it).
+
+    A figure of such a run measures a job that computes something else: :func:`compare.bench.run_bench` then
+    publishes nothing, and :func:`update_readme` refuses the results. ``older_ok``: a run with no
+    ``matches_oracle`` at all (results of a dmk that did not check latency runs) passes.
+    """
+    failed = []
+
+    def wrong(run: dict) -> bool:
+        return run.get("matches_oracle") is not True and not (older_ok and "matches_oracle" not in run)
+
+    for engine, by_workload in results.get("engines", {}).items():
+        for workload, r in by_workload.items():
+            if wrong(r):
+                failed.append(f"{engine} {workload}: max throughput")
+            for setting, lat in (r.get("latency_by_trigger") or {}).items():
+                if wrong(lat):
+                    failed.append(f"{engine} {workload}: latency at {setting}")
+    return failed
+
+
 def _fmt(value: Any, digits: int = 0) -> str:
     if value is None:
         return "–"
@@ -299,7 +354,7 @@ def render_markdown(results: dict) -> str:
         for workload, r in by_workload.items():
             for setting, lat in r.get("latency_by_trigger", {}).items():
                 lines.append(f"| {engine} | {workload} | {setting} | {_fmt(lat.get('rate_rps'))} | "
-                             f"{_fmt(lat['p50'])} | {_fmt(lat['p95'])} | {_fmt(lat['p99'])} | "
+                             f"{_pct(lat, 'p50')} | {_pct(lat, 'p95')} | {_pct(lat, 'p99')} | "
                              f"{_fmt(lat.get('batch_ms_median'))} | "
                              f"{_fmt(lat.get('idle_batch_ms_median'))} | {_fmt(lat.get('scheduling_delay_ms_max'))} |")
     growth = results.get("state_growth", {})
@@ -360,7 +415,7 @@ def readme_table(results: dict) -> str:
             lat = r.get("latency_ms") or {}
             ratio = growth.get(engine, {}).get("ratio") if workload == "running_counts" else None
             lines.append(f"| {engine} | {workload} | {_fmt(r['throughput_rps'])} | {_fmt(r['ratio_to_raw'], 2)} | "
-                         f"{_fmt(r.get('ratio_to_parsing'), 2)} | {_fmt(lat.get('p50'))} / {_fmt(lat.get('p99'))} | "
+                         f"{_fmt(r.get('ratio_to_parsing'), 2)} | {_pct(lat, 'p50')} / {_pct(lat, 'p99')} | "
                          f"{_fmt(ratio, 2)} |")
     return "\n".join(lines) + "\n"
 
@@ -369,8 +424,14 @@ def update_readme(readme: Path, results: dict) -> None:
     """Replace the table between README's markers with :func:`readme_table` of ``results``.
 
     Raises:
-        ConfigError: the file lacks the markers.
+        ConfigError: the file lacks the markers, or a run of ``results`` did not equal the oracle.
     """
+    failed = unchecked_runs(results, older_ok=True)
+    if failed:
+        msg = (f"results {results.get('created', '')} hold runs whose output differs from the oracle (or was not "
+               f"checked): {', '.join(failed)}; their figures measure a wrong job and are not published. Fix the job "
+               "and run dmk bench again")
+        raise ConfigError(msg)
     text = readme.read_text(encoding="utf-8")
     if README_START not in text or README_END not in text:
         msg = f"{readme} has no {README_START} ... {README_END} block for the performance table; add one"

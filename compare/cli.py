@@ -214,6 +214,10 @@ def cmd_gen(args: argparse.Namespace) -> int:
         table.add_row(kind, f"{count:,}")
     console.print(table)
     console.print(f"sha256 {manifest['sha256']}  manifest {args.out}.manifest.json")
+    from kit.workloads import span_warnings
+
+    for warning in span_warnings(spec):
+        err_console.print(f"warning: {warning}", markup=False)
     return 0
 
 
@@ -431,7 +435,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
             with progress:
                 compared = run_compare(compare_settings, update)
             figures = compared.metrics["engines"]
-            verdict = "[green]legacy = modern = oracle[/green]" if compared.equivalent else "[red]DIFFERENT[/red]"
+            verdict = ("[green]legacy = modern = oracle[/green]" if compared.equivalent
+                       else f"[red]{compared.verdict}[/red]")
+            for warning in compared.metrics["warnings"]:
+                console.print(f"   warning: {warning}", markup=False)
             console.print(
                 f"   {verdict}: {compared.metrics['oracle']['rows']:,} rows, "
                 f"{compared.metrics['oracle']['dead_letters']:,} dead letters; "
@@ -480,6 +487,10 @@ def _settings_from_args(args: argparse.Namespace):
         Path(args.out) if args.out
         else Path("runs") / f"{args.workload.replace(':', '.')}-{time.strftime('%Y%m%d-%H%M%S')}"
     )
+    if args.events_per_second is None:  # at least 40 s of event time: every workload's result is non-empty
+        from compare.settings import default_events_per_second
+
+        args.events_per_second = default_events_per_second(args.records)
     dataset = None if args.dataset else _spec_from_args(args)
     return CompareSettings(
         workload=args.workload, out_dir=out, dataset=dataset, dataset_file=args.dataset,
@@ -491,19 +502,23 @@ def _settings_from_args(args: argparse.Namespace):
         concurrent=args.concurrent, kill_driver=args.kill_driver, pause_broker_s=args.pause_broker,
         seed=args.seed, timeout_s=args.timeout, master=args.master, broker_port=args.broker_port,
         checkpoint_dir=args.checkpoint_dir, connect=args.connect, kafka_security=args.kafka_security,
+        min_rows=args.min_rows, mode=args.mode,
     )
 
 
 def _print_summary(run_dir: Path, metrics: dict) -> None:
-    from compare.report import summary_rows
+    from compare.report import summary_rows, verdict_lines
 
-    verdict = "[green]EQUIVALENT[/green]" if metrics["equivalent"] else "[red]DIFFERENT[/red]"
+    word = metrics.get("verdict") or ("EQUIVALENT" if metrics["equivalent"] else "DIFFERENT")
+    verdict = f"[green]{word}[/green]" if metrics["equivalent"] else f"[red]{word}[/red]"
     table = Table(title=f"{metrics['workload']}: {metrics['records']:,} records")
     for column in ("figure", "legacy", "modern", "oracle"):
         table.add_column(column, justify="left" if column == "figure" else "right")
     for row in summary_rows(metrics):
         table.add_row(*row)
     console.print(table)
+    for line in verdict_lines(metrics):
+        console.print(line, markup=False)
     console.print(f"{verdict}  report: {run_dir / 'report.md'}  {run_dir / 'report.html'}  "
                   f"metrics: {run_dir / 'metrics.json'}")
 
@@ -573,7 +588,10 @@ def cmd_compare_jobs(args: argparse.Namespace) -> int:
     console.print(table)
     if result.metrics["summary"]:
         console.print(result.metrics["summary"], markup=False)
-    verdict = "[green]EQUIVALENT[/green]" if result.equivalent else "[red]DIFFERENT[/red]"
+    for warning in result.metrics["warnings"]:
+        console.print(f"warning: {warning}", markup=False)
+    color = "green" if result.equivalent else "red"
+    verdict = f"[{color}]{result.metrics['verdict']}[/{color}]"
     console.print(f"{verdict}  report: {result.out_dir / 'report.md'}  metrics: {result.out_dir / 'metrics.json'}")
     return 0 if result.equivalent else 1
 
@@ -909,9 +927,18 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--seed", type=int, default=11, help="dataset seed, also seeds fault points (default 11)")
     cmp.add_argument("--profile", choices=["clean", "messy"], default="messy", help="dataset profile (default messy)")
     cmp.add_argument("--partitions", type=int, help="partitions of each input topic (default 4)")
-    for name, default in (("events_per_second", 500), ("users", 300), ("lateness_margin_ms", 4000)):
+    cmp.add_argument("--events-per-second", dest="events_per_second", type=float,
+                     help=_GEN_KNOBS["events_per_second"][1] + " (default 500, or records / 40 when lower: at least "
+                     "40 s of event time, so that every workload's windows and sessions close)")
+    for name, default in (("users", 300), ("lateness_margin_ms", 4000)):
         cmp.add_argument("--" + name.replace("_", "-"), dest=name, type=_GEN_KNOBS[name][0], default=default,
                          help=_GEN_KNOBS[name][1] + f" (default {default})")
+    cmp.add_argument("--min-rows", type=int, default=10, metavar="N",
+                     help="warn when the oracle has fewer rows than this (default 10); with none the verdict is "
+                     "NOTHING COMPARED, exit 1")
+    cmp.add_argument("--mode", choices=("final", "all"), default="final",
+                     help="final: the final result per key (default); all: for update-mode workloads also every "
+                     "emitted row, in order per key, against the values each key passes through")
     cmp.add_argument("--out", metavar="RUN_DIR", help="run directory (default runs/<workload>-<time>)")
     cmp.add_argument("--rate", type=float, help="replay rate, dataset records/s (default: 3/4 of what the batch caps "
                      "let through, 750 for the default dataset)")

@@ -33,7 +33,9 @@ import pandas as pd
 from kit.errors import ConfigError, KitError
 
 __all__ = [
-    "OutputDiff", "OutputsDiffer", "ThreeWayDiff", "assert_equivalent", "diff_outputs", "render_three_way", "three_way",
+    "DIFFERENT", "EQUIVALENT", "MIN_ROWS", "NOTHING_COMPARED", "Check", "NothingCompared", "OutputDiff",
+    "OutputsDiffer", "ThreeWayDiff", "assert_equivalent", "assert_three_way", "diff_outputs", "records_differ",
+    "render_three_way", "three_way", "updates_out_of_order", "verdict",
 ]
 
 _OCCURRENCE = "__occurrence"
@@ -45,6 +47,10 @@ class OutputsDiffer(KitError, AssertionError):
     def __init__(self, message: str, diff: OutputDiff) -> None:
         super().__init__(message)
         self.diff = diff
+
+
+class NothingCompared(OutputsDiffer):
+    """The expected result was empty: two empty results are equal, and that equality tests nothing."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,9 @@ class OutputDiff:
         mismatched: matched rows whose values differ: the keys, then ``<col>_expected`` and
             ``<col>_actual`` for every value column.
         matched: rows matched with equal values.
+        repeated: rows of ``unexpected`` that repeat a key: ``actual`` holds that key more often than
+            ``expected`` does, and ``expected`` holds it too (a row emitted twice). The other unexpected rows
+            have keys ``expected`` lacks. A mismatched row is neither lost nor repeated: it is mismatched.
     """
 
     keys: tuple[str, ...]
@@ -67,6 +76,7 @@ class OutputDiff:
     unexpected: pd.DataFrame
     mismatched: pd.DataFrame
     matched: int
+    repeated: int = 0
 
     @property
     def equal(self) -> bool:
@@ -81,6 +91,15 @@ class OutputDiff:
             "rows_mismatched": len(self.mismatched),
             "rows_matched": self.matched,
         }
+
+    def lost_and_duplicated(self) -> tuple[int, int]:
+        """``(lost, duplicated)`` output rows: the missing rows, and the :attr:`repeated` ones.
+
+        Only rows that really are lost (a key, or an n-th row of a key, never produced) or duplicated (a key
+        produced more often than expected) count; a row with the right key and a wrong value is mismatched,
+        whichever way its values are off.
+        """
+        return len(self.missing), self.repeated
 
     def summary(self, limit: int = 5) -> str:
         """One line in Beam's words: unexpected, missing and mismatched elements (first ``limit`` of each)."""
@@ -213,6 +232,8 @@ def diff_outputs(
         )
     pairs = [c for v in values for c in (f"{v}_expected", f"{v}_actual")]
     mismatched = both.loc[differs, [*keys, *pairs]]
+    expected_keys = left.drop_duplicates(keys)[keys].assign(_seen=True)
+    again = only_right[only_right[_OCCURRENCE] > 0][keys].merge(expected_keys, on=keys, how="left")
     return OutputDiff(
         keys=tuple(keys),
         values=tuple(values),
@@ -220,6 +241,7 @@ def diff_outputs(
         unexpected=unexpected.reset_index(drop=True),
         mismatched=mismatched.reset_index(drop=True),
         matched=int((~differs).sum()),
+        repeated=int(again["_seen"].eq(True).sum()) if len(again) else 0,
     )
 
 
@@ -332,3 +354,127 @@ def render_three_way(diff: ThreeWayDiff, limit: int = 20) -> str:
     if not differing:
         lines.append("(no differences)")
     return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------------------
+# Verdicts
+
+EQUIVALENT, DIFFERENT, NOTHING_COMPARED = "EQUIVALENT", "DIFFERENT", "NOTHING COMPARED"
+"""The three verdicts. Only EQUIVALENT passes: an oracle with no rows tests nothing, so it fails too."""
+
+MIN_ROWS = 10
+"""Default ``--min-rows``: a run comparing fewer rows than this is warned about (it tests little)."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One part of a verdict: ``part`` (rows, dead letters, late drops, input) of ``engine``.
+
+    ``ok`` is None when the part is not checked for that engine (``detail`` says why).
+    """
+
+    part: str
+    engine: str
+    ok: bool | None
+    detail: str
+
+    def line(self) -> str:
+        """``rows, legacy: equal (1,000 rows)``-style text, prefixed by its mark."""
+        mark = {True: "ok", False: "DIFFERS", None: "not checked"}[self.ok]
+        return f"{self.part}, {self.engine}: {mark}: {self.detail}"
+
+    def to_dict(self) -> dict:
+        """The check as JSON-ready values (``metrics.json``'s ``checks``)."""
+        return {"part": self.part, "engine": self.engine, "ok": self.ok, "detail": self.detail}
+
+
+def verdict(checks: Sequence[Check], compared_rows: int, *, min_rows: int = MIN_ROWS) -> tuple[str, list[str]]:
+    """``(verdict, warnings)`` of a run.
+
+    DIFFERENT when any check failed; else NOTHING COMPARED when ``compared_rows`` (the oracle's rows, or without
+    an oracle both sides' rows) is 0; else EQUIVALENT. A warning when fewer than ``min_rows`` rows were compared.
+
+    Example:
+        >>> verdict([Check("rows", "legacy", True, "equal")], 0)[0]
+        'NOTHING COMPARED'
+        >>> verdict([Check("rows", "legacy", False, "2 rows missing")], 0)[0]
+        'DIFFERENT'
+    """
+    warnings = []
+    if compared_rows < min_rows:
+        warnings.append(
+            f"{compared_rows:,} rows compared: "
+            + ("the result is empty, so the run tested nothing." if not compared_rows
+               else f"fewer than --min-rows {min_rows}, so the run tested little.")
+            + " Give the dataset more event time than the workload's windows, gap and watermark delay (more records,"
+            " or a lower --events-per-second)."
+        )
+    if any(c.ok is False for c in checks):
+        return DIFFERENT, warnings
+    return (NOTHING_COMPARED if compared_rows == 0 else EQUIVALENT), warnings
+
+
+def records_differ(expected: pd.DataFrame, actual: pd.DataFrame, columns: Sequence[str]) -> tuple[int, int]:
+    """``(only expected, only actual)``: records (e.g. dead letters as ``seq, reason``) compared as multisets.
+
+    Values are compared as text, so a window written ``"1767225600000"`` by one side and as an int by the other
+    match.
+    """
+    columns = list(columns)
+
+    def text(frame: pd.DataFrame) -> pd.DataFrame:
+        return frame[columns].astype(str).reset_index(drop=True)
+
+    diff = diff_outputs(text(expected), text(actual), columns, [])
+    return len(diff.missing), len(diff.unexpected)
+
+
+def assert_three_way(diff: ThreeWayDiff, name: str) -> None:
+    """Raise unless both engines equal a non-empty oracle: the pytest plugin's ``assert_equivalent`` verdict.
+
+    Raises:
+        OutputsDiffer: an engine differs from the oracle (the counts per side and the differing keys).
+        NothingCompared: all three are equal, and empty.
+    """
+    if not diff.equivalent:
+        msg = (
+            f"{name}: the engines do not both equal the oracle\n"
+            f"legacy vs oracle: {diff.legacy.counts()}\nmodern vs oracle: {diff.modern.counts()}\n"
+            f"modern vs legacy: {diff.between.counts()}\n\n{render_three_way(diff)}"
+        )
+        raise OutputsDiffer(msg, diff.legacy if not diff.legacy.equal else diff.modern)
+    if diff.oracle_rows.empty:
+        msg = (
+            f"{name}: NOTHING COMPARED: the oracle has no rows for this dataset, so both engines matched it "
+            "without being tested. Give the dataset more event time than the workload's windows, session gap and "
+            "watermark delay (more records, or a lower events_per_second)."
+        )
+        raise NothingCompared(msg, diff.legacy)
+
+
+def updates_out_of_order(
+    trajectory: pd.DataFrame, rows: pd.DataFrame, keys: Sequence[str], values: Sequence[str],
+) -> tuple[int, int]:
+    """``(never a value of the key, out of order)``: an update-mode engine's every emitted row against the oracle.
+
+    ``trajectory`` holds every value each key passes through in replay order (a ``seq`` per value); ``rows``
+    every row the engine emitted, in emission order. Each row must be a value its key passes through, and a
+    key's rows must follow the trajectory: each later than the one before (a batch boundary may skip values,
+    never go back or repeat one).
+
+    Example:
+        >>> path = pd.DataFrame({"key": ["a", "a", "a"], "count": [1, 2, 3], "seq": [0, 4, 9]})
+        >>> updates_out_of_order(path, pd.DataFrame({"key": ["a", "a"], "count": [2, 3]}), ["key"], ["count"])
+        (0, 0)
+        >>> updates_out_of_order(path, pd.DataFrame({"key": ["a", "a", "a"], "count": [3, 2, 4]}), ["key"], ["count"])
+        (1, 1)
+    """
+    columns = [*keys, *values]
+    first = trajectory.groupby(columns, sort=False)["seq"].min().reset_index()
+    placed = rows[columns].reset_index(drop=True).merge(first, on=columns, how="left", sort=False)
+    unknown = int(placed["seq"].isna().sum())
+    known = placed.dropna(subset=["seq"])
+    previous = known.groupby(list(keys), sort=False)["seq"].cummax().groupby(
+        [known[k] for k in keys], sort=False).shift()
+    backwards = int((known["seq"] <= previous).sum())
+    return unknown, backwards

@@ -51,7 +51,8 @@ from typing import Any
 
 import pandas as pd
 
-from compare.diff import OutputDiff, diff_outputs
+from compare.diff import EQUIVALENT, Check, OutputDiff, diff_outputs
+from compare.diff import verdict as judge
 from compare.errors import EngineFailed
 from compare.supervise import log_tail
 from kit import workloads
@@ -565,6 +566,11 @@ def compare_jobs(settings: JobsSettings, progress: Callable[[str, int, int], Non
                    for name, rows in shaped.items()}
         metrics["oracle"] = {"rows": len(expected), **{f"{n}_vs_oracle": d.counts() for n, d in against.items()}}
         metrics["equivalent"] = bool(diff.equal) and all(d.equal for d in against.values())
+    # An empty oracle (or, without one, two empty outputs) compared nothing: NOTHING COMPARED, not a pass.
+    compared = metrics["oracle"]["rows"] if "oracle" in metrics else max(len(f) for f in shaped.values())
+    metrics["verdict"], metrics["warnings"] = judge(
+        [Check("rows", "both", metrics["equivalent"], metrics["summary"] or "equal")], compared)
+    metrics["equivalent"] = metrics["verdict"] == EQUIVALENT
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str) + "\n", encoding="utf-8")
     (out / "report.md").write_text(_report(metrics, diff, settings), encoding="utf-8")
     (out / "report.html").write_text(_report_html(metrics, diff, settings), encoding="utf-8")
@@ -572,8 +578,8 @@ def compare_jobs(settings: JobsSettings, progress: Callable[[str, int, int], Non
 
 
 def _report(metrics: dict, diff: OutputDiff, settings: JobsSettings, limit: int = 20) -> str:
-    verdict = "EQUIVALENT" if metrics["equivalent"] else "DIFFERENT"
-    lines = [f"# dmk compare-jobs: {verdict}", "",
+    verdict = metrics["verdict"]
+    lines = [f"# dmk compare-jobs: {verdict}", *(f"\nwarning: {w}" for w in metrics["warnings"]), "",
              f"Input: `{metrics['input']}` ({metrics['records']:,} records), replayed into each job's own topic. "
              f"Compared by `{', '.join(settings.key)}`, mode `{settings.mode}`, outputs from the "
              f"{settings.output}.", "",
@@ -605,7 +611,7 @@ def _differences(diff: OutputDiff) -> list[tuple[str, pd.DataFrame]]:
 
 def _report_html(metrics: dict, diff: OutputDiff, settings: JobsSettings, limit: int = 20) -> str:
     """The report as one self-contained HTML page (the same figures and differing keys as ``report.md``)."""
-    verdict = "EQUIVALENT" if metrics["equivalent"] else "DIFFERENT"
+    verdict = metrics["verdict"]
     jobs = metrics["jobs"]
     rows = "".join(
         f"<tr><th>{html.escape(label)}</th><td>{html.escape(str(jobs['legacy'][key]))}</td>"

@@ -20,7 +20,8 @@ Fixtures:
                             ``.log``). Deleted after the test.
     ``assert_equivalent``   ``assert_equivalent(legacy_fn, modern_fn, dataset, oracle=None, *, spec=None)``: runs
                             both jobs on a live replay of ``dataset`` and fails with a readable three-way diff
-                            unless both equal the oracle (and each other).
+                            unless both equal the oracle (and each other); fails with ``NothingCompared``
+                            when the oracle has no rows (equal empty results test nothing).
     ``assert_jobs_equivalent``  ``assert_jobs_equivalent(legacy_cmd, modern_cmd, input_file, key=..., mode="final",
                             **settings)``: your two job scripts, unmodified, on a capture (``dmk compare-jobs``);
                             fails with the first differing keys unless their outputs agree. Returns the
@@ -126,7 +127,7 @@ def streaming_context(spark: Any) -> Iterator[Any]:
 def _dataset(dataset: Any) -> tuple[Any, pd.DataFrame]:
     """``(DatasetSpec, frame)`` of a profile name, a DatasetSpec or a dataset file path."""
     from compare.harness import dataset_spec
-    from kit.dataset import DatasetSpec, generate, read_dataset, read_manifest
+    from kit.dataset import DatasetSpec, check_labels, generate, read_dataset, read_manifest
 
     if isinstance(dataset, DatasetSpec):
         return dataset, generate(dataset)
@@ -134,7 +135,9 @@ def _dataset(dataset: Any) -> tuple[Any, pd.DataFrame]:
         spec = dataset_spec(dataset)
         return spec, generate(spec)
     if isinstance(dataset, (str, os.PathLike)):
-        return DatasetSpec.from_dict(read_manifest(dataset)["spec"]), read_dataset(dataset)
+        frame = read_dataset(dataset)
+        check_labels(frame["kind"], frame["value"], str(dataset))
+        return DatasetSpec.from_dict(read_manifest(dataset)["spec"]), frame
     msg = (
         "dataset must be 'clean', 'messy', a kit.dataset.DatasetSpec or a dataset file path, "
         f"not {type(dataset).__name__}"
@@ -194,7 +197,7 @@ def assert_equivalent(
     built-in workload name or a WorkloadSpec; default: the workload whose ``legacy.workloads`` module defines
     ``legacy_fn``. Returns the :class:`compare.diff.ThreeWayDiff`.
     """
-    from compare.diff import OutputsDiffer, render_three_way, three_way
+    from compare.diff import assert_three_way, three_way
     from compare.harness import run_engine
     from kit import workloads
 
@@ -216,13 +219,7 @@ def assert_equivalent(
             else workloads.sorted_rows(contract, expected)
         )
         diff = three_way(finals["legacy"], finals["modern"], rows, contract.key_columns, contract.value_columns)
-        if not diff.equivalent:
-            msg = (
-                f"{contract.name}: the engines do not both equal the oracle\n"
-                f"legacy vs oracle: {diff.legacy.counts()}\nmodern vs oracle: {diff.modern.counts()}\n"
-                f"modern vs legacy: {diff.between.counts()}\n\n{render_three_way(diff)}"
-            )
-            raise OutputsDiffer(msg, diff.legacy if not diff.legacy.equal else diff.modern)
+        assert_three_way(diff, contract.name)
         return diff
 
     return check

@@ -27,7 +27,7 @@ import pandas as pd
 from compare.measure import KEPT_UP_BATCHES
 from kit.errors import ConfigError
 
-__all__ = ["baseline_rows", "change", "load_metrics", "render", "smoothed_rate", "summary_rows"]
+__all__ = ["baseline_rows", "change", "load_metrics", "render", "smoothed_rate", "summary_rows", "verdict_lines"]
 
 ENGINES = ("legacy", "modern")
 _COLORS = {"legacy": "#d62728", "modern": "#1f77b4"}
@@ -197,7 +197,7 @@ _ROWS: tuple[tuple[str, str, int | None], ...] = (
     ("lost output rows", "lost_rows", -1),
     ("duplicated output rows", "duplicated_rows", -1),
     ("input records never processed", "input_records_lost", -1),
-    ("input records processed twice or more", "input_records_repeated", -1),
+    ("input records processed again (re-read after a restart)", "input_records_repeated", -1),
 )
 
 
@@ -233,9 +233,20 @@ def summary_rows(metrics: dict) -> list[tuple[str, ...]]:
 
 
 def _verdict(metrics: dict) -> str:
-    if metrics["equivalent"]:
-        return "EQUIVALENT: both engines equal the oracle (rows and dead letters)"
-    return "DIFFERENT: at least one engine differs from the oracle (see the diff)"
+    verdict = metrics.get("verdict") or ("EQUIVALENT" if metrics["equivalent"] else "DIFFERENT")  # an older run's
+    if verdict == "NOTHING COMPARED":
+        return ("NOTHING COMPARED: the oracle has no rows, so the run tested nothing (a failure; the warnings below "
+                "say what to change)")
+    if verdict == "EQUIVALENT":
+        return "EQUIVALENT: both engines equal the oracle in every part checked below"
+    return "DIFFERENT: at least one engine differs from the oracle (see the parts below and the diff)"
+
+
+def verdict_lines(metrics: dict) -> list[str]:
+    """One line per part of the verdict (rows, dead letters, late drops, input) and engine, then the warnings."""
+    marks = {True: "ok", False: "DIFFERS", None: "not checked"}
+    lines = [f"{c['part']}, {c['engine']}: {marks[c['ok']]}: {c['detail']}" for c in metrics.get("checks", [])]
+    return lines + [f"warning: {w}" for w in metrics.get("warnings", [])]
 
 
 def _diff_preview(run_dir: Path, limit: int = 10) -> list[tuple[str, pd.DataFrame, int]]:
@@ -411,6 +422,7 @@ def render(run_dir: Path, baseline: Path | None = None) -> tuple[Path, Path]:
     base_header = ("figure", "engine", "baseline", "this run", "ratio", "change")
     # report.md and report.html say the same, section by section.
     md = [f"# {title}", "", f"**{_verdict(metrics)}**", ""]
+    md += [*(f"- {line}" for line in verdict_lines(metrics)), ""] if verdict_lines(metrics) else []
     for paragraph in paragraphs:
         md += [paragraph, ""] if paragraph else []
     md += ["## Did each engine keep up?", ""]
@@ -460,6 +472,8 @@ def render(run_dir: Path, baseline: Path | None = None) -> tuple[Path, Path]:
 <style>{_CSS}.verdict{{color:{color}}}</style>
 </head><body><h1>{html.escape(title)}</h1>
 <p class="verdict">{html.escape(_verdict(metrics))}</p>
+{"<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in verdict_lines(metrics)) + "</ul>"
+ if verdict_lines(metrics) else ""}
 {"".join(f"<p>{_inline_html(paragraph)}</p>" for paragraph in paragraphs if paragraph)}
 <h2>Did each engine keep up?</h2><ul>{"".join(f"<li>{_inline_html(s)}</li>" for s in kept)}</ul>
 <p class="note">{_inline_html(kept_note)}</p>

@@ -35,7 +35,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from compare.diff import ThreeWayDiff, three_way
+from compare.diff import (
+    Check,
+    OutputDiff,
+    ThreeWayDiff,
+    records_differ,
+    three_way,
+    updates_out_of_order,
+    verdict,
+)
 from compare.engines import ENGINES, get_engine
 from compare.errors import EngineFailed
 from compare.harness import route_inputs
@@ -47,7 +55,6 @@ from compare.measure import (
     input_coverage,
     keeping_up,
     latency,
-    lost_and_duplicated,
     percentiles,
     time_breakdown,
     timeline,
@@ -58,6 +65,7 @@ from kit import workloads
 from kit.broker import kafka_or_embedded
 from kit.dataset import (
     DatasetSpec,
+    check_labels,
     generate,
     read_dataset,
     read_manifest,
@@ -82,8 +90,13 @@ class CompareResult:
 
     @property
     def equivalent(self) -> bool:
-        """Both engines equal the oracle, rows and dead letters."""
+        """The verdict is EQUIVALENT: every check of every engine passed, and the oracle has rows."""
         return bool(self.metrics["equivalent"])
+
+    @property
+    def verdict(self) -> str:
+        """``EQUIVALENT``, ``DIFFERENT`` or ``NOTHING COMPARED`` (:func:`compare.diff.verdict`)."""
+        return str(self.metrics["verdict"])
 
 
 def _dataset(settings: CompareSettings, out: Path) -> tuple[DatasetSpec, pd.DataFrame, str]:
@@ -91,6 +104,7 @@ def _dataset(settings: CompareSettings, out: Path) -> tuple[DatasetSpec, pd.Data
         path = Path(settings.dataset_file)
         frame = read_dataset(path)
         spec = DatasetSpec.from_dict(read_manifest(path)["spec"])
+        check_labels(frame["kind"], frame["value"], str(path))  # both parsers still read it as it was labelled
         return spec, frame, str(path)
     from compare.harness import dataset_spec as default_spec
 
@@ -126,17 +140,19 @@ def _measure(
     jobs: dict[str, workloads.Job],
     dataset_path: str,
     records: int,
+    trajectory: pd.DataFrame | None = None,
 ) -> tuple[dict, ThreeWayDiff, dict[str, pd.DataFrame]]:
     rows = {engine: read_batches(o.out_dir / jobs[engine].name) for engine, o in outcomes.items()}
     finals = {engine: workloads.final_result(spec, r) for engine, r in rows.items()}
     diff = three_way(finals["legacy"], finals["modern"], oracle.rows, spec.key_columns, spec.value_columns)
     latencies = {engine: latency(r) for engine, r in rows.items()}
     engines = {}
+    checks: list[Check] = []
     series: dict[str, pd.DataFrame] = {}
     for name, outcome in outcomes.items():
         engine, job = get_engine(name), jobs[name].name
         against = diff.against_oracle(name)
-        lost, duplicated = lost_and_duplicated(against)
+        lost, duplicated = against.lost_and_duplicated()
         first_produced = int(outcome.replay.log["produced_ms"].min())
         span_s = max((outcome.done_ms - first_produced) / 1000, 1e-3)
         ranges = engine.processed_ranges(outcome.out_dir, job, outcome.checkpoint_dir)
@@ -150,9 +166,19 @@ def _measure(
         series[f"backlog_{name}"] = backlog(spans, produced)
         series[f"batches_{name}"] = batches
         series[f"timeline_{name}"] = timeline(spans)
+        dead = dead_letters(outcome.out_dir)
+        checks += _checks(settings, name, against, oracle, dead, outcome, jobs[name].name, never, repeated)
+        if trajectory is not None:  # --mode all, update mode: every emitted row, in order per key
+            emitted = rows[name].sort_values("batch", kind="stable") if len(rows[name]) else rows[name]
+            unknown, backwards = (updates_out_of_order(trajectory, emitted, spec.key_columns, spec.value_columns)
+                                  if len(emitted) else (0, 0))
+            checks.append(Check(
+                "every update", name, not (unknown or backwards),
+                f"{unknown:,} rows with a value the key never had, {backwards:,} out of order, of {len(emitted):,}"
+                if unknown or backwards else f"each of {len(emitted):,} emitted rows a value its key had, in order"))
         engines[name] = {
             **against.counts(),
-            "dead_letters": len(dead_letters(outcome.out_dir)),
+            "dead_letters": len(dead),
             "late_dropped": engine.late_dropped(outcome.out_dir, job),
             "throughput_rps": round(len(outcome.replay.log) / span_s, 1),
             "latency_ms": percentiles(latencies[name]),
@@ -172,15 +198,18 @@ def _measure(
             "kept_up": kept.to_dict() | _latency_bound(settings, spec, steady) if kept else None,
             "time_breakdown_ms": dict(time_breakdown(batches)),
         }
+    outcome_of, warnings = verdict(checks, len(oracle.rows), min_rows=settings.min_rows)
     metrics = {
         "workload": spec.name,
         "summary": spec.summary,
         "records": records,
         "dataset": dataset_path,
-        # Rows equal the oracle on both engines, and so do the dead letters.
-        "equivalent": (
-            bool(diff.equivalent) and all(e["dead_letters"] == len(oracle.dead_letters) for e in engines.values())
-        ),
+        # Every part of the result equals the oracle's on both engines (the checks), and there was a result.
+        "verdict": outcome_of,
+        "equivalent": outcome_of == "EQUIVALENT",
+        "checks": [c.to_dict() for c in checks],
+        "warnings": warnings,
+        "min_rows": settings.min_rows,
         "engines_agree": bool(diff.between.equal),
         # Every requested fault was injected on every engine (else the run did not test what was asked).
         "faults_injected": all(
@@ -201,6 +230,7 @@ def _measure(
             "offset_store": redacted_dsn(settings.offset_store) if settings.offset_store else None,
             "kafka_security": redact_settings(settings.kafka_security),
             "batch_seconds": settings.batch_seconds,
+            "mode": settings.mode,
             "trigger": settings.trigger,
             "concurrent": settings.concurrent,
             "kill_driver": settings.kill_driver,
@@ -213,6 +243,68 @@ def _measure(
         f"latency_{engine}": pd.DataFrame({"latency_ms": latencies[engine].to_numpy()}) for engine in outcomes
     }
     return metrics, diff, series
+
+
+def _checks(
+    settings: CompareSettings,
+    engine: str,
+    against: OutputDiff,
+    oracle: workloads.OracleResult,
+    dead: pd.DataFrame,
+    outcome: EngineOutcome,
+    job: str,
+    never: int,
+    repeated: int,
+) -> list[Check]:
+    """The parts of one engine's verdict: rows, dead letters, late drops, input (each a line of the report).
+
+    Dead letters are compared as ``(seq, reason)``; late drops record by record (with the window, for windowed
+    workloads) where the engine writes them (``<job>.late``: the legacy event-time jobs), else not checked, as
+    Spark reports only a count of dropped state rows; input lost or repeated only where the mode promises
+    exactly-once (not the legacy receiver modes).
+    """
+    counts = against.counts()
+    problems = [f"{counts[k]:,} {k.removeprefix('rows_')}" for k in ("rows_missing", "rows_unexpected",
+                                                                     "rows_mismatched") if counts[k]]
+    rows = Check("rows", engine, not problems,
+                 ", ".join(problems) + f" of {len(oracle.rows):,} rows" if problems
+                 else f"equal ({counts['rows_matched']:,} rows)")
+    log = outcome.replay.log.set_index(["topic", "partition", "offset"])["seq"]
+
+    def seqs(located: pd.DataFrame) -> list[int]:
+        keys = list(zip(located["topic"], located["partition"].astype(int), located["offset"].astype(int),
+                        strict=True))
+        return log.loc[keys].tolist() if keys else []
+
+    got_dead = pd.DataFrame({"seq": seqs(dead), "reason": dead["reason"].tolist()})
+    missing, extra = records_differ(oracle.dead_letters, got_dead, ["seq", "reason"])
+    letters = Check("dead letters", engine, not (missing or extra),
+                    f"{missing:,} not dead-lettered, {extra:,} dead-lettered wrongly (record and reason) of "
+                    f"{len(oracle.dead_letters):,}" if missing or extra
+                    else f"equal ({len(got_dead):,} records, each with its reason)")
+    late_dir = outcome.out_dir / f"{job}.late"
+    if late_dir.is_dir():
+        late = read_batches(late_dir)
+        expected = oracle.late_dropped
+        got = pd.DataFrame({"seq": seqs(late) if len(late) else []})
+        for column in expected.columns.drop("seq"):
+            got[column] = late["detail"].tolist() if len(late) else []
+        missing, extra = records_differ(expected, got, list(expected.columns))
+        drops = Check("late drops", engine, not (missing or extra),
+                      f"{missing:,} not dropped, {extra:,} dropped wrongly of {len(expected):,}" if missing or extra
+                      else f"equal ({len(got):,} records)")
+    else:
+        drops = Check("late drops", engine, None, "the engine reports a count only, not which records "
+                      "(Spark's numRowsDroppedByWatermark)" if len(oracle.late_dropped) else "none expected")
+    exactly_once = engine != "legacy" or LEGACY_MODES[settings.legacy_mode][0] == "direct"
+    if exactly_once:
+        inputs = Check("input", engine, not (never or repeated),
+                       f"{never:,} records never processed, {repeated:,} processed again" if never or repeated
+                       else "every record processed once")
+    else:
+        inputs = Check("input", engine, None, f"--legacy-mode {settings.legacy_mode} promises at most once "
+                       f"({never:,} never processed, {repeated:,} processed again)")
+    return [rows, letters, drops, inputs]
 
 
 def _latency_bound(settings: CompareSettings, spec: workloads.WorkloadSpec, latencies: pd.Series) -> dict:
@@ -259,6 +351,10 @@ def validate(settings: CompareSettings) -> tuple[workloads.WorkloadSpec, dict[st
         msg = f"run directory {out} is not empty; give a new --out, or remove it"
         raise ConfigError(msg)
     spec = workloads.get(settings.workload)
+    if settings.mode == "all" and spec.output_mode == "update" and spec.trajectory is None:
+        msg = (f"--mode all holds every emitted row to the values each key passes through; workload {spec.name!r} has "
+               "no trajectory in its spec (WorkloadSpec.trajectory): add one, or use --mode final")
+        raise ConfigError(msg, field="mode", expected="a spec with a trajectory", actual=spec.name)
     resolved = {name: get_engine(name).resolve(settings.workload, settings.variant(name)) for name in ENGINES}
     if settings.oracle:
         workloads.load_ref(settings.oracle, "oracle")
@@ -328,7 +424,9 @@ def run_compare(
             for name in ENGINES:
                 one(name)
     oracle = _oracle(settings, spec, frame, dataset)
-    metrics, diff, series = _measure(settings, spec, outcomes, oracle, resolved, dataset_path, len(frame))
+    trajectory = (spec.trajectory(frame, dataset) if settings.mode == "all" and spec.output_mode == "update"
+                  and spec.trajectory is not None else None)
+    metrics, diff, series = _measure(settings, spec, outcomes, oracle, resolved, dataset_path, len(frame), trajectory)
     _write_diff(out, diff)
     data = out / "data"
     data.mkdir(exist_ok=True)

@@ -18,7 +18,9 @@ from kit.dataset import DatasetSpec
 from kit.errors import ConfigError
 from kit.spark import check_location, on_this_host
 
-__all__ = ["DEFAULT_RATE_SHARE", "LEGACY_MODES", "NEEDS_STORE", "CompareSettings", "default_rate"]
+__all__ = [
+    "DEFAULT_RATE_SHARE", "LEGACY_MODES", "NEEDS_STORE", "CompareSettings", "default_events_per_second", "default_rate",
+]
 
 LEGACY_MODES: dict[str, tuple[str, str, bool]] = {
     "direct": ("direct", "checkpoint", False),
@@ -77,6 +79,11 @@ class CompareSettings:
             legacy driver stays local: DStreams cannot run over Connect). The server's Python workers need the kit,
             and its disk must hold the run directory (this machine, or a shared file system at the same path).
             Default: none.
+        mode: ``"final"`` (default: the final result, last value per key in update mode) or ``"all"``: in update
+            mode also every emitted row, in order per key, against the values each key passes through
+            (:attr:`kit.workloads.WorkloadSpec.trajectory`); in append mode every row is compared either way.
+        min_rows: warn when the oracle has fewer rows than this (``--min-rows``, default 10); with none at all
+            the verdict is NOTHING COMPARED, a failure.
         kafka_security: Kafka client settings in the Java client's names (``--kafka-config``/``--kafka-option``:
             TLS/SASL, ``client.id``...) for every client of the run, both drivers' included. Its secrets never
             reach the run directory: the drivers get them through their environment. Default: none.
@@ -107,6 +114,8 @@ class CompareSettings:
     checkpoint_dir: str | None = None
     connect: str | None = None
     kafka_security: Mapping[str, str] = field(default_factory=dict)
+    min_rows: int = 10
+    mode: str = "final"
 
     def __repr__(self) -> str:
         from kit.security import redact_settings
@@ -130,6 +139,12 @@ class CompareSettings:
                 f"({', '.join(m for m in LEGACY_MODES if m != 'direct')})"
             )
             raise ConfigError(msg, field="offset_store", expected=None, actual=self.offset_store)
+        if self.mode not in ("final", "all"):
+            msg = f"--mode must be final or all, got {self.mode!r}"
+            raise ConfigError(msg, field="mode", expected=("final", "all"), actual=self.mode)
+        if type(self.min_rows) is not int or self.min_rows < 0:
+            msg = f"--min-rows must be a whole number >= 0, got {self.min_rows!r}"
+            raise ConfigError(msg, field="min_rows", expected="an int >= 0", actual=self.min_rows)
         if self.rate_rps is not None and not self.rate_rps > 0:
             msg = f"--rate must be > 0 records/s, got {self.rate_rps}"
             raise ConfigError(msg)
@@ -202,3 +217,17 @@ def default_rate(dataset: DatasetSpec, batch_seconds: float = 1.0) -> float:
     the backlog's length for the rest of the run. A quarter of headroom lets it catch up.
     """
     return DEFAULT_RATE_SHARE * dataset.events_per_second * dataset.lateness_margin_ms / 2_000 / batch_seconds
+
+
+def default_events_per_second(records: int) -> float:
+    """``dmk compare``'s default event-time rate: 500 events/s, or ``records / 40`` when that is lower.
+
+    A dataset then spans at least 40 s of event time: more than a session gap (30 s) plus the watermark delay
+    (5 s), so every workload's oracle has rows (a sessions run of 3,000 records at 500 events/s spans 6 s and
+    closes no session: NOTHING COMPARED).
+
+    Example:
+        >>> default_events_per_second(20_000), default_events_per_second(3_000)
+        (500.0, 75.0)
+    """
+    return min(500.0, records / 40)

@@ -61,6 +61,7 @@ __all__ = [
     "PROFILES",
     "DatasetSpec",
     "ad_campaigns",
+    "check_labels",
     "generate",
     "generate_to_file",
     "read_dataset",
@@ -68,7 +69,7 @@ __all__ = [
     "write_dataset",
 ]
 
-DATASET_FORMAT = "dmk-dataset/2"
+DATASET_FORMAT = "dmk-dataset/3"
 """Value of the manifest's ``format`` field; bumped whenever the file layout or the generator changes."""
 
 COLUMNS: tuple[str, ...] = ("seq", "key", "value", "timestamp_ms", "partition", "kind")
@@ -708,7 +709,10 @@ def _too_sparse(spec: DatasetSpec, code: int, wanted: int) -> ConfigError:
 # Invalid UTF-8 put inside a JSON string: a lone 0xff/0xfe, a bad continuation byte, an encoded UTF-16
 # surrogate, and a sequence cut short.
 _BAD_UTF8 = (b"\xff\xfe", b"\xc3\x28", b"\xed\xa0\x80", b"\xe2\x82")
-_BAD_TIMESTAMPS = (-1, 0, 10**16, EVENT_TIME_MAX_MS)
+# One millisecond outside each validity bound among them, as literals (2000-01-01T00:00:00Z - 1 ms and
+# 2100-01-01T00:00:00Z), not kit.events' constants: a parser whose bound slipped by a millisecond then
+# disagrees with these labels (check_labels), whichever constant it slipped in.
+_BAD_TIMESTAMPS = (-1, 0, 10**16, 946_684_799_999, 4_102_444_800_000)
 
 
 def _malformed_values(
@@ -803,15 +807,56 @@ def _verify(
     position[order] = np.arange(len(order))
     if len(originals) and not (position[originals] < position[n_base:]).all():
         problems.append("a duplicate precedes its original")
-    malformed = np.flatnonzero(~valid)
-    reasons = [parse_event(v)[1] for v in value[malformed]]
-    if reasons != kinds[malformed].tolist():
-        problems.append("a malformed record's parse_event reason differs from its kind")
     if problems:
         raise DatasetError(
             path=f"generate(seed={spec.seed})",
             problem="generated labels failed verification: " + "; ".join(problems),
             fix="This is a bug in kit.dataset; report it with the DatasetSpec",
+        )
+    check_labels(kinds, value, f"generate(seed={spec.seed})")
+
+
+_VALID_CHECKED = 5_000
+"""How many valid records :func:`check_labels` parses at most (every malformed one is parsed)."""
+
+
+def check_labels(kinds: np.ndarray | pd.Series, values: np.ndarray | pd.Series, where: str) -> None:
+    """Hold every record's ``kind`` to both parsers: valid kinds must parse as valid, malformed ones with their reason.
+
+    The parsers are the engines' (:func:`kit.events.parse_event`) and the oracle's
+    (:func:`kit.workloads._contract.read_record`, written apart from it). The labels come from how the generator
+    built each record, so a parser that disagrees with them has drifted from the event contract: the error names
+    it, with the first records it gets wrong. Run on every generated dataset and on every ``--dataset FILE``.
+
+    Raises:
+        DatasetError: a parser disagrees with the labels (``where`` names the dataset).
+    """
+    from kit.workloads._contract import read_record  # here: kit.workloads imports this module
+
+    kinds = np.asarray(kinds, dtype=object)
+    values = np.asarray(values, dtype=object)
+    valid = np.isin(kinds, list(_VALID_KINDS))
+    # Every malformed record, and valid ones spread evenly over the dataset (all of them up to _VALID_CHECKED):
+    # valid records share one shape, so a parser that rejects one rejects them all, and parsing a million twice
+    # would cost seconds per dataset.
+    spread = np.flatnonzero(valid)
+    spread = spread[np.linspace(0, len(spread) - 1, _VALID_CHECKED).astype(int)] if len(spread) > _VALID_CHECKED \
+        else spread
+    rows = np.sort(np.concatenate([np.flatnonzero(~valid), spread]))
+    expected = np.where(valid[rows], None, kinds[rows])
+    problems = []
+    for name, parse in (("kit.events.parse_event (the engines' parser)", parse_event),
+                        ("kit.workloads._contract.read_record (the oracle's parser)", read_record)):
+        got = np.array([parse(v)[1] for v in values[rows]], dtype=object)
+        wrong = np.flatnonzero(got != expected)
+        if len(wrong):
+            shown = ", ".join(f"seq {rows[i]} {kinds[rows[i]]} read as {got[i] or 'valid'}" for i in wrong[:3].tolist())
+            problems.append(f"{name} disagrees on {len(wrong):,} records ({shown})")
+    if problems:
+        raise DatasetError(
+            path=where,
+            problem="the labels and the parsers disagree: " + "; ".join(problems),
+            fix="That parser has drifted from the event contract (docs/kit.md, 'kit.events'); fix it, not the dataset",
         )
 
 

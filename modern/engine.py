@@ -212,11 +212,12 @@ class ModernEngine:
             batches.update(_checkpointed_batches(checkpoint_dir / job))
         ranges = []
         for sources in batches.values():
-            for start, end in sources:
-                for topic, parts in end.items():
-                    for partition, until in parts.items():
-                        first = int(start.get(topic, {}).get(partition, 0))
-                        ranges.append((topic, int(partition), first, int(until)))
+            # A query that reads its topic twice (windowed_counts unions two aggregations, each with its own scan)
+            # lists the same range once per scan: one batch reading a record twice is not a record re-processed.
+            ranges += sorted({
+                (topic, int(partition), int(start.get(topic, {}).get(partition, 0)), int(until))
+                for start, end in sources for topic, parts in end.items() for partition, until in parts.items()
+            })
         return ranges
 
     def late_dropped(self, out_dir: str | Path, job: str) -> int:

@@ -384,7 +384,7 @@ def test_files_are_byte_identical_and_round_trip(tmp_path, messy, suffix):
     assert read_manifest(first) == read_manifest(manifest_path) == manifest
     assert json.loads(manifest_path.read_text()) == manifest
 
-    assert manifest["format"] == "dmk-dataset/2"
+    assert manifest["format"] == "dmk-dataset/3"
     assert manifest["file"] == f"events{suffix}"
     assert manifest["format_of_file"] == suffix[1:]
     assert manifest["records"] == 50_000

@@ -1,7 +1,9 @@
-"""The modern side's parse (``modern.workloads.with_parsed``) decides exactly as ``kit.events.parse_event``.
+"""The modern side's parse (``modern.workloads.with_parsed``) decides exactly as the event contract says.
 
-Canonical records are parsed in the JVM, the others in Python; these tests hold both paths to the one
-definition of a valid event, on the corner cases where Spark's JSON parser and Python's differ.
+Canonical records are parsed in the JVM, the others in Python; these tests hold both paths to the contract as
+the oracle reads it (``kit.workloads._contract.read_record``, its bounds literals of that spec file, sharing no
+code with ``kit.events.parse_event``), on the corner cases where Spark's JSON parser and Python's differ and at
+and around both timestamp bounds.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import pytest
 
 from kit.dataset import DatasetSpec, generate
 from kit.events import REQUIRED_FIELDS, parse_event
+from kit.workloads._contract import BOUNDARY_TIMES, read_record
 from modern.workloads import CANONICAL_EVENT, with_parsed
 
 pytestmark = pytest.mark.spark
@@ -35,6 +38,7 @@ CORNER_CASES = [
     *(_with_time(t) for t in (b"-1", b"0", b"-0", b"946684800000", b"946684799999", b"4102444799999", b"4102444800000")),
     *(_with_time(t) for t in (b"10000000000000000", b"99999999999999999999", b"1.5e12", b"1767225600123.0", b"NaN",
                               b"true", b'"1767225600123"', b"01767225600123")),
+    *(_with_time(str(ms).encode()) for ms in BOUNDARY_TIMES),
     _with_user(b'"u\\u0031"'),            # an escape: same value, not canonical
     _with_user(b'"u\xed\xa0\x80"'),       # a UTF-8-encoded surrogate: invalid UTF-8
     _with_user(b'"u\xff\xfe"'),
@@ -57,7 +61,7 @@ CORNER_CASES = [
 
 
 def _expected(value: bytes | None) -> tuple:
-    event, reason = parse_event(value)
+    event, reason = read_record(value)
     fields = tuple(event[name] for name in REQUIRED_FIELDS) if event else (None,) * len(REQUIRED_FIELDS)
     return (*fields, reason)
 

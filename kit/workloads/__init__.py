@@ -39,7 +39,7 @@ import pandas as pd
 
 from kit.dataset import DatasetSpec
 from kit.errors import ConfigError
-from kit.events import REQUIRED_FIELDS, parse_event
+from kit.workloads._contract import FIELDS, read_record
 
 __all__ = [
     "NAMES",
@@ -55,6 +55,7 @@ __all__ = [
     "load_ref",
     "resolve",
     "parse_dataset",
+    "span_warnings",
     "window_starts",
 ]
 
@@ -149,6 +150,12 @@ class WorkloadSpec:
             each record's input; None sends everything to ``inputs[0]``.
         carry: how ``dmk cutover`` carries the job's state from the legacy job to the modern query
             (:class:`StateCarry`). Default: not carried.
+        horizon: ``horizon(dataset_spec) -> (ms, what)``: the event time a stream must span before the
+            watermark lets a first result out (a window plus the delay, a session gap plus the delay), and
+            what makes it up, in words; None when rows come out at once (:func:`span_warnings`).
+        trajectory: update mode: ``trajectory(frame, dataset_spec)``, every value each key passes through, in
+            replay order: the key and value columns and ``seq`` (the record that gave the key that value).
+            ``dmk compare --mode all`` holds every emitted row to it. None: not available.
     """
 
     name: str
@@ -164,6 +171,8 @@ class WorkloadSpec:
     modern: tuple[Variant, ...] = _DEFAULT
     router: Callable[[pd.DataFrame], pd.Series] | None = field(default=None, repr=False)
     carry: StateCarry = field(default_factory=lambda: NOT_CARRIED)
+    horizon: Callable[[DatasetSpec], tuple[int, str]] | None = field(default=None, repr=False)
+    trajectory: Callable[[pd.DataFrame, DatasetSpec], pd.DataFrame] | None = field(default=None, repr=False)
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -307,15 +316,45 @@ def resolve(
     return Job(spec, job_id(spec.name, variant), build, chosen.equivalent)
 
 
+def span_warnings(dataset: DatasetSpec) -> list[str]:
+    """A warning per built-in workload whose result needs more event time than ``dataset`` spans.
+
+    The span is the stream's length, ``records / events_per_second``. Such a dataset gives that workload an
+    empty result, and a compare on it says NOTHING COMPARED.
+
+    Example:
+        >>> from kit.dataset import DatasetSpec
+        >>> [w.split(":")[0] for w in span_warnings(DatasetSpec(records=3_000, events_per_second=500))]
+        ['windowed_counts', 'sessions', 'ysb']
+    """
+    span_ms = dataset.records / dataset.events_per_second * 1000
+    warnings = []
+    for name in NAMES:
+        spec = get(name)
+        if spec.horizon is None:
+            continue
+        needed, what = spec.horizon(dataset)
+        if span_ms < needed:
+            warnings.append(
+                f"{name}: the dataset spans about {span_ms / 1000:g} s of event time, less than the {needed / 1000:g} "
+                f"s ({what}) before a first result; its result would be empty. Raise --records or lower "
+                "--events-per-second."
+            )
+    return warnings
+
+
 # --------------------------------------------------------------------------------------------------------
 # Helpers the oracles share
 
 
 def parse_dataset(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Parse every record of a dataset frame as the engines do, with :func:`kit.events.parse_event`.
+    """Parse every record of a dataset frame by the event contract, with the oracle's own parser.
+
+    The parser is :func:`kit.workloads._contract.read_record`, written from the contract in docs/kit.md and
+    sharing no code with the engines' parsers, so a slip in those shows as a difference.
 
     Returns:
-        ``(events, rejects)``. ``events`` has ``seq``, the fields of :data:`kit.events.REQUIRED_FIELDS`
+        ``(events, rejects)``. ``events`` has ``seq``, the contract's fields (:data:`kit.workloads._contract.FIELDS`)
         (``event_time`` in ms) and ``prior_max_ms``: the largest event time of the valid records before it in
         replay order (``-2**62`` for the first), i.e. what an ideal engine's watermark is computed from when
         the record arrives. ``rejects`` has ``seq`` and ``reason``.
@@ -323,12 +362,12 @@ def parse_dataset(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     good: list[dict] = []
     bad: list[tuple[int, str]] = []
     for seq, value in zip(frame["seq"].tolist(), frame["value"].tolist(), strict=True):
-        event, reason = parse_event(value)
+        event, reason = read_record(value)
         if event is None:
-            bad.append((seq, cast(str, reason)))  # parse_event gives a reason whenever it gives no event
+            bad.append((seq, cast(str, reason)))  # read_record gives a reason whenever it gives no event
         else:
-            good.append({"seq": seq, **{name: event[name] for name in REQUIRED_FIELDS}})
-    events = pd.DataFrame(good, columns=["seq", *REQUIRED_FIELDS])
+            good.append({"seq": seq, **event})
+    events = pd.DataFrame(good, columns=["seq", *(name for name, _ in FIELDS)])
     times = events["event_time"].to_numpy(dtype=np.int64)
     prior = np.maximum.accumulate(times) if len(times) else times
     events["prior_max_ms"] = np.concatenate([[-(2**62)], prior[:-1]]) if len(times) else prior

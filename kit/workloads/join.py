@@ -35,8 +35,8 @@ import numpy as np
 import pandas as pd
 
 from kit.dataset import DatasetSpec
-from kit.events import parse_event
 from kit.workloads import OracleResult, WorkloadSpec, parse_dataset, sorted_rows
+from kit.workloads._contract import read_record
 
 WITHIN_MS = 60_000
 """A click joins impressions at most this long before it (inclusive)."""
@@ -46,7 +46,7 @@ WATERMARK_DELAY_MS = 5_000
 
 def route(frame: pd.DataFrame) -> pd.Series:
     """``"clicks"`` for each record that parses as a click event, ``"impressions"`` for every other one."""
-    kinds = [(parse_event(value)[0] or {}).get("event_type") for value in frame["value"].tolist()]
+    kinds = [(read_record(value)[0] or {}).get("event_type") for value in frame["value"].tolist()]
     return pd.Series(np.where(np.array(kinds, dtype=object) == "click", "clicks", "impressions"), index=frame.index)
 
 

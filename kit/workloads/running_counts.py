@@ -20,6 +20,12 @@ def oracle(frame: pd.DataFrame, dataset: DatasetSpec) -> OracleResult:
     return OracleResult(sorted_rows(SPEC, rows), rejects, pd.DataFrame({"seq": pd.Series(dtype="int64")}))
 
 
+def trajectory(frame: pd.DataFrame, dataset: DatasetSpec) -> pd.DataFrame:
+    """Every count each key passes through, in replay order, with the ``seq`` of the record that made it."""
+    events, _ = parse_dataset(frame)
+    return pd.DataFrame({"key": events["key"], "count": events.groupby("key").cumcount() + 1, "seq": events["seq"]})
+
+
 SPEC = WorkloadSpec(
     name="running_counts",
     summary="count per key over all time (updateStateByKey vs groupBy().count() in update mode)",
@@ -30,6 +36,7 @@ SPEC = WorkloadSpec(
     granularity="final count per key",
     watermark_delay_ms=None,
     oracle=oracle,
+    trajectory=trajectory,
     carry=StateCarry(
         "totals", sum_columns=("count",),
         note="the legacy job's last count per key seeds the modern query, which adds its own counts to it",

@@ -29,27 +29,10 @@ import pandas as pd
 from kit.dataset import DatasetSpec
 from kit.workloads import OracleResult, Variant, WorkloadSpec, parse_dataset, sorted_rows
 
-__all__ = ["SPEC", "WATERMARK_DELAY_MS", "merge_session", "oracle"]
+__all__ = ["SPEC", "WATERMARK_DELAY_MS", "oracle"]
 
 WATERMARK_DELAY_MS = 5_000
 """The allowed lateness: ``SPEC.watermark_delay_ms`` as an int (the field is None for workloads without event time)."""
-
-
-def merge_session(sessions: list[list[int]], t: int, kafka_ts: int, gap_ms: int) -> list[list[int]]:
-    """One user's open sessions, each ``[start, last event, events, last kafka_ts]``, with an event at ``t``.
-
-    The event joins (and may bridge) every session it is within one gap of, ends included, as Spark's
-    ``session_window`` merges; otherwise it opens a session. Both engines' stateful versions use this.
-    """
-    merged = [t, t, 1, kafka_ts]
-    rest = []
-    for s in sessions:
-        # Overlap of [s.start, s.last + gap] and [t, t + gap], ends included as in Spark's session_window.
-        if s[0] <= t + gap_ms and t <= s[1] + gap_ms:
-            merged = [min(merged[0], s[0]), max(merged[1], s[1]), merged[2] + s[2], max(merged[3], s[3])]
-        else:
-            rest.append(s)
-    return [*rest, merged]
 
 
 def oracle(frame: pd.DataFrame, dataset: DatasetSpec) -> OracleResult:
@@ -83,6 +66,10 @@ SPEC = WorkloadSpec(
     granularity="per session (user, start), emitted once when the watermark passes its end",
     watermark_delay_ms=WATERMARK_DELAY_MS,
     oracle=oracle,
+    horizon=lambda dataset: (
+        dataset.session_gap_ms + WATERMARK_DELAY_MS,
+        f"the {dataset.session_gap_ms / 1000:g} s session gap and the 5 s watermark delay",
+    ),
     modern=(
         Variant("default", "build", note="groupBy(user, session_window(event_time, gap)).count(), append mode"),
         Variant(

@@ -83,6 +83,7 @@ SPEC = WorkloadSpec(
     granularity="count per key per event-time window (each window emitted once, when final)",
     watermark_delay_ms=WATERMARK_DELAY_MS,
     oracle=oracle,
+    horizon=lambda dataset: (10_000 + WATERMARK_DELAY_MS, "a 10 s window and the 5 s watermark delay"),
     legacy=(
         Variant("default", "build"),
         Variant(

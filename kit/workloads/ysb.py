@@ -66,4 +66,5 @@ SPEC = WorkloadSpec(
     granularity="view count per campaign per event-time window (each window emitted once, when final)",
     watermark_delay_ms=WATERMARK_DELAY_MS,
     oracle=oracle,
+    horizon=lambda dataset: (WINDOW_MS + WATERMARK_DELAY_MS, "a 10 s window and the 5 s watermark delay"),
 )

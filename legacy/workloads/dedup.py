@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from kit.workloads.dedup import WATERMARK_DELAY_MS
+from kit.semantics import WATERMARK_DELAY_MS
 from legacy.workloads import event_time_operator
 
 __all__ = ["build"]

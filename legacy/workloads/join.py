@@ -38,7 +38,8 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from kit.workloads.join import WATERMARK_DELAY_MS, WITHIN_MS
+from kit.semantics import JOIN_WITHIN_MS as WITHIN_MS
+from kit.semantics import WATERMARK_DELAY_MS
 from legacy.workloads import NO_WATERMARK
 
 __all__ = ["WINDOW_SLACK_S", "build", "window_seconds"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from kit.workloads.sessions import WATERMARK_DELAY_MS, merge_session
+from kit.semantics import WATERMARK_DELAY_MS, merge_session
 from legacy.workloads import event_time_operator
 
 __all__ = ["build"]

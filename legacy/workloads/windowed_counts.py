@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kit.workloads.windowed_counts import WATERMARK_DELAY_MS, WINDOWS, late_detail
+from kit.semantics import WATERMARK_DELAY_MS, WINDOWS, late_detail
 from legacy.workloads import event_time_operator
 
 __all__ = ["build", "build_naive"]

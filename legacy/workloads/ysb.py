@@ -15,7 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from kit.dataset import ad_campaigns
-from kit.workloads.ysb import WATERMARK_DELAY_MS, WINDOW_MS
+from kit.semantics import WATERMARK_DELAY_MS
+from kit.semantics import YSB_WINDOW_MS as WINDOW_MS
 from legacy.workloads import event_time_operator
 
 __all__ = ["build"]

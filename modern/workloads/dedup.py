@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
-from kit.workloads.dedup import SPEC, WATERMARK_DELAY_MS
+from kit.semantics import WATERMARK_DELAY_MS
 
 __all__ = ["FirstDelivery", "build", "build_transform_with_state"]
 
@@ -34,7 +34,7 @@ __all__ = ["FirstDelivery", "build", "build_transform_with_state"]
 def build(spark: Any, source: Any) -> Any:
     from pyspark.sql import functions as F  # noqa: N812
 
-    events = source.events().withWatermark("event_time", f"{SPEC.watermark_delay_ms} milliseconds")
+    events = source.events().withWatermark("event_time", f"{WATERMARK_DELAY_MS} milliseconds")
     return events.dropDuplicatesWithinWatermark(["event_id"]).select(
         "event_id",
         "user",
@@ -87,7 +87,7 @@ def build_transform_with_state(spark: Any, source: Any) -> Any:
 
     # The operator drops the rows at or behind the watermark by its column (event_time, a timestamp), as
     # dropDuplicatesWithinWatermark does; the processor reads the milliseconds.
-    events = source.events().withWatermark("event_time", f"{SPEC.watermark_delay_ms} milliseconds")
+    events = source.events().withWatermark("event_time", f"{WATERMARK_DELAY_MS} milliseconds")
     return events.select(
         "event_id", "user", "key", "event_time", "event_time_ms", "topic", "partition", "offset",
         F.unix_millis("kafka_ts").alias("last_input_ts"),

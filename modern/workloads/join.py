@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kit.workloads.join import SPEC, WITHIN_MS
+from kit.semantics import JOIN_WITHIN_MS as WITHIN_MS
+from kit.semantics import WATERMARK_DELAY_MS
 
 __all__ = ["build"]
 
@@ -30,8 +31,8 @@ __all__ = ["build"]
 def build(spark: Any, source: Any) -> Any:
     from pyspark.sql import functions as F  # noqa: N812
 
-    events = source.events_together(*SPEC.inputs)  # one source: the inputs advance together
-    delay = f"{SPEC.watermark_delay_ms} milliseconds"
+    events = source.events_together("impressions", "clicks")  # one source: the inputs advance together
+    delay = f"{WATERMARK_DELAY_MS} milliseconds"
     # Filtered before the watermark: the impressions side's event-time clock is its views' (Spark pushes
     # such a filter below withWatermark anyway, since it does not read the event-time column).
     impressions = (

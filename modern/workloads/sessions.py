@@ -31,7 +31,7 @@ from typing import Any
 import pandas as pd
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
-from kit.workloads.sessions import SPEC, merge_session
+from kit.semantics import WATERMARK_DELAY_MS, merge_session
 
 __all__ = ["Sessionizer", "build", "build_transform_with_state", "build_with_state"]
 
@@ -41,7 +41,7 @@ def build(spark: Any, source: Any) -> Any:
     from pyspark.sql import functions as F  # noqa: N812
 
     gap = f"{source.dataset.session_gap_ms} milliseconds"
-    events = source.events().withWatermark("event_time", f"{SPEC.watermark_delay_ms} milliseconds")
+    events = source.events().withWatermark("event_time", f"{WATERMARK_DELAY_MS} milliseconds")
     sessions = events.groupBy("user", F.session_window("event_time", gap).alias("session")).agg(
         F.count("*").alias("events"), F.unix_millis(F.max("kafka_ts")).alias("last_input_ts")
     )
@@ -97,7 +97,7 @@ def build_with_state(spark: Any, source: Any) -> Any:
     from pyspark.sql import functions as F  # noqa: N812
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    gap_ms, delay_ms = source.dataset.session_gap_ms, SPEC.watermark_delay_ms
+    gap_ms, delay_ms = source.dataset.session_gap_ms, WATERMARK_DELAY_MS
     # Spark drops rows at or behind the watermark before they reach the function, but a session keeps an
     # event until event_time + gap is behind it. So the watermark is declared on that column, with the gap
     # added to the delay: the watermark's value is unchanged (max(event_time) - delay), and the rows
@@ -175,7 +175,7 @@ class Sessionizer(StatefulProcessor):
 def build_transform_with_state(spark: Any, source: Any) -> Any:
     from pyspark.sql import functions as F  # noqa: N812
 
-    gap_ms, delay_ms = source.dataset.session_gap_ms, SPEC.watermark_delay_ms
+    gap_ms, delay_ms = source.dataset.session_gap_ms, WATERMARK_DELAY_MS
     # As in build_with_state: the watermark is declared on event_time + gap with the gap added to the delay,
     # so its value is max(event_time) - delay and the operator drops exactly the rows session_window drops.
     events = source.events().select(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kit.workloads.windowed_counts import SPEC, WINDOWS
+from kit.semantics import WATERMARK_DELAY_MS, WINDOWS
 
 __all__ = ["build"]
 
@@ -25,7 +25,7 @@ __all__ = ["build"]
 def build(spark: Any, source: Any) -> Any:
     from pyspark.sql import functions as F  # noqa: N812
 
-    events = source.events().withWatermark("event_time", f"{SPEC.watermark_delay_ms} milliseconds")
+    events = source.events().withWatermark("event_time", f"{WATERMARK_DELAY_MS} milliseconds")
     per_kind = [
         events.groupBy(F.window("event_time", f"{size} milliseconds", f"{slide} milliseconds"), "key")
         .agg(F.count("*").alias("count"), F.unix_millis(F.max("kafka_ts")).alias("last_input_ts"))

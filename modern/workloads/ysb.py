@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from kit.dataset import ad_campaigns
-from kit.workloads.ysb import SPEC, WINDOW_MS
+from kit.semantics import WATERMARK_DELAY_MS
+from kit.semantics import YSB_WINDOW_MS as WINDOW_MS
 
 __all__ = ["build"]
 
@@ -31,7 +32,7 @@ def build(spark: Any, source: Any) -> Any:
     )
     views = source.events().where(F.col("event_type") == "view").join(F.broadcast(campaigns), "ad_id")
     return (
-        views.withWatermark("event_time", f"{SPEC.watermark_delay_ms} milliseconds")
+        views.withWatermark("event_time", f"{WATERMARK_DELAY_MS} milliseconds")
         .groupBy(F.window("event_time", f"{WINDOW_MS} milliseconds"), "campaign_id")
         .agg(F.count("*").alias("count"), F.unix_millis(F.max("kafka_ts")).alias("last_input_ts"))
         .select("campaign_id", F.unix_millis("window.start").alias("window_start"), "count", "last_input_ts")

@@ -1,0 +1,46 @@
+"""What the engines' jobs of the built-in workloads are parameterised with: windows, lateness, join bound.
+
+``legacy/workloads`` and ``modern/workloads`` take their event-time parameters and the session merge step
+from here; the oracles in ``kit/workloads`` do not. Each oracle holds the same numbers as literals of its
+own, so a slip on one side is a difference the diff shows instead of a shared mistake
+(``tests/test_verdicts.py`` asserts that no oracle module imports this module, ``kit.events`` or an
+engine, and that both sides' numbers agree).
+"""
+
+from __future__ import annotations
+
+__all__ = ["JOIN_WITHIN_MS", "WATERMARK_DELAY_MS", "WINDOWS", "YSB_WINDOW_MS", "late_detail", "merge_session"]
+
+WATERMARK_DELAY_MS = 5_000
+"""The allowed lateness of every event-time workload (``withWatermark`` delay; the legacy emulation's)."""
+
+WINDOWS: tuple[tuple[str, int, int], ...] = (("tumbling", 10_000, 10_000), ("sliding", 10_000, 5_000))
+"""``windowed_counts``: ``(window_kind, size_ms, slide_ms)`` of each window kind."""
+
+YSB_WINDOW_MS = 10_000
+"""``ysb``: the tumbling window per campaign."""
+
+JOIN_WITHIN_MS = 60_000
+"""``join``: a click joins the impressions at most this long before it (inclusive)."""
+
+
+def late_detail(kind: str, window_start: int) -> str:
+    """How a late drop names the window it was dropped from, e.g. ``"sliding:1767225605000"``."""
+    return f"{kind}:{window_start}"
+
+
+def merge_session(sessions: list[list[int]], t: int, kafka_ts: int, gap_ms: int) -> list[list[int]]:
+    """One user's open sessions, each ``[start, last event, events, last kafka_ts]``, with an event at ``t``.
+
+    The event joins (and may bridge) every session it is within one gap of, ends included, as Spark's
+    ``session_window`` merges; otherwise it opens a session. Both engines' stateful versions use this.
+    """
+    merged = [t, t, 1, kafka_ts]
+    rest = []
+    for s in sessions:
+        # Overlap of [s.start, s.last + gap] and [t, t + gap], ends included as in Spark's session_window.
+        if s[0] <= t + gap_ms and t <= s[1] + gap_ms:
+            merged = [min(merged[0], s[0]), max(merged[1], s[1]), merged[2] + s[2], max(merged[3], s[3])]
+        else:
+            rest.append(s)
+    return [*rest, merged]

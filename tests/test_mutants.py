@@ -1,0 +1,302 @@
+"""Mutants the suite must kill: each mutation is applied in memory, the affected workload runs, and the verdict
+must come out DIFFERENT (issue 38, item 5; the list and the kill rate are in docs/compare.md).
+
+A mutation rewrites one function's source (or sets one constant) of the code the engines run, for this test
+only (``monkeypatch``: the source is changed as text, compiled, and put in the module's place).
+
+Default tier: the legacy jobs' own event-time logic (the ``event_time_operator`` step of each workload, the
+``updateStateByKey`` function of ``running_counts``) run in this process by :func:`_run_legacy`, which cuts the
+dataset into batches in replay order and hands each step the watermark of the batches before it, as
+``legacy.workloads.event_time_operator`` does; its records parsed by the legacy parser
+(``legacy.workloads.parse_event``). Unmutated, it equals the oracle on every part
+(:func:`test_the_unmutated_legacy_logic_equals_the_oracle`), so what a mutant changes is the mutation's doing.
+
+Slow tier: the modern jobs, whose parameters are read when the query is built, run on Spark through
+:func:`compare.harness.run_engine` with the mutation in place.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import textwrap
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import pandas as pd
+import pytest
+
+import kit.events
+import legacy.workloads
+import legacy.workloads.dedup
+import legacy.workloads.running_counts
+import legacy.workloads.sessions
+import legacy.workloads.windowed_counts
+import legacy.workloads.ysb
+from compare.diff import Check, diff_outputs, records_differ, updates_out_of_order, verdict
+from compare.harness import dataset_spec
+from kit import workloads
+from kit.dataset import ad_campaigns, generate
+from kit.workloads._contract import BOUNDARY_TIMES, read_record
+
+NO_WATERMARK = -(2**62)
+BATCH_RECORDS = 250
+"""Records per emulated batch: 0.5 s of event time at 500 events/s, well inside the datasets' margins."""
+
+_DATASET = dataset_spec("messy")  # 20,000 records, 40 s of event time: every oracle has rows
+
+
+@functools.cache
+def _frame() -> pd.DataFrame:
+    return generate(_DATASET)
+
+
+def _mutate(monkeypatch: pytest.MonkeyPatch, module: ModuleType, name: str, old: str, new: str) -> None:
+    """Replace ``old`` (once) by ``new`` in the source of ``module.name``, for this test only."""
+    source = textwrap.dedent(inspect.getsource(getattr(module, name)))
+    assert source.count(old) == 1, f"{module.__name__}.{name}: {old!r} is not in it exactly once"
+    namespace = dict(vars(module))
+    exec(compile(source.replace(old, new), f"<mutant of {module.__name__}.{name}>", "exec"), namespace)  # noqa: S102
+    monkeypatch.setattr(module, name, namespace[name])
+
+
+def _events(frame: pd.DataFrame) -> tuple[list[dict], list[tuple[int, str]]]:
+    """The dataset's records as the legacy side parses them: event dicts with Kafka fields, and the rejects."""
+    events, rejects = [], []
+    for seq, value in zip(frame["seq"].tolist(), frame["value"].tolist(), strict=True):
+        event, reason = legacy.workloads.parse_event(value)
+        if event is None:
+            rejects.append((seq, reason))
+        else:
+            events.append({**event, "seq": seq, "kafka_ts": seq, "topic": "t", "partition": 0, "offset": seq})
+    return events, rejects
+
+
+def _operator(step: Callable, events: list[dict], delay_ms: int) -> tuple[list, list]:
+    """``event_time_operator`` in one process: batches in replay order, each with the watermark of those before."""
+    state, seen, rows, late = None, NO_WATERMARK, [], []
+    batches = [events[i:i + BATCH_RECORDS] for i in range(0, len(events), BATCH_RECORDS)] + [[], []]
+    for new in batches:
+        watermark = NO_WATERMARK if seen == NO_WATERMARK else seen - delay_ms
+        state, out, dropped = step(state, list(new), watermark)
+        rows += out
+        late += dropped
+        seen = max([seen, *(e["event_time"] for e in new)])
+    return rows, late
+
+
+def _running_counts(events: list[dict], *, repeat_batch: int | None = None) -> list[tuple]:
+    """``updateStateByKey(_add)`` with the changed-keys filter, batch by batch (``repeat_batch``: run one twice)."""
+    module = legacy.workloads.running_counts
+    state: dict[str, Any] = {}
+    rows = []
+    batches = [events[i:i + BATCH_RECORDS] for i in range(0, len(events), BATCH_RECORDS)]
+    if repeat_batch is not None:
+        batches.insert(repeat_batch, batches[repeat_batch])
+    for batch in batches:
+        combined: dict[str, tuple[int, int]] = {}
+        for e in batch:
+            pair = (1, e["kafka_ts"])
+            combined[e["key"]] = module._combine(combined[e["key"]], pair) if e["key"] in combined else pair
+        for key in set(state) | set(combined):
+            state[key] = module._add([combined[key]] if key in combined else [], state.get(key))
+            if state[key][2]:
+                rows.append((key, state[key][0], state[key][1]))
+    return rows
+
+
+def _run_legacy(name: str, *, mode: str = "final", repeat_batch: int | None = None) -> list[Check]:
+    """The legacy job of ``name`` over the module's dataset, judged against the oracle as dmk compare judges."""
+    spec = workloads.get(name)
+    events, rejects = _events(_frame())
+    late: list = []
+    if name == "running_counts":
+        rows = _running_counts(events, repeat_batch=repeat_batch)
+    elif name == "windowed_counts":
+        module = legacy.workloads.windowed_counts
+        rows, late = _operator(module._count_windows, events, module.WATERMARK_DELAY_MS)
+    elif name == "sessions":
+        module = legacy.workloads.sessions
+        step = functools.partial(module._step, gap_ms=_DATASET.session_gap_ms)
+        rows, late = _operator(step, events, module.WATERMARK_DELAY_MS)
+    elif name == "dedup":
+        module = legacy.workloads.dedup
+        rows, late = _operator(functools.partial(module._step, delay_ms=module.WATERMARK_DELAY_MS), events,
+                               module.WATERMARK_DELAY_MS)
+    elif name == "ysb":
+        module = legacy.workloads.ysb
+        campaign = ad_campaigns(_DATASET)
+        views = [{**e, "campaign_id": campaign[e["ad_id"]]} for e in events
+                 if e["event_type"] == "view" and e["ad_id"] in campaign]
+        rows, late = _operator(module._count_windows, views, module.WATERMARK_DELAY_MS)
+    else:
+        raise AssertionError(name)
+    emitted = pd.DataFrame(rows, columns=list(spec.columns)).assign(batch=range(len(rows)))
+    oracle = spec.oracle(_frame(), _DATASET)
+    against = diff_outputs(oracle.rows, workloads.final_result(spec, emitted), spec.key_columns, spec.value_columns)
+    checks = [Check("rows", "legacy", against.equal, str(against.counts()))]
+    missing, extra = records_differ(oracle.dead_letters, pd.DataFrame(rejects, columns=["seq", "reason"]),
+                                    ["seq", "reason"])
+    checks.append(Check("dead letters", "legacy", not (missing or extra), f"{missing} missing, {extra} wrong"))
+    got = pd.DataFrame({"seq": [event["seq"] for event, _ in late]})
+    for column in oracle.late_dropped.columns.drop("seq"):
+        got[column] = [detail for _, detail in late]
+    missing, extra = records_differ(oracle.late_dropped, got, list(oracle.late_dropped.columns))
+    checks.append(Check("late drops", "legacy", not (missing or extra), f"{missing} missing, {extra} wrong"))
+    if mode == "all" and spec.trajectory is not None:
+        unknown, backwards = updates_out_of_order(spec.trajectory(_frame(), _DATASET), emitted, spec.key_columns,
+                                                  spec.value_columns)
+        checks.append(Check("every update", "legacy", not (unknown or backwards), f"{unknown}, {backwards}"))
+    return checks
+
+
+def _verdict(checks: list[Check]) -> str:
+    return verdict(checks, 1)[0]
+
+
+@pytest.mark.parametrize("name", ["running_counts", "windowed_counts", "sessions", "dedup",
+                                  pytest.param("ysb", marks=pytest.mark.slow)])
+def test_the_unmutated_legacy_logic_equals_the_oracle(name: str) -> None:
+    checks = _run_legacy(name, mode="all")
+    assert _verdict(checks) == "EQUIVALENT", [c.line() for c in checks]
+    assert workloads.get(name).oracle(_frame(), _DATASET).rows.shape[0] > 0
+
+
+# Each mutant: (id, workload, how it is applied, the verdict parts that must catch it).
+def _windowed_delay(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(legacy.workloads.windowed_counts, "WATERMARK_DELAY_MS", 10_000)
+
+
+def _windowed_slide(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(legacy.workloads.windowed_counts, "WINDOWS", (("tumbling", 10_000, 10_000), ("sliding", 10_000, 4_000)))
+
+
+def _windowed_late_named_by_end(mp: pytest.MonkeyPatch) -> None:
+    _mutate(mp, legacy.workloads.windowed_counts, "_count_windows", "late_detail(kind, start)",
+            "late_detail(kind, start + size)")
+
+
+def _session_gap(mp: pytest.MonkeyPatch) -> None:
+    _mutate(mp, legacy.workloads.sessions, "_step", "    open_sessions: dict[str, list[list]] = state or {}",
+            "    gap_ms -= 1_000\n    open_sessions: dict[str, list[list]] = state or {}")
+
+
+def _session_end_short(mp: pytest.MonkeyPatch) -> None:
+    _mutate(mp, legacy.workloads.sessions, "_step", "rows.append((user, start, last + gap_ms,",
+            "rows.append((user, start, last + gap_ms - 1_000,")
+
+
+def _dedup_key(mp: pytest.MonkeyPatch) -> None:
+    _mutate(mp, legacy.workloads.dedup, "_step", 'event_id, t = event["event_id"]', 'event_id, t = event["user"]')
+
+
+def _dedup_delay(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(legacy.workloads.dedup, "WATERMARK_DELAY_MS", 20_000)
+
+
+def _ysb_window(mp: pytest.MonkeyPatch) -> None:
+    mp.setattr(legacy.workloads.ysb, "WINDOW_MS", 5_000)
+
+
+def _every_key_every_batch(mp: pytest.MonkeyPatch) -> None:
+    _mutate(mp, legacy.workloads.running_counts, "_add", "return count, last_ts, bool(new)",
+            "return count, last_ts, True")
+
+
+def _parse_upper_bound_inclusive(mp: pytest.MonkeyPatch) -> None:
+    _mutate(mp, kit.events, "parse_event", "<= event[\"event_time\"] < EVENT_TIME_MAX_MS",
+            "<= event[\"event_time\"] <= EVENT_TIME_MAX_MS")
+    mp.setattr(legacy.workloads, "parse_event", kit.events.parse_event)
+
+
+def _parse_lower_bound_early(mp: pytest.MonkeyPatch) -> None:
+    _mutate(mp, kit.events, "parse_event", "if not EVENT_TIME_MIN_MS <=", "if not EVENT_TIME_MIN_MS - 1 <=")
+    mp.setattr(legacy.workloads, "parse_event", kit.events.parse_event)
+
+
+def _bad_utf8_as_bad_json(mp: pytest.MonkeyPatch) -> None:
+    _mutate(mp, kit.events, "parse_event", 'return None, "bad_utf8"', 'return None, "bad_json"')
+    mp.setattr(legacy.workloads, "parse_event", kit.events.parse_event)
+
+
+# The default tier runs the first seven; the rest run in the slow tier (pytest -m slow tests/test_mutants.py).
+FAST = 7
+MUTANTS: list[tuple[str, str, Callable[[pytest.MonkeyPatch], None], dict[str, Any], set[str]]] = [
+    ("watermark delay 5 s -> 10 s", "windowed_counts", _windowed_delay, {}, {"rows", "late drops"}),
+    ("session gap 30 s -> 29 s", "sessions", _session_gap, {}, {"rows"}),
+    ("dedup key event_id -> user", "dedup", _dedup_key, {}, {"rows"}),
+    ("update mode -> every key every batch", "running_counts", _every_key_every_batch, {"mode": "all"},
+     {"every update"}),
+    ("parse: event_time upper bound inclusive", "running_counts", _parse_upper_bound_inclusive, {},
+     {"rows", "dead letters"}),
+    ("parse: bad_utf8 dead-lettered as bad_json", "running_counts", _bad_utf8_as_bad_json, {}, {"dead letters"}),
+    ("parse: event_time lower bound 1 ms early", "running_counts", _parse_lower_bound_early, {},
+     {"rows", "dead letters"}),
+    ("sliding window slide 5 s -> 4 s", "windowed_counts", _windowed_slide, {}, {"rows", "late drops"}),
+    ("late drop named by window end", "windowed_counts", _windowed_late_named_by_end, {}, {"late drops"}),
+    ("session end 1 s short", "sessions", _session_end_short, {}, {"rows"}),
+    ("dedup watermark delay 5 s -> 20 s", "dedup", _dedup_delay, {}, {"rows", "late drops"}),
+    ("ysb window 10 s -> 5 s", "ysb", _ysb_window, {}, {"rows", "late drops"}),
+    ("a batch processed twice", "running_counts", lambda mp: None, {"repeat_batch": 3}, {"rows"}),
+]
+
+
+@pytest.mark.parametrize(("workload", "mutate", "options", "caught_by"),
+                         [pytest.param(*m[1:], id=m[0], marks=() if i < FAST else pytest.mark.slow)
+                          for i, m in enumerate(MUTANTS)])
+def test_a_mutant_of_the_legacy_logic_is_reported_different(monkeypatch: pytest.MonkeyPatch, workload: str,
+                                                           mutate: Callable, options: dict, caught_by: set[str]) -> None:
+    mutate(monkeypatch)
+    checks = _run_legacy(workload, **options)
+    assert _verdict(checks) == "DIFFERENT"
+    assert {c.part for c in checks if c.ok is False} == caught_by, [c.line() for c in checks]
+
+
+def test_a_parse_bound_off_by_one_is_caught_at_the_boundaries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No dataset holds an event at 2000-01-01, so no workload run sees this one: the contract's boundary records do."""
+    _mutate(monkeypatch, kit.events, "parse_event", "if not EVENT_TIME_MIN_MS <=", "if not EVENT_TIME_MIN_MS + 1 <=")
+    assert _verdict(_run_legacy("running_counts")) == "EQUIVALENT"  # the datasets cannot tell
+    differing = {ms for ms in BOUNDARY_TIMES if kit.events.parse_event(b'{"event_id":"e","user":"u","key":"k",'
+                 b'"ad_id":"a","ad_type":"banner","event_type":"view","event_time":' + str(ms).encode() + b"}")[1]
+                 != read_record(b'{"event_id":"e","user":"u","key":"k","ad_id":"a","ad_type":"banner",'
+                                b'"event_type":"view","event_time":' + str(ms).encode() + b"}")[1]}
+    assert differing == {946_684_800_000}
+
+
+# -- slow tier: the modern jobs on Spark ----------------------------------------------------------------------
+
+
+def _modern_run(name: str, build: Callable, tmp_path: Any, bootstrap_servers: str, spark: Any) -> str:
+    from compare.harness import run_engine
+
+    spec = workloads.get(name)
+    run = run_engine("modern", ((spec, build),), _DATASET, _frame(), bootstrap_servers=bootstrap_servers,
+                     spark=spark, workdir=tmp_path)
+    oracle = spec.oracle(_frame(), _DATASET)
+    against = diff_outputs(oracle.rows, workloads.final_result(spec, run.rows(name)), spec.key_columns,
+                           spec.value_columns)
+    return _verdict([Check("rows", "modern", against.equal, str(against.counts()))])
+
+
+def _modern_mutants() -> list[Any]:
+    import modern.workloads.dedup as dedup
+    import modern.workloads.join as join
+    import modern.workloads.windowed_counts as windowed
+
+    return [
+        pytest.param("windowed_counts", windowed, "WATERMARK_DELAY_MS", 10_000, id="modern watermark delay 5 s -> 10 s"),
+        pytest.param("windowed_counts", windowed, "WINDOWS", (("tumbling", 10_000, 10_000), ("sliding", 10_000, 4_000)),
+                     id="modern sliding window slide 5 s -> 4 s"),
+        pytest.param("dedup", dedup, "WATERMARK_DELAY_MS", 20_000, id="modern dedup watermark delay 5 s -> 20 s"),
+        pytest.param("join", join, "WITHIN_MS", 30_000, id="modern join bound 60 s -> 30 s"),
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "module", "constant", "value"), _modern_mutants())
+def test_a_mutant_of_a_modern_job_is_reported_different(monkeypatch: pytest.MonkeyPatch, tmp_path: Any,
+                                                       bootstrap_servers: str, spark: Any, name: str,
+                                                       module: ModuleType, constant: str, value: Any) -> None:
+    monkeypatch.setattr(module, constant, value)  # read when the query is built, in this process
+    assert _modern_run(name, module.build, tmp_path, bootstrap_servers, spark) == "DIFFERENT"
