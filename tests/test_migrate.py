@@ -33,11 +33,11 @@ EXPECTED: dict[str, list[tuple[int, str]]] = {
         (46, "event_time_operator"), (47, "Source.events"), (49, "Source.drop_late"),
     ],
     "legacy/workloads/join.py": [
-        (123, "Source.events"), (123, "DStream.filter"), (124, "Source.events"), (124, "DStream.filter"),
-        (125, "DStream.union"), (126, "DStream.map"), (126, "DStream.updateStateByKey"),
-        (129, "DStream.transformWith"), (130, "Source.drop_late"), (130, "DStream.filter"), (130, "DStream.map"),
-        (131, "DStream.transform"), (131, "DStream.window"), (131, "DStream._slideDuration"),
-        (132, "DStream.transform"),
+        (124, "Source.events"), (124, "DStream.filter"), (125, "Source.events"), (125, "DStream.filter"),
+        (126, "DStream.union"), (127, "DStream.map"), (127, "DStream.updateStateByKey"),
+        (130, "DStream.transformWith"), (131, "Source.drop_late"), (131, "DStream.filter"), (131, "DStream.map"),
+        (132, "DStream.transform"), (132, "DStream.window"), (132, "DStream._slideDuration"),
+        (133, "DStream.transform"),
     ],
     "legacy/workloads/running_counts.py": [
         (28, "Source.events"), (28, "DStream.map"), (28, "DStream.reduceByKey"), (29, "DStream.updateStateByKey"),
@@ -52,8 +52,8 @@ EXPECTED: dict[str, list[tuple[int, str]]] = {
         (92, "DStream.union"), (92, "DStream.window"),
     ],
     "legacy/workloads/ysb.py": [
-        (62, "Source.events"), (63, "DStream.filter"), (64, "DStream.map"), (65, "DStream.transform"),
-        (66, "DStream.map"), (68, "event_time_operator"), (71, "Source.drop_late"),
+        (63, "Source.events"), (64, "DStream.filter"), (65, "DStream.map"), (66, "DStream.transform"),
+        (67, "DStream.map"), (69, "event_time_operator"), (72, "Source.drop_late"),
     ],
     "examples/event_types.py": [
         (40, "Source.events"), (40, "DStream.map"), (41, "DStream.updateStateByKey"), (42, "DStream.filter"),
