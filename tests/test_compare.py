@@ -111,6 +111,10 @@ def test_compare_with_a_driver_killed_loses_and_duplicates_nothing(
         assert figures["latency_ms"]["p50"] <= figures["latency_ms"]["p99"] <= figures["latency_ms"]["max"]
         # The restarted driver resumed: its log holds two starts.
         assert (out / engine / "driver.log").read_text().count("--- driver start") == 2
+        # The first start warmed up over topics of its own, its outputs apart (the equivalence above: never counted).
+        assert figures["warmup_seconds"] > 0 and (out / engine / "warmup" / "running_counts").is_dir()
+        assert json.loads((out / engine / "control" / "warmup.json").read_text())["topics"]["events"].endswith(
+            f"-{engine}-warmup-events")
     _check_run_directory(out, metrics)
     assert "EQUIVALENT" in printed and metrics["faults_injected"]
     assert "Injected: legacy killed at" in (out / "report.md").read_text()
