@@ -30,6 +30,12 @@ One run, one broker, one Spark JVM, one machine:
    existing keys) are produced right after a batch boundary, so each lands in one batch; the ratio is the
    median processing time of such batches at the large state over the small one. Near 1: the state is
    incremental. (Legacy runs 5 s batches here, :data:`STATE_INTERVALS`, and may queue them.)
+5. **A batch's fixed cost on the compare path.** ``dmk compare running_counts`` itself (:func:`compare.run.run_compare`:
+   a driver process per engine, the messy profile's dead letters, the batch sinks, Spark's event log, the batch
+   caps, the default replay rate) over :data:`FIXED_COST_RECORDS` records: per engine the median processing time
+   of a batch with records (every one holds at most a thousand) and where it goes (the report's breakdown:
+   Spark planning, the offset and commit logs, the state store's commit, the sinks; Spark jobs and tasks per
+   batch), whether it kept up, and its latency after the start-up.
 
 Results go to ``<out>/bench-<UTC time>.json`` and ``.md``, and to ``latest.json``/``latest.md`` (the schema is
 in docs/bench.md), with the machine description and the exact command. :func:`readme_table` renders README's
@@ -131,6 +137,11 @@ STATE_FROM_KEYS = 10_000
 STATE_BATCH = 10_000
 STATE_SAMPLES = 5
 """Measured batches at each state size."""
+FIXED_COST_RECORDS = 6_000
+"""Records of the fixed-cost phase's compare run: the messy profile of ``dmk compare``'s default dataset, without
+its too-late records (a stream this short has no room for them: each needs 19 s of event time after it, and
+running_counts counts them like any other). 8 s of replay at the default rate (750 records/s), after each
+driver's warm-up; its batches hold at most 1,000 records."""
 STATE_INTERVALS = {"legacy": "5 s", "modern": "1 second"}
 """The state-growth runs' batch interval (legacy) and trigger (modern). Legacy ``updateStateByKey`` visits every
 key every batch, so a large state's batches outlast a 1 s interval and would queue behind each other
@@ -604,6 +615,35 @@ class _Bench:
                                         if get_engine(engine).batches_by_clock and not spans.empty else None),
         }
 
+    def fixed_cost(self) -> dict[str, Any]:
+        """``dmk compare running_counts`` over :data:`FIXED_COST_RECORDS` messy records: each engine's batch cost.
+
+        Per engine: the median processing time of a batch with records, the run's breakdown of it (medians per
+        phase, Spark jobs and tasks), whether it kept up, its latency p99 after the start-up, and its warm-up.
+        """
+        from compare.harness import dataset_spec
+        from compare.run import run_compare
+        from compare.settings import CompareSettings
+
+        out = self.workdir / f"compare-fixed-cost-{uuid.uuid4().hex[:6]}"
+        dataset = dataset_spec("messy", records=FIXED_COST_RECORDS, too_late_fraction=0.0)
+        result = run_compare(CompareSettings(
+            "running_counts", out_dir=out, dataset=dataset,
+            bootstrap_servers=self.bootstrap, master=self.settings.master, timeout_s=self.settings.timeout_s,
+            kafka_security=dict(self.settings.kafka_security),
+        ))
+        engines: dict[str, Any] = {}
+        for engine, m in result.metrics["engines"].items():
+            kept = m.get("kept_up") or {}
+            engines[engine] = {
+                "records": m["input_records"], "rate_rps": result.metrics["settings"]["rate_rps"],
+                "batch_ms_median": kept.get("batch_ms"), "kept_up": kept.get("kept_up"),
+                "p99_after_startup_ms": (m.get("latency_after_startup_ms") or {}).get("p99"),
+                "warmup_seconds": m.get("warmup_seconds"), "breakdown_ms": m.get("time_breakdown_ms") or {},
+            }
+        return {"workload": "running_counts", "records": FIXED_COST_RECORDS, "equivalent": result.equivalent,
+                "engines": engines}
+
     def state_growth(self, engine: str) -> dict[str, Any]:
         """Processing time of equal batches (updates of existing keys) at 10k keys and at ``state_keys``.
 
@@ -767,6 +807,8 @@ def run_bench(
         for engine in ENGINES:
             with _phase(progress, f"{engine} running_counts: state growth"):
                 results["state_growth"][engine] = bench.state_growth(engine)
+        with _phase(progress, "compare path: a batch's fixed cost"):
+            results["fixed_cost"] = bench.fixed_cost()
         # The engine a migration lands on: its state store is meant to be incremental (the legacy
         # updateStateByKey visits every key each batch by design; its ratio is in state_growth).
         results["state_growth_ratio"] = results["state_growth"]["modern"]["ratio"]

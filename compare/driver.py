@@ -8,6 +8,13 @@ process, waits for ``<out>/control/ready.json``, replays the dataset, then write
 processed everything up to there (and the batches that apply the last watermark), writes
 ``<out>/control/done.json`` and exits 0. SIGTERM stops it at once (exit 143).
 
+Before a paced replay the harness also fills warm-up topics with the dataset's first records and names them in
+``<out>/control/warmup.json``. The driver's first start then runs the same jobs over them, to their end, into
+``<out>/warmup/`` with a checkpoint of their own, before it says it is ready: the JVM's first compilations, the
+Python workers, code generation and the state store's first open are paid there, not by the measured replay
+(a production job pays them once per deployment, not once per run). ``<out>/control/warmed.json`` records how
+long it took; a restarted driver does not warm up again.
+
 Everything engine-specific is the engine's (:mod:`compare.engines`): its Spark session, starting its jobs
 (``recover=True``: a driver started again with the same config resumes from its checkpoint, which is how
 ``--kill-driver`` restarts it after a SIGKILL), and waiting for the end offsets. A failure is written to
@@ -27,15 +34,15 @@ import traceback
 from pathlib import Path
 
 from compare.engines import get_engine
-from kit.engine import DriverConfig
+from kit.engine import DriverConfig, Engine
 from kit.errors import RunTimeout
 from kit.kafka import java_client_settings, set_process_settings
 from kit.lifeline import exit_with_parent
 from kit.security import KAFKA_SECURITY_ENV, redact_text, secret_values
 
 __all__ = [
-    "CONTROL", "DONE", "DRAIN", "FAILED", "KAFKA_SECURITY_ENV", "OFFSET_STORE_ENV", "READY",
-    "main", "run", "write_json",
+    "CONTROL", "DONE", "DRAIN", "FAILED", "KAFKA_SECURITY_ENV", "OFFSET_STORE_ENV", "READY", "WARMED", "WARMUP",
+    "WARMUP_DIR", "main", "run", "write_json",
 ]
 
 CONTROL = "control"
@@ -43,6 +50,9 @@ OFFSET_STORE_ENV = "DMK_LEGACY_OFFSET_STORE"
 """Where the legacy driver's offset store is (``--offset-store``), passed outside the config file (a DSN may
 hold a password; the file holds it redacted)."""
 READY, DRAIN, DONE, FAILED = "ready.json", "drain.json", "done.json", "failed.json"
+WARMUP, WARMED = "warmup.json", "warmed.json"
+WARMUP_DIR = "warmup"
+"""Where the warm-up's outputs go, under the driver's output root (nothing reads them)."""
 
 
 class _Stop(Exception):
@@ -78,8 +88,37 @@ def _wait_for_drain(out: Path, timeout_s: float, parent: int) -> dict[str, dict[
                    "that long needs a larger drain_timeout_s")
             raise RunTimeout(msg, reached=None, expected=str(path))
         time.sleep(0.1)
-    raw = json.loads(path.read_text(encoding="utf-8"))
-    return {topic: {int(p): int(o) for p, o in parts.items()} for topic, parts in raw["end_offsets"].items()}
+    return _offsets(json.loads(path.read_text(encoding="utf-8"))["end_offsets"])
+
+
+def _offsets(raw: dict) -> dict[str, dict[int, int]]:
+    return {topic: {int(p): int(o) for p, o in parts.items()} for topic, parts in raw.items()}
+
+
+def _warm_up(engine: Engine, spark: object, config: DriverConfig, out: Path) -> None:
+    """Run ``config``'s jobs over the harness's warm-up topics to their end, once per run (see the module docstring).
+
+    The warm-up reads its own topics from their beginning and writes under ``<out>/warmup`` with a checkpoint of
+    its own, in the direct stream with checkpointed offsets whatever the run's legacy mode: it warms the job's
+    code, not the offset store or a receiver's consumer group.
+    """
+    plan, warmed = out / CONTROL / WARMUP, out / CONTROL / WARMED
+    if not plan.exists() or warmed.exists():
+        return
+    raw = json.loads(plan.read_text(encoding="utf-8"))
+    started = time.monotonic()
+    warm = dataclasses.replace(
+        config, topics=dict(raw["topics"]), out_dir=str(out / WARMUP_DIR),
+        checkpoint_dir=f"{config.checkpoint_dir.rstrip('/')}-{WARMUP_DIR}", stream="direct", offsets="checkpoint",
+        write_ahead_log=False, offset_store=None, job_name=None, fingerprint=None,
+    )
+    run = engine.start(spark, warm)
+    try:
+        # Its end offsets only: the batches after them (legacy) would wait out a queue of idle batches.
+        run.await_offsets(_offsets(raw["end_offsets"]), timeout_s=config.timeout_s, extra_batches=0)
+    finally:
+        run.stop()
+    write_json(warmed, {"seconds": round(time.monotonic() - started, 2)})
 
 
 def _drive(config: DriverConfig, out: Path) -> None:
@@ -87,6 +126,7 @@ def _drive(config: DriverConfig, out: Path) -> None:
     parent = os.getppid()
     spark = engine.session(config)
     try:
+        _warm_up(engine, spark, config, out)
         run = engine.start(spark, config, recover=True)
         try:
             write_json(out / CONTROL / READY, {"started_ms": _now_ms()})

@@ -193,6 +193,7 @@ def _measure(
             "input_records_lost": never,
             "input_records_repeated": repeated,
             "replay_seconds": round(outcome.replay.seconds, 2),
+            "warmup_seconds": outcome.warmup_s,
             "replay_started_ms": first_produced,
             "input_records": len(outcome.replay.log),
             "kept_up": kept.to_dict() | _latency_bound(settings, spec, steady) if kept else None,

@@ -40,6 +40,8 @@ from compare.driver import (
     KAFKA_SECURITY_ENV,
     OFFSET_STORE_ENV,
     READY,
+    WARMED,
+    WARMUP,
     write_json,
 )
 from compare.errors import EngineFailed
@@ -65,6 +67,15 @@ TRANSIENT_ERRORS = ("Python worker failed to connect back",)
 connect back, which an overloaded machine can miss. A driver failing with one of them is restarted from its
 checkpoint (at most :data:`MAX_RECOVERIES` times; counted in ``restarts``)."""
 MAX_RECOVERIES = 2
+WARMUP_BATCHES = 3
+"""Batches' worth of the dataset's first records (at the modern batch cap) a driver runs its jobs over before a
+paced replay starts (:mod:`compare.driver`): a cold driver's first batches are many times slower than the later
+ones, and a replay that started with them piled up a backlog the engine then worked off for most of the run."""
+
+PROGRESS_POLL_S = 1.0
+"""How often the harness reads the driver's batch log for the progress line while it waits for the drain. Every
+100 ms (the wait's poll), it parsed the whole log each time: a modern run's progress log is a few kB a
+micro-batch, so near the end of a run the harness parsed megabytes a second on the cores the engine runs on."""
 
 Progress = Callable[[str, int, int], None]
 """Called with (task, done, total): ``"replay legacy"``, ``"legacy"`` (records processed) ..."""
@@ -88,6 +99,8 @@ class EngineOutcome:
     """Planned faults injected after the replay ended (their time came after it), before the drain."""
     interval_s: float = 0.0
     """The engine's batch interval or trigger (0: back to back)."""
+    warmup_s: float | None = None
+    """How long the driver's warm-up took before the replay (None: no warm-up, the replay was not paced)."""
 
 
 _RUNNING: set[DriverProcess] = set()
@@ -310,14 +323,20 @@ def run_engine_process(
     try:
         if settings.rate_rps is None:
             outcome.replay = replay_with_progress()
+        else:
+            _fill_warmup(routed, settings, config, engine.name, run_id, kafka.bootstrap_servers, out)
+            progress(f"warm-up {engine.name}", 0, 1)
         driver.start()
         outcome.started_ms = driver.wait_for(READY, settings.timeout_s)["started_ms"]
+        if (out / CONTROL / WARMED).exists():
+            outcome.warmup_s = json.loads((out / CONTROL / WARMED).read_text(encoding="utf-8"))["seconds"]
+            progress(f"warm-up {engine.name}", 1, 1)
         if settings.rate_rps is not None:
             outcome.replay = _replay_with_faults(engine.name, settings, driver, kafka, replay_with_progress,
                                                  replay_s, outcome)
         write_json(out / CONTROL / DRAIN, {"end_offsets": outcome.replay.topic_end_offsets})
-        done = driver.wait_for(DONE, settings.timeout_s,
-                               on_poll=lambda: progress(engine.name, engine.processed_records(out), total))
+        processed = _every(PROGRESS_POLL_S, lambda: progress(engine.name, engine.processed_records(out), total))
+        done = driver.wait_for(DONE, settings.timeout_s, on_poll=processed)
         outcome.done_ms = done["done_ms"]
         progress(engine.name, total, total)
         driver.finish()
@@ -326,6 +345,39 @@ def run_engine_process(
     outcome.restarts = driver.starts - 1
     outcome.replay.log.to_parquet(out / "replay-log.parquet", index=False)
     return outcome
+
+
+def _every(period_s: float, action: Callable[[], None]) -> Callable[[], None]:
+    """``action``, called at most once per ``period_s`` however often the returned function is."""
+    last = [float("-inf")]
+
+    def throttled() -> None:
+        now = time.monotonic()
+        if now - last[0] >= period_s:
+            last[0] = now
+            action()
+
+    return throttled
+
+
+def _fill_warmup(
+    routed: pd.DataFrame, settings: CompareSettings, config: DriverConfig, engine: str, run_id: str,
+    bootstrap_servers: str, out: Path,
+) -> None:
+    """Produce the first :data:`WARMUP_BATCHES` batches' worth of ``routed`` into warm-up topics of their own.
+
+    ``routed`` holds input names in its ``topic`` column. The topics and their end offsets go to
+    ``control/warmup.json`` for the driver (:mod:`compare.driver`).
+    """
+    per_batch = int(config.source_options.get("maxOffsetsPerTrigger") or 1_000)
+    head = routed.head(min(len(routed), WARMUP_BATCHES * per_batch))
+    topics = {name: f"dmk-{run_id}-{engine}-warmup-{name}" for name in config.topics}
+    with Kafka(bootstrap_servers) as client:
+        for topic in topics.values():
+            client.create_topic(topic, settings.partitions)
+    result = replay(head.assign(topic=head["topic"].map(topics)), bootstrap_servers, ReplaySettings(
+        topic=topics[sorted(topics)[0]], partitions=settings.partitions, partition_by="seq"))
+    write_json(out / CONTROL / WARMUP, {"topics": topics, "end_offsets": result.topic_end_offsets})
 
 
 def _replay_with_faults(

@@ -125,6 +125,31 @@ def test_latency_targets_name_the_fixed_rate_of_newer_results() -> None:
     assert "## Latency at 30% of each engine's maximum (ms," in bench.render_markdown(_results(load_fraction=0.3))
 
 
+def test_fixed_cost_on_the_compare_path_is_a_target_with_its_breakdown() -> None:
+    cost = {"workload": "running_counts", "records": 4_000, "equivalent": True, "engines": {
+        "legacy": {"records": 4_000, "rate_rps": 750.0, "batch_ms_median": 300.0, "kept_up": True,
+                   "p99_after_startup_ms": 1_400.0, "warmup_seconds": 12.5,
+                   "breakdown_ms": {"scheduling delay": 5.0, "write running_counts": 260.0, "commit": 20.0,
+                                    "Spark jobs": 1.0, "tasks": 4.0}},
+        "modern": {"records": 4_000, "rate_rps": 750.0, "batch_ms_median": 120.0, "kept_up": True,
+                   "p99_after_startup_ms": 600.0, "warmup_seconds": 9.0,
+                   "breakdown_ms": {"queryPlanning": 30.0, "addBatch (read, process, state, sink)": 80.0}}}}
+    results = _results(fixed_cost=cost)
+    targets = {t["target"]: t for t in results["targets"]}
+    legacy = targets["legacy batch fixed cost on the compare path (median, ≤ 1,000 records)"]
+    assert (legacy["value"], legacy["goal"], legacy["met"], legacy["missed_by_factor"]) == (300.0, 150.0, False, 2.0)
+    assert targets["modern batch fixed cost on the compare path (median, ≤ 1,000 records)"]["met"] is True
+    text = bench.render_markdown(results)
+    assert "## A batch's fixed cost on the compare path (`dmk compare running_counts`)" in text
+    assert "| legacy | 750 | 300 | yes | 1,400 | 12.5 | write running_counts 260.0; commit 20.0; Spark jobs 1.0; tasks 4.0 |" in text
+    limits = bench.limits(results)
+    assert ("legacy batch on the compare path: 300 ms (median); its largest parts: write running_counts 260 ms, "
+            "commit 20 ms.") in limits
+    assert not any(limit.startswith("modern batch on the compare path") for limit in limits)
+    figures = bench_results.bench_figures(results)
+    assert figures["modern compare path: batch with records, median (ms)"] == (120.0, -1)
+
+
 def test_state_values_differ_only_in_their_key() -> None:
     template = b'{"event_id":"e1","user":"u1","key":"k0001","ad_id":"ad-1","ad_type":"banner","event_type":"view","event_time":1767225600000}'
     values = bench.state_values(3, template)
@@ -258,3 +283,10 @@ def test_bench_runs_every_phase_on_both_engines(spark, bootstrap_servers: str, t
         assert growth["keys_to"] == 20_000
         assert growth["processing_ms_small"] and growth["processing_ms_large"], engine
     assert results["state_growth_ratio"] == results["state_growth"]["modern"]["ratio"]
+    # The compare path's batch: a real dmk compare run, equal to the oracle, each engine's batches measured.
+    cost = results["fixed_cost"]
+    assert cost["equivalent"] is True and cost["records"] == bench.FIXED_COST_RECORDS
+    for engine in ("legacy", "modern"):
+        figures = cost["engines"][engine]
+        assert figures["records"] == bench.FIXED_COST_RECORDS and figures["batch_ms_median"] > 0
+        assert figures["warmup_seconds"] > 0 and figures["breakdown_ms"]["Spark jobs"] >= 1

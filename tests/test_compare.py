@@ -59,16 +59,23 @@ def _check_run_directory(out: Path, metrics: dict) -> None:
         assert f"{kept['backlog_at_end']:,} records" in kept["reason"] and kept["reason"] in report
         # running_counts has no watermark: the bound is two 1 s batch intervals.
         # The bound is judged after the start-up: the rows whose input came once the engine had caught up.
+        # Whether and when it caught up depends on the machine's speed (measured by the report and dmk bench,
+        # never asserted here): what is checked is that the report says what the figures say, either way.
         steady = figures["latency_after_startup_ms"]
-        assert kept["caught_up_ms"] is not None and kept["caught_up_ms"] >= 0
-        if kept["caught_up_ms"] > figures["replay_seconds"] * 1000:  # a driver killed early catches up late
+        if kept["caught_up_ms"] is None:  # a slow or loaded machine: the engine never caught up
+            assert steady["p99"] is None and kept["p99_within_bound"] is False
+            assert f"{kept['reason']} It never caught up with the replay." in report
+        else:
+            assert kept["caught_up_ms"] >= 0
+            assert f"Start-up: caught up {kept['caught_up_ms'] / 1000:.1f} s after the replay began." in report
+        if kept["caught_up_ms"] is None or kept["caught_up_ms"] > figures["replay_seconds"] * 1000:
+            # caught up only after the replay ended (a driver killed early), or never: no row after it
             assert steady["p99"] is None and kept["p99_within_bound"] is False
             assert "No output row's input came after that: over the 2 s" in report
         else:
             assert steady["p99"] <= figures["latency_ms"]["max"]
         assert kept["latency_bound_ms"] == 2000
         assert kept["p99_within_bound"] == (steady["p99"] is not None and steady["p99"] <= 2000)
-        assert f"Start-up: caught up {kept['caught_up_ms'] / 1000:.1f} s after the replay began." in report
         assert f"{'within' if kept['p99_within_bound'] else 'over'} the 2 s a run that keeps up stays within" in report
         # Where the time goes: the engine's own phases, and its Spark jobs and tasks from the event log.
         phases = figures["time_breakdown_ms"]
@@ -104,6 +111,10 @@ def test_compare_with_a_driver_killed_loses_and_duplicates_nothing(
         assert figures["latency_ms"]["p50"] <= figures["latency_ms"]["p99"] <= figures["latency_ms"]["max"]
         # The restarted driver resumed: its log holds two starts.
         assert (out / engine / "driver.log").read_text().count("--- driver start") == 2
+        # The first start warmed up over topics of its own, its outputs apart (the equivalence above: never counted).
+        assert figures["warmup_seconds"] > 0 and (out / engine / "warmup" / "running_counts").is_dir()
+        assert json.loads((out / engine / "control" / "warmup.json").read_text())["topics"]["events"].endswith(
+            f"-{engine}-warmup-events")
     _check_run_directory(out, metrics)
     assert "EQUIVALENT" in printed and metrics["faults_injected"]
     assert "Injected: legacy killed at" in (out / "report.md").read_text()
