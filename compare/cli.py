@@ -525,7 +525,7 @@ def cmd_compare_jobs(args: argparse.Namespace) -> int:
         modern=args.modern, out_dir=Path(args.out or f"runs/jobs-{time.strftime('%Y%m%dT%H%M%S')}"), mode=args.mode,
         output=args.output, partitions=args.partitions, rate_rps=args.rate, speed=args.speed, oracle=args.oracle,
         settle_batches=args.settle_batches, bootstrap_servers=args.bootstrap_servers, timeout_s=args.timeout,
-        kafka_security=args.kafka_security,
+        kafka_security=args.kafka_security, input_kind=args.input_kind, batch_records=args.batch_records,
     )
     progress, update = _compare_progress()
     with progress:
@@ -908,12 +908,20 @@ def build_parser() -> argparse.ArgumentParser:
     jobs.add_argument("--legacy", required=True, metavar="CMD", help='e.g. "python jobs/legacy.py {bootstrap} {topic} '
                       '{output_topic} {checkpoint}"')
     jobs.add_argument("--modern", required=True, metavar="CMD", help="the Structured Streaming job's command, likewise")
-    jobs.add_argument("--mode", choices=("final", "all"), default="final",
-                      help="final: the last row per key (default); all: every row, as a multiset")
-    jobs.add_argument("--output", default="topic", metavar="topic|dir|sql:DSN#TABLE",
-                      help="where the jobs write: {output_topic} (JSON values, default), files under {output_dir}, or "
+    jobs.add_argument("--mode", choices=("final", "all", "batches"), default="final",
+                      help="final: the last row per key (default); all: every row, as a multiset; batches: the rows "
+                           "of each batch, as a multiset, batches aligned by the input they consumed")
+    jobs.add_argument("--output", default="topic", metavar="topic|dir|sql:DSN#TABLE|printed[:NAME]",
+                      help="where the jobs write: {output_topic} (JSON values, default), files under {output_dir}, "
                            "a table per job ({output_table} = TABLE_legacy / TABLE_modern) in the SQLite file or "
-                           "PostgreSQL database DSN ({output_dsn})")
+                           "PostgreSQL database DSN ({output_dsn}), or what they print (pprint, print in foreachRDD/"
+                           "foreachBatch, the console sink; NAME = FILE:LINE of the call when a job prints several)")
+    jobs.add_argument("--input-kind", metavar="KIND[,KIND]",
+                      help="kafka, socket, files or queue (legacy,modern when they differ): how each job is fed the "
+                           "capture; default from its placeholders ({topic}, {socket_port}, {input_dir})")
+    jobs.add_argument("--batch-records", type=int, metavar="N",
+                      help="feed the input N records (lines) at a time; with --mode batches each chunk waits for the "
+                           "previous one's batch (default: a tenth of the input)")
     jobs.add_argument("--out", help="run directory (default runs/jobs-<time>)")
     jobs.add_argument("--partitions", type=int, help="input topic partitions (default: the capture's)")
     jobs.add_argument("--rate", type=float, help="replay at this many records/s (default: as fast as possible)")
