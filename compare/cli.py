@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import (
@@ -558,8 +558,40 @@ def cmd_migrate(args: argparse.Namespace) -> int:
             raise ConfigError(msg, field="out", expected="a writable file", actual=args.out) from None
         sys.stderr.write(f"draft Structured Streaming job written to {args.out} (review every TODO)\n")
     text = render_json(plan, modern) if args.json else render_markdown(plan, modern)
+    if args.verify:
+        return _verify_migration(args, plan, text)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
+
+
+def _verify_migration(args: argparse.Namespace, plan: Any, text: str) -> int:
+    """``dmk migrate --verify``: the draft (or --modern) against the job on a capture; one verdict (compare.verify)."""
+    from compare.verify import VerifySettings, verify
+    from migrate import draft
+
+    if not args.input or not args.key:
+        msg = ("--verify needs --input CAPTURE (dmk capture) and --key COL (the output's key: a printed tuple's _1, "
+               "or a column name)")
+        raise ConfigError(msg, field="verify", expected="--input and --key", actual=None)
+    settings = VerifySettings(
+        job=args.job, input_file=args.input, key=tuple(k.strip() for k in args.key.split(",") if k.strip()),
+        out_dir=Path(args.verify_out or f"runs/verify-{time.strftime('%Y%m%dT%H%M%S')}"), args=args.args or "",
+        mode=args.mode, modern=args.modern, draft_path=Path(args.out) if args.out else None,
+        input_kind=args.input_kind, batch_records=args.batch_records, bootstrap_servers=args.bootstrap_servers,
+        timeout_s=args.timeout,
+    )
+    progress, update = _compare_progress()
+    with progress:
+        verdict = verify(settings, write_draft=lambda _job: draft(plan), progress=update)
+    if args.json:
+        document = json.loads(text)
+        document["verified"] = verdict.to_json()
+        text = json.dumps(document, indent=2)
+    sys.stdout.write((text if text.endswith("\n") else text + "\n") + ("" if args.json else f"\n{verdict.line()}\n"))
+    if not args.json:
+        return verdict.exit_code
+    sys.stderr.write(verdict.line() + "\n")
+    return verdict.exit_code
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -950,6 +982,20 @@ def build_parser() -> argparse.ArgumentParser:
     mig.add_argument("--modern", metavar="NEW.py",
                      help="the Structured Streaming rewrite: say which findings it addressed, and print the "
                           "dmk compare-jobs command that proves it")
+    mig.add_argument("--verify", action="store_true",
+                     help="run the job and its draft (or --modern) through dmk compare-jobs on --input and print one "
+                          "verdict: proven equal (exit 0), differs (1) or cannot verify (2)")
+    mig.add_argument("--input", metavar="CAPTURE", help="with --verify: the capture both jobs are fed")
+    mig.add_argument("--key", metavar="COL[,COL]", help="with --verify: the output's key (_1 for a printed pair)")
+    mig.add_argument("--mode", choices=("final", "all", "batches"),
+                     help="with --verify: compare-jobs' mode (default: batches for printed output, else final)")
+    mig.add_argument("--args", metavar='"ARGS"', help='with --verify: both jobs\' arguments, with compare-jobs\' '
+                     'placeholders, e.g. "{bootstrap} {topic}", "{socket_host} {socket_port}", "{input_dir}"')
+    mig.add_argument("--input-kind", metavar="KIND[,KIND]", help="with --verify: compare-jobs' --input-kind")
+    mig.add_argument("--batch-records", type=int, metavar="N", help="with --verify: compare-jobs' --batch-records")
+    mig.add_argument("--verify-out", metavar="DIR", help="with --verify: run directory (default runs/verify-<time>)")
+    mig.add_argument("--timeout", type=float, default=600.0, help="with --verify: bound on each wait, in seconds")
+    _add_bootstrap(mig)
     mig.set_defaults(func=cmd_migrate)
 
     rpt = commands.add_parser("report", help="re-render report.md and report.html of a compare run directory")

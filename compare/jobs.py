@@ -283,10 +283,15 @@ class ScriptRun:
                    f"{log_tail(log)}")
         raise EngineFailed(msg, engine=self.engine.name, log=str(log))
 
-    def await_started(self, timeout_s: float) -> None:
-        """Wait until the job reports its first batch (it is reading)."""
+    def await_started(self, timeout_s: float, *, opened: bool = False) -> None:
+        """Wait until the job reports its first batch (it is reading), or, with ``opened``, opened its input.
+
+        A query on a socket or a directory runs no batch before it has data: that it opened its input is enough
+        (a socket's lines wait for its connection; a file source reads the files already there).
+        """
         deadline = time.monotonic() + timeout_s
-        while not written_lines(self.engine.progress_path(self.out)):
+        while not written_lines(self.engine.progress_path(self.out)) and not (
+                opened and written_lines(self.out / "inputs.jsonl")):
             if self.check(may_end=True):
                 break  # it ended by itself: await_offsets says whether it had consumed its input
             if time.monotonic() > deadline:
@@ -919,7 +924,7 @@ def _run_side(
     started = time.monotonic()
     sent_ms: list[int] = []
     try:
-        run.await_started(settings.timeout_s)
+        run.await_started(settings.timeout_s, opened=kind != "kafka" and not engine.batches_by_clock)
         run.check_input(kind)
         speed = None if settings.rate_rps is not None else settings.speed or 1e9
         if kind == "kafka":

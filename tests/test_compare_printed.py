@@ -193,3 +193,21 @@ def test_a_jobs_own_crash_is_found_under_the_jvms_noise(tmp_path: Path) -> None:
     log.write_text('Traceback (most recent call last):\n  File "/jobs/job.py", line 4, in <module>\n'
                    "    x = int(sys.argv[9])\nIndexError: list index out of range\n")
     assert job_error(log) == "IndexError: list index out of range (at job.py:4)"
+
+
+def test_migrate_verify_needs_a_capture_and_a_key(capsys: pytest.CaptureFixture[str]) -> None:
+    from compare.cli import main
+
+    code = main(["migrate", str(Path(__file__).parent / "print_jobs" / "legacy_queue.py"), "--verify"])
+    assert code == 2 and "--verify needs --input CAPTURE" in capsys.readouterr().err
+
+
+def test_a_verification_that_cannot_run_says_why_and_what_to_change(tmp_path: Path) -> None:
+    from compare.verify import CANNOT, VerifySettings, verify
+
+    job = str(Path(__file__).parent / "print_jobs" / "legacy_words.py")
+    verdict = verify(VerifySettings(job=job, input_file="words.jsonl", key=("_1",), out_dir=tmp_path, args="socket"),
+                     write_draft=lambda path: "print('draft')\n")
+    assert verdict.status == CANNOT and verdict.exit_code == 2
+    assert "--legacy names no input" in verdict.detail and 'give the job\'s arguments with --args' in verdict.detail
+    assert (tmp_path / "draft.py").read_text() == "print('draft')\n"  # the draft was written all the same
