@@ -18,7 +18,9 @@
 * printed output is recorded as rows in ``printed.jsonl`` beside the progress file, with its batch
   (``batch_id`` and the query's ``writer``) and its stream (``FILE:LINE`` of the call): every row of a
   ``format("console")`` sink (the console shows what Spark's console sink shows: ``numRows``, ``truncate``),
-  and every line the job prints (to ``sys.stdout``) inside a ``foreachBatch`` function.
+  and every line the job prints (to ``sys.stdout``) inside a ``foreachBatch`` function. A ``pprint``
+  reproduced there (a function named ``take_and_print`` calling ``rdd.take(num + 1)``, as Spark's pprint and
+  ``dmk migrate``'s drafts do) records every element of the batch as a row, not only the ``num`` it prints.
 
 Example (what ``python -m compare.jobrun --engine modern SCRIPT ARGS`` does)::
 
@@ -75,6 +77,20 @@ class _Tee(io.TextIOBase):
 
     def flush(self) -> None:
         self.console.flush()
+
+
+_BATCH = threading.local()  # the foreachBatch call running in this thread (its batch, its printed lines)
+
+
+def _values(element: Any) -> tuple[list[Any], list[str] | None]:
+    """An element as a row: a tuple's or list's items by position, a Row's or dict's by name, else one value."""
+    if hasattr(element, "asDict"):
+        return [_jsonable(v) for v in element], list(element.__fields__)
+    if isinstance(element, dict):
+        return [_jsonable(v) for v in element.values()], [str(k) for k in element]
+    if isinstance(element, (tuple, list)):
+        return [_jsonable(v) for v in element], None
+    return [_jsonable(element)], None
 
 
 def _jsonable(value: Any) -> Any:
@@ -226,15 +242,43 @@ def install(progress_path: str | Path) -> None:
         def recorded(frame: Any, batch_id: int) -> Any:
             console, tee = sys.stdout, _Tee(sys.stdout)
             sys.stdout = tee
+            _BATCH.context = {"stream": name, "writer": writer, "batch_id": batch_id, "tee": tee, "skip": []}
             try:
                 return func(frame, batch_id)
             finally:
                 sys.stdout = console
-                for line in "".join(tee.text).splitlines():
-                    _write(path_, "printed.jsonl", {"stream": name, "kind": "line", "writer": writer,
-                                                    "batch_id": batch_id, "line": line})
+                skipped = {i for start, count in _BATCH.context["skip"] for i in range(start, start + count)}
+                _BATCH.context = None
+                for n, line in enumerate("".join(tee.text).splitlines()):
+                    if n not in skipped:
+                        _write(path_, "printed.jsonl", {"stream": name, "kind": "line", "writer": writer,
+                                                        "batch_id": batch_id, "line": line})
 
         return recorded
+
+    from pyspark import RDD
+
+    rdd_take = RDD.take
+
+    def take_all_for_pprint(self: Any, num: int) -> Any:
+        """``RDD.take``, recording every element where a foreachBatch function's ``take_and_print`` calls it.
+
+        That is pprint reproduced per micro-batch (as ``dmk migrate``'s drafts do): all of the batch is a row
+        each, not only the ``num - 1`` elements it prints.
+        """
+        context = getattr(_BATCH, "context", None)
+        if context is None or sys._getframe(1).f_code.co_name != "take_and_print":
+            return rdd_take(self, num)
+        everything = self.collect()
+        for element in everything:
+            values, names = _values(element)
+            _write(path_, "printed.jsonl", {"stream": context["stream"], "kind": "row", "writer": context["writer"],
+                                            "batch_id": context["batch_id"], "values": values, "names": names})
+        shown = min(num - 1, len(everything))
+        # pprint's lines (frame, elements, "...", blank) are recorded as the rows above, not again as lines.
+        start = len("".join(context["tee"].text).splitlines())
+        context["skip"].append((start, 3 + shown + (1 if len(everything) > shown else 0) + 1))
+        return everything[:num]
 
     def for_each_batch_recorded(self: Any, func: Any) -> Any:
         self._dmk_writer = getattr(self, "_dmk_writer", None) or uuid.uuid4().hex
@@ -290,6 +334,7 @@ def install(progress_path: str | Path) -> None:
     for name in _FILE_FORMATS:
         setattr(DataStreamReader, name, file_reader(name))
     DataStreamWriter.foreachBatch = for_each_batch_recorded  # type: ignore[method-assign]
+    RDD.take = take_all_for_pprint  # type: ignore[method-assign]
     DataFrameReader.format = reading(DataFrameReader.format)  # type: ignore[method-assign]
     DataFrameWriter.format = batch_write_format  # type: ignore[method-assign]
     DataStreamWriter.format = stream_write_format  # type: ignore[method-assign]

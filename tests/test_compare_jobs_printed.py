@@ -110,7 +110,7 @@ def test_a_queue_job_fed_from_the_capture_equals_a_rewrite_reading_files(
 ) -> None:
     monkeypatch.chdir(REPO)
     numbers = write_capture(tmp_path / "numbers.jsonl", [str(n) for _ in range(3) for n in range(1, 201)])
-    code = main(["compare-jobs", "--input", str(numbers), "--key", "_1", "--output", "printed", "--mode", "batches",
+    code = main(["compare-jobs", "--input", str(numbers), "--key", "word", "--output", "printed", "--mode", "batches",
                  "--batch-records", "200", "--input-kind", "queue,files", "--out", str(tmp_path / "run"),
                  "--legacy", f"{JOBS}/legacy_queue.py", "--modern", f"{JOBS}/modern_words.py numbers {{input_dir}}",
                  "--timeout", "300"])
