@@ -39,6 +39,7 @@ import contextlib
 import html
 import json
 import os
+import re
 import shlex
 import signal
 import socket
@@ -715,13 +716,15 @@ def read_printed(out_dir: Path, side: str, chosen: str = "") -> pd.DataFrame:
     return frame
 
 
-def name_printed(frames: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+def name_printed(frames: Mapping[str, pd.DataFrame], key: tuple[str, ...] = ()) -> dict[str, pd.DataFrame]:
     """Both jobs' printed rows with the same column names.
 
-    Where a job's rows have names (a console sink's columns) they name the columns of both jobs by position
-    (a DStream's tuples have none): ``('word', 3)`` and a row ``word=word, count=3`` compare as ``word``,
-    ``count``. Where neither has names the columns stay ``_1``, ``_2``...
+    The columns are ``_1``, ``_2``... by position. Unless ``key`` is given that way, where a job's rows have
+    names (a console sink's columns) they name the columns of both jobs by position (a DStream's tuples have
+    none): ``('word', 3)`` and a row ``word=word, count=3`` compare as ``word``, ``count``.
     """
+    if key and all(re.fullmatch(r"_\d+", k) for k in key):
+        return dict(frames)
     names = next((f.attrs.get("names") for f in frames.values() if f.attrs.get("names")), None)
     named = {}
     for side, frame in frames.items():
@@ -869,7 +872,7 @@ def _shape(rows: pd.DataFrame, key: tuple[str, ...], mode: str, side: str) -> pd
     absent = [k for k in key if k not in rows.columns]
     if absent:
         msg = (f"the {side} job's output has no {absent[0]!r} field; it has {sorted(rows.columns)}. Pass --key with "
-               "the output's key fields")
+               "the output's key fields (printed tuples: _1, _2... by position)")
         raise ConfigError(msg, field="key", expected=list(rows.columns), actual=absent)
     if mode == "final":
         rows = rows.drop_duplicates(list(key), keep="last")
@@ -1002,7 +1005,7 @@ def compare_jobs(settings: JobsSettings, progress: Callable[[str, int, int], Non
         for name, engine in engines.items():
             outputs[name], figures[name] = _run_side(engine, settings, frame, kafka.bootstrap_servers, run_id, report)
     if _is_printed(settings.output):
-        outputs = name_printed(outputs)
+        outputs = name_printed(outputs, settings.key)
         for name, rows in outputs.items():
             figures[name]["printed_stream"] = rows.attrs.get("stream")
     key, mode, ranges = settings.key, settings.mode, list[tuple[int, int]]()

@@ -104,6 +104,7 @@ def test_printed_streams_are_chosen_by_name_and_named_by_the_side_that_has_names
     legacy = read_printed(tmp_path / "legacy", "legacy", "20")
     modern = read_printed(tmp_path / "modern", "modern", "20")  # one stream: NAME chooses among several only
     named = name_printed({"legacy": legacy, "modern": modern})
+    assert list(name_printed({"legacy": legacy, "modern": modern}, ("_1",))["modern"].columns) == [BATCH, "_1", "_2"]
     assert named["legacy"].to_dict("records") == [{BATCH: "1000", "word": "a", "count": 2}]
     assert named["modern"].to_dict("records") == [{BATCH: "q/0", "word": "a", "count": 2}]
     _printed(tmp_path / "silent", [])
