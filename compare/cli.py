@@ -932,8 +932,9 @@ def build_parser() -> argparse.ArgumentParser:
         "compare-jobs", help="your own DStream job and its Structured Streaming rewrite, unmodified, on a capture",
         description="Run two job scripts, each in its own process with the kit's stand-ins (pyspark.streaming.kafka; "
                     "format('kafka') without Spark's connector), on one replay each of a capture (dmk capture), and "
-                    "compare their outputs by key. Placeholders: {bootstrap}, {topic}, {output_topic}, {output_dir}, "
-                    "{checkpoint}. Exit 0 if equivalent, 1 if not, 2 on bad input or a job that crashed "
+                    "compare their outputs by key. Placeholders: {bootstrap}, {topic}, {socket_host}, {socket_port}, "
+                    "{input_dir}, {output_topic}, {output_dir}, {checkpoint}. Exit 0 if equivalent, 1 if not, 2 on "
+                    "bad input or a job that crashed "
                     "(docs/compare.md).")
     jobs.add_argument("--input", required=True, metavar="FILE", help="a capture written by dmk capture")
     jobs.add_argument("--key", required=True, metavar="COL[,COL]", help="the output's key fields")
