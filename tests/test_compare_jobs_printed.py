@@ -20,7 +20,7 @@ from kit.dataset import _manifest_path, _sha256
 
 REPO = Path(__file__).resolve().parents[1]
 JOBS = "python tests/print_jobs"
-WORDS = "spark stream batch word count kafka socket queue".split()
+WORDS = ["spark", "stream", "batch", "word", "count", "kafka", "socket", "queue"]
 
 
 def write_capture(path: Path, values: list[str]) -> Path:

@@ -7,6 +7,7 @@ The stand-ins' recorders run here on stand-in objects shaped like PySpark's (a t
 from __future__ import annotations
 
 import json
+import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -212,3 +213,60 @@ def test_a_verification_that_cannot_run_says_why_and_what_to_change(tmp_path: Pa
     assert verdict.status == CANNOT and verdict.exit_code == 2
     assert "--legacy names no input" in verdict.detail and 'give the job\'s arguments with --args' in verdict.detail
     assert (tmp_path / "draft.py").read_text() == "print('draft')\n"  # the draft was written all the same
+
+
+_FOREACH_BATCH = '''
+import json, sys
+from pyspark import RDD
+from pyspark.sql.streaming import DataStreamWriter
+
+# No JVM here: foreachBatch only keeps the function, so the stand-in's wrapper can be called as Spark would.
+DataStreamWriter.foreachBatch = lambda self, func: setattr(self, "batch_function", func) or self
+import modern.standin
+modern.standin.install(sys.argv[1])
+
+
+class Batch(RDD):
+    def __init__(self, elements):
+        self.elements = elements
+
+    def collect(self):
+        return list(self.elements)
+
+
+def job_function(frame, batch_id):  # what a draft's foreachBatch does: pprint per micro-batch, and a print
+    def take_and_print(time, rdd):
+        taken = rdd.take(3 + 1)
+        print("-------------------------------------------")
+        print("Time: %s" % time)
+        print("-------------------------------------------")
+        for record in taken[:3]:
+            print(record)
+        if len(taken) > 3:
+            print("...")
+        print("")
+
+    take_and_print("2026-01-01 10:00:00", Batch([("w%d" % i, i) for i in range(5)]))
+    print("done", batch_id)
+
+
+writer = object.__new__(DataStreamWriter)
+writer.foreachBatch(job_function)
+writer.batch_function(None, 4)
+'''
+
+
+def test_a_pprint_reproduced_in_foreachbatch_records_every_element(tmp_path: Path) -> None:
+    """The modern stand-in's foreachBatch wrapper, in a process of its own (install() patches PySpark's classes)."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", _FOREACH_BATCH, str(tmp_path / "progress.jsonl")],
+                          capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr[-2000:]
+    # The console shows what the job printed: three elements and "...".
+    assert done.stdout.splitlines()[3:] == ["('w0', 0)", "('w1', 1)", "('w2', 2)", "...", "", "done 4"]
+    entries = [json.loads(line) for line in (tmp_path / "printed.jsonl").read_text().splitlines()]
+    rows = printed_rows(entries)
+    # All five elements are rows, pprint's printed lines are not rows again; the job's own print is one.
+    assert [v for _, v, _ in rows] == [[f"w{i}", i] for i in range(5)] + [["done 4"]]
+    assert {b.rpartition("/")[2] for b, _, _ in rows} == {"4"}  # batch 4 (of no query: none was started here)
