@@ -957,7 +957,11 @@ def _run_side(
     finally:
         run.stop()
         engine.feed.close()
-    rows = read_output(settings.output, engine, config)
+    try:
+        rows = read_output(settings.output, engine, config)
+    except ConfigError as exc:  # raised once the other job has run too, so both jobs' logs are there to read
+        rows = pd.DataFrame()
+        rows.attrs["error"] = exc
     rows.to_json(out / "output.jsonl", orient="records", lines=True)
     spans = engine.batch_spans(out)
     busy = spans[spans["records"] > 0]
@@ -1004,6 +1008,9 @@ def compare_jobs(settings: JobsSettings, progress: Callable[[str, int, int], Non
                               on_start=on_broker_start) as kafka:
         for name, engine in engines.items():
             outputs[name], figures[name] = _run_side(engine, settings, frame, kafka.bootstrap_servers, run_id, report)
+    for rows in outputs.values():
+        if "error" in rows.attrs:
+            raise rows.attrs["error"]
     if _is_printed(settings.output):
         outputs = name_printed(outputs, settings.key)
         for name, rows in outputs.items():
