@@ -585,7 +585,7 @@ def _verify_migration(args: argparse.Namespace, plan: Any, text: str) -> int:
         verdict = verify(settings, write_draft=lambda _job: draft(plan), progress=update)
     if args.json:
         document = json.loads(text)
-        document["verified"] = verdict.to_json()
+        document["verified"], document["verification"] = verdict.verified, verdict.to_json()
         text = json.dumps(document, indent=2)
     sys.stdout.write((text if text.endswith("\n") else text + "\n") + ("" if args.json else f"\n{verdict.line()}\n"))
     if not args.json:

@@ -89,8 +89,13 @@ class Verdict:
         """The verdict as one line."""
         return f"{self.status.upper()}: {self.detail}"
 
+    @property
+    def verified(self) -> bool | None:
+        """The plan's job-level ``verified`` field: proven equal, differs, or null (it could not be verified)."""
+        return {EQUAL: True, DIFFERS: False}.get(self.status)
+
     def to_json(self) -> dict[str, Any]:
-        """The plan's job-level ``verified`` field."""
+        """The verdict in full (``verification`` beside the plan's ``verified``)."""
         return {"status": self.status, "detail": self.detail, "run_dir": str(self.run_dir), "rewrite": self.rewrite}
 
 
@@ -149,6 +154,9 @@ def verify(
     except (EngineFailed, RunTimeout, ConfigError, DatasetError) as exc:
         return Verdict(CANNOT, f"{exc}", out / "compare", rewrite)
     metrics = result.metrics
+    if str(metrics.get("verdict", "")).upper().startswith("NOTHING"):  # both outputs empty: no proof either way
+        return Verdict(CANNOT, f"nothing was compared: neither job wrote a row ({'; '.join(metrics.get('warnings', []))}"
+                               f"); see {result.out_dir / 'report.md'}", result.out_dir, rewrite)
     if result.equivalent:
         return Verdict(EQUAL, f"{rewrite} and {settings.job} agree on {metrics['records']:,} records ({mode}, by "
                               f"{', '.join(settings.key)}); report: {result.out_dir / 'report.md'}", result.out_dir,
