@@ -155,8 +155,9 @@ def verify(
         return Verdict(CANNOT, f"{exc}", out / "compare", rewrite)
     metrics = result.metrics
     if str(metrics.get("verdict", "")).upper().startswith("NOTHING"):  # both outputs empty: no proof either way
-        return Verdict(CANNOT, f"nothing was compared: neither job wrote a row ({'; '.join(metrics.get('warnings', []))}"
-                               f"); see {result.out_dir / 'report.md'}", result.out_dir, rewrite)
+        warnings = "; ".join(metrics.get("warnings", []))
+        return Verdict(CANNOT, f"nothing was compared: neither job wrote a row ({warnings}); see "
+                               f"{result.out_dir / 'report.md'}", result.out_dir, rewrite)
     if result.equivalent:
         return Verdict(EQUAL, f"{rewrite} and {settings.job} agree on {metrics['records']:,} records ({mode}, by "
                               f"{', '.join(settings.key)}); report: {result.out_dir / 'report.md'}", result.out_dir,
