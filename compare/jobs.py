@@ -901,6 +901,21 @@ def _offset_progress(progress: Callable[[str, int, int], None], task: str, done:
     return lambda sent, acked: progress(task, done + acked, total)
 
 
+def _between_batches(progress_path: Path, *, into: float = 0.25) -> None:
+    """Sleep until ``into`` of the way into the job's next batch interval, so a chunk fed now lands in one batch.
+
+    Both engines cut batches on multiples of their interval since the epoch (a DStream's batch times, a
+    processing-time trigger's), which the reported batch times give: the smallest gap between two of them,
+    to 100 ms (1 s when fewer than two were reported). A chunk fed right after a cut has most of an interval
+    to arrive before the next one.
+    """
+    times = sorted({int(row["batch_ms"]) for row in written_lines(progress_path)})
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False) if b - a >= 100]
+    interval = max(100, round(min(gaps) / 100) * 100) if gaps else 1000
+    now = time.time() * 1000
+    time.sleep(max(0.0, ((now // interval) + 1 + into) * interval - now) / 1000)
+
+
 def _run_side(
     engine: ScriptEngine, settings: JobsSettings, frame: pd.DataFrame, bootstrap: str, run_id: str,
     progress: Callable[[str, int, int], None],
@@ -934,6 +949,8 @@ def _run_side(
             parts = [ordered.iloc[c[0]:c[-1] + 1] for c in chunks if c] if by_batch else [ordered]
             done = 0
             for part in parts:
+                if by_batch and part is not parts[0]:
+                    _between_batches(engine.progress_path(out))
                 replayed = replay_capture(
                     part, bootstrap, topic, speed=speed, rate_rps=settings.rate_rps, partitions=partitions,
                     on_progress=_offset_progress(progress, f"replay {engine.name}", done, len(frame)))
@@ -944,6 +961,8 @@ def _run_side(
         else:
             fed = 0
             for index, chunk in enumerate(chunks):
+                if by_batch and index:
+                    _between_batches(engine.progress_path(out))
                 sent_ms.append(time.time_ns() // 1_000_000)
                 engine.feed.send(index, settings.timeout_s)
                 fed += len(chunk)
