@@ -137,11 +137,11 @@ def verify(
         rewrite = str(path)
     output = _output_of(settings.args)
     mode = settings.mode or ("batches" if output == "printed" else "final")
-    command = "python {} " + settings.args
     try:
         jobs = JobsSettings(
-            input_file=settings.input_file, key=settings.key, legacy=command.format(shlex.quote(settings.job)),
-            modern=command.format(shlex.quote(rewrite)), out_dir=out / "compare", mode=mode, output=output,
+            input_file=settings.input_file, key=settings.key, out_dir=out / "compare", mode=mode, output=output,
+            legacy=f"python {shlex.quote(settings.job)} {settings.args}",
+            modern=f"python {shlex.quote(rewrite)} {settings.args}",
             bootstrap_servers=settings.bootstrap_servers, timeout_s=settings.timeout_s,
             input_kind=settings.input_kind, batch_records=settings.batch_records,
         )

@@ -210,6 +210,10 @@ def test_a_verification_that_cannot_run_says_why_and_what_to_change(tmp_path: Pa
     job = str(Path(__file__).parent / "print_jobs" / "legacy_words.py")
     verdict = verify(VerifySettings(job=job, input_file="words.jsonl", key=("_1",), out_dir=tmp_path, args="socket"),
                      write_draft=lambda path: "print('draft')\n")
+    # A placeholder in the arguments is compare-jobs' to fill; a bad one is refused before anything runs.
+    bad = verify(VerifySettings(job=job, input_file="words.jsonl", key=("_1",), out_dir=tmp_path / "b",
+                                args="files {input_dir} {brokers}"), write_draft=lambda path: "")
+    assert bad.status == CANNOT and "names {brokers}; the placeholders are" in bad.detail
     assert verdict.status == CANNOT and verdict.exit_code == 2
     assert "--legacy names no input" in verdict.detail and 'give the job\'s arguments with --args' in verdict.detail
     assert (tmp_path / "draft.py").read_text() == "print('draft')\n"  # the draft was written all the same
