@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from rich.console import Console
 from rich.progress import (
@@ -573,7 +573,7 @@ def cmd_compare_jobs(args: argparse.Namespace) -> int:
         modern=args.modern, out_dir=Path(args.out or f"runs/jobs-{time.strftime('%Y%m%dT%H%M%S')}"), mode=args.mode,
         output=args.output, partitions=args.partitions, rate_rps=args.rate, speed=args.speed, oracle=args.oracle,
         settle_batches=args.settle_batches, bootstrap_servers=args.bootstrap_servers, timeout_s=args.timeout,
-        kafka_security=args.kafka_security,
+        kafka_security=args.kafka_security, input_kind=args.input_kind, batch_records=args.batch_records,
     )
     progress, update = _compare_progress()
     with progress:
@@ -626,8 +626,40 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     draft_runs = bool(make_draft(plan).runs) if args.json and make_draft is not None else None
     text = (render_json(plan, modern, draft_runs=draft_runs, verified=None) if args.json
             else render_markdown(plan, modern))
+    if args.verify:
+        return _verify_migration(args, plan, text)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
+
+
+def _verify_migration(args: argparse.Namespace, plan: Any, text: str) -> int:
+    """``dmk migrate --verify``: the draft (or --modern) against the job on a capture; one verdict (compare.verify)."""
+    from compare.verify import VerifySettings, verify
+    from migrate import draft
+
+    if not args.input or not args.key:
+        msg = ("--verify needs --input CAPTURE (dmk capture) and --key COL (the output's key: a printed tuple's _1, "
+               "or a column name)")
+        raise ConfigError(msg, field="verify", expected="--input and --key", actual=None)
+    settings = VerifySettings(
+        job=args.job, input_file=args.input, key=tuple(k.strip() for k in args.key.split(",") if k.strip()),
+        out_dir=Path(args.verify_out or f"runs/verify-{time.strftime('%Y%m%dT%H%M%S')}"), args=args.args or "",
+        mode=args.mode, modern=args.modern, draft_path=Path(args.out) if args.out else None,
+        input_kind=args.input_kind, batch_records=args.batch_records, bootstrap_servers=args.bootstrap_servers,
+        timeout_s=args.timeout,
+    )
+    progress, update = _compare_progress()
+    with progress:
+        verdict = verify(settings, write_draft=lambda _job: draft(plan), progress=update)
+    if args.json:
+        document = json.loads(text)
+        document["verified"], document["verification"] = verdict.verified, verdict.to_json()
+        text = json.dumps(document, indent=2)
+    sys.stdout.write((text if text.endswith("\n") else text + "\n") + ("" if args.json else f"\n{verdict.line()}\n"))
+    if not args.json:
+        return verdict.exit_code
+    sys.stderr.write(verdict.line() + "\n")
+    return verdict.exit_code
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -985,20 +1017,29 @@ def build_parser() -> argparse.ArgumentParser:
         "compare-jobs", help="your own DStream job and its Structured Streaming rewrite, unmodified, on a capture",
         description="Run two job scripts, each in its own process with the kit's stand-ins (pyspark.streaming.kafka; "
                     "format('kafka') without Spark's connector), on one replay each of a capture (dmk capture), and "
-                    "compare their outputs by key. Placeholders: {bootstrap}, {topic}, {output_topic}, {output_dir}, "
-                    "{checkpoint}. Exit 0 if equivalent, 1 if not, 2 on bad input or a job that crashed "
+                    "compare their outputs by key. Placeholders: {bootstrap}, {topic}, {socket_host}, {socket_port}, "
+                    "{input_dir}, {output_topic}, {output_dir}, {checkpoint}. Exit 0 if equivalent, 1 if not, 2 on "
+                    "bad input or a job that crashed "
                     "(docs/compare.md).")
     jobs.add_argument("--input", required=True, metavar="FILE", help="a capture written by dmk capture")
     jobs.add_argument("--key", required=True, metavar="COL[,COL]", help="the output's key fields")
     jobs.add_argument("--legacy", required=True, metavar="CMD", help='e.g. "python jobs/legacy.py {bootstrap} {topic} '
                       '{output_topic} {checkpoint}"')
     jobs.add_argument("--modern", required=True, metavar="CMD", help="the Structured Streaming job's command, likewise")
-    jobs.add_argument("--mode", choices=("final", "all"), default="final",
-                      help="final: the last row per key (default); all: every row, as a multiset")
-    jobs.add_argument("--output", default="topic", metavar="topic|dir|sql:DSN#TABLE",
-                      help="where the jobs write: {output_topic} (JSON values, default), files under {output_dir}, or "
+    jobs.add_argument("--mode", choices=("final", "all", "batches"), default="final",
+                      help="final: the last row per key (default); all: every row, as a multiset; batches: the rows "
+                           "of each batch, as a multiset, batches aligned by the input they consumed")
+    jobs.add_argument("--output", default="topic", metavar="topic|dir|sql:DSN#TABLE|printed[:NAME]",
+                      help="where the jobs write: {output_topic} (JSON values, default), files under {output_dir}, "
                            "a table per job ({output_table} = TABLE_legacy / TABLE_modern) in the SQLite file or "
-                           "PostgreSQL database DSN ({output_dsn})")
+                           "PostgreSQL database DSN ({output_dsn}), or what they print (pprint, print in foreachRDD/"
+                           "foreachBatch, the console sink; NAME = FILE:LINE of the call when a job prints several)")
+    jobs.add_argument("--input-kind", metavar="KIND[,KIND]",
+                      help="kafka, socket, files or queue (legacy,modern when they differ): how each job is fed the "
+                           "capture; default from its placeholders ({topic}, {socket_port}, {input_dir})")
+    jobs.add_argument("--batch-records", type=int, metavar="N",
+                      help="feed the input N records (lines) at a time; with --mode batches each chunk waits for the "
+                           "previous one's batch (default: a tenth of the input)")
     jobs.add_argument("--out", help="run directory (default runs/jobs-<time>)")
     jobs.add_argument("--partitions", type=int, help="input topic partitions (default: the capture's)")
     jobs.add_argument("--rate", type=float, help="replay at this many records/s (default: as fast as possible)")
@@ -1028,6 +1069,20 @@ def build_parser() -> argparse.ArgumentParser:
     mig.add_argument("--modern", metavar="NEW.py",
                      help="the Structured Streaming rewrite: say which findings it addressed, and print the "
                           "dmk compare-jobs command that proves it")
+    mig.add_argument("--verify", action="store_true",
+                     help="run the job and its draft (or --modern) through dmk compare-jobs on --input and print one "
+                          "verdict: proven equal (exit 0), differs (1) or cannot verify (2)")
+    mig.add_argument("--input", metavar="CAPTURE", help="with --verify: the capture both jobs are fed")
+    mig.add_argument("--key", metavar="COL[,COL]", help="with --verify: the output's key (_1 for a printed pair)")
+    mig.add_argument("--mode", choices=("final", "all", "batches"),
+                     help="with --verify: compare-jobs' mode (default: batches for printed output, else final)")
+    mig.add_argument("--args", metavar='"ARGS"', help='with --verify: both jobs\' arguments, with compare-jobs\' '
+                     'placeholders, e.g. "{bootstrap} {topic}", "{socket_host} {socket_port}", "{input_dir}"')
+    mig.add_argument("--input-kind", metavar="KIND[,KIND]", help="with --verify: compare-jobs' --input-kind")
+    mig.add_argument("--batch-records", type=int, metavar="N", help="with --verify: compare-jobs' --batch-records")
+    mig.add_argument("--verify-out", metavar="DIR", help="with --verify: run directory (default runs/verify-<time>)")
+    mig.add_argument("--timeout", type=float, default=600.0, help="with --verify: bound on each wait, in seconds")
+    _add_bootstrap(mig)
     mig.set_defaults(func=cmd_migrate)
 
     rpt = commands.add_parser("report", help="re-render report.md and report.html of a compare run directory")

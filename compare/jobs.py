@@ -33,15 +33,20 @@ Example::
 
 from __future__ import annotations
 
+import ast
+import bisect
 import contextlib
 import html
 import json
 import os
+import re
 import shlex
 import signal
+import socket
 import string
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -57,7 +62,7 @@ from compare.errors import EngineFailed
 from compare.supervise import log_tail
 from kit import workloads
 from kit.broker import kafka_or_embedded
-from kit.capture import read_capture, replay_capture
+from kit.capture import arrival_order, read_capture, replay_capture
 from kit.engine import BATCH_SPAN_COLUMNS, DriverConfig, ProcessedRange, written_lines
 from kit.errors import ConfigError, RunTimeout
 from kit.kafka import Kafka, java_client_settings, using_process_settings
@@ -67,11 +72,16 @@ __all__ = [
     "MODES", "PLACEHOLDERS", "QUIET_S", "JobsResult", "JobsSettings", "ScriptEngine", "compare_jobs", "read_output",
 ]
 
-PLACEHOLDERS = ("bootstrap", "topic", "output_topic", "output_dir", "output_dsn", "output_table", "checkpoint")
+PLACEHOLDERS = ("bootstrap", "topic", "output_topic", "output_dir", "output_dsn", "output_table", "checkpoint",
+                "socket_host", "socket_port", "input_dir")
 """What a job command may name: the Kafka, the replayed input topic, a fresh output topic, a fresh output
 directory, the output database and the job's own table in it (``--output sql:DSN#TABLE``: ``TABLE_legacy``,
-``TABLE_modern``), and a fresh checkpoint directory."""
-MODES = ("final", "all")
+``TABLE_modern``), a fresh checkpoint directory, and the inputs other than Kafka: the job's own socket server
+(``socket_host``, ``socket_port``) and the directory its input files are written into (``input_dir``)."""
+MODES = ("final", "all", "batches")
+INPUT_KINDS = ("kafka", "socket", "files", "queue")
+"""How a job reads the capture: a Kafka topic, lines from a socket, lines in files written into a directory, or
+elements of ``queueStream``'s queue (filled by the stand-in)."""
 QUIET_S = 3.0
 """How long a query job must report no batch, after its input is consumed, to count as settled."""
 SIDES = ("legacy", "modern")
@@ -118,13 +128,22 @@ class JobsSettings:
     bootstrap_servers: str | None = None
     timeout_s: float = 600.0
     kafka_security: Mapping[str, str] = field(default_factory=dict, repr=False)
+    input_kind: str | None = None
+    batch_records: int | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             msg = f"--mode must be one of {', '.join(MODES)}, got {self.mode!r}"
             raise ConfigError(msg, field="mode", expected=MODES, actual=self.mode)
-        if self.output not in ("topic", "dir"):
+        if self.output not in ("topic", "dir") and not _is_printed(self.output):
             _sql_output(self.output)
+        if self.mode == "batches" and self.output not in ("topic",) and not _is_printed(self.output):
+            msg = (f"--mode batches needs outputs whose batch is known: --output printed or topic, got "
+                   f"{self.output!r}; use --mode final or all for this output")
+            raise ConfigError(msg, field="mode", expected=("printed", "topic"), actual=self.output)
+        if self.batch_records is not None and self.batch_records < 1:
+            msg = f"--batch-records must be at least 1, got {self.batch_records}"
+            raise ConfigError(msg, field="batch_records", expected=">= 1", actual=self.batch_records)
         if not self.key:
             msg = "--key needs at least one column of the jobs' output (e.g. --key customer)"
             raise ConfigError(msg, field="key", expected="column names", actual=self.key)
@@ -132,28 +151,111 @@ class JobsSettings:
             msg = "give --rate or --speed, not both"
             raise ConfigError(msg, field="rate", expected="one of them", actual=(self.rate_rps, self.speed))
         for side, command in (("legacy", self.legacy), ("modern", self.modern)):
-            _check_command(side, command, self.output)
+            _check_command(side, command, self.output, self.input_kinds[side])
+
+    @property
+    def input_kinds(self) -> dict[str, str]:
+        """Each job's input kind: ``--input-kind`` (``KIND`` or ``LEGACY,MODERN``), else its placeholders'."""
+        given = [k.strip() for k in (self.input_kind or "").split(",") if k.strip()]
+        bad = [k for k in given if k not in INPUT_KINDS]
+        if bad or len(given) > 2:
+            msg = (f"--input-kind must be one of {', '.join(INPUT_KINDS)}, or two of them (legacy,modern), got "
+                   f"{self.input_kind!r}")
+            raise ConfigError(msg, field="input_kind", expected=INPUT_KINDS, actual=self.input_kind)
+        kinds = {}
+        for n, (side, command) in enumerate((("legacy", self.legacy), ("modern", self.modern))):
+            kinds[side] = given[min(n, len(given) - 1)] if given else _placeholder_kind(side, command)
+        return kinds
 
 
-def _check_command(side: str, command: str, output: str) -> None:
+def _is_printed(output: str) -> bool:
+    return output == "printed" or output.startswith("printed:")
+
+
+def _placeholder_kind(side: str, command: str) -> str:
+    names = {name for _, name, _, _ in string.Formatter().parse(command) if name}
+    if names & {"socket_host", "socket_port"}:
+        return "socket"
+    if "input_dir" in names:
+        return "files"
+    if "topic" in names:
+        return "kafka"
+    msg = (f"--{side} names no input: pass {{topic}} (Kafka), {{socket_host}} {{socket_port}} (socketTextStream, "
+           "format('socket')) or {input_dir} (textFileStream, file sources) in its command, or --input-kind "
+           "queue|socket|files for a queueStream, socket or directory the job opens itself (the stand-in feeds it)")
+    raise ConfigError(msg, field=side, expected=("{topic}", "{socket_port}", "{input_dir}"), actual=sorted(names))
+
+
+def _check_command(side: str, command: str, output: str, kind: str = "kafka") -> None:
     names = {name for _, name, _, _ in string.Formatter().parse(command) if name}
     unknown = sorted(names - set(PLACEHOLDERS))
     if unknown:
         known = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
         msg = f"--{side} names {{{unknown[0]}}}; the placeholders are {known}"
         raise ConfigError(msg, field=side, expected=PLACEHOLDERS, actual=unknown)
-    needed = ["bootstrap", "topic", {"topic": "output_topic", "dir": "output_dir"}.get(output, "output_table")]
+    needed = ["bootstrap", "topic"] if kind == "kafka" else []
+    if not _is_printed(output):
+        needed.append({"topic": "output_topic", "dir": "output_dir"}.get(output, "output_table"))
+    if output == "topic" and "bootstrap" not in needed:
+        needed.insert(0, "bootstrap")
     missing = [p for p in needed if p not in names]
     if missing:
         msg = (f"--{side} never names {{{missing[0]}}}: the job could not find its "
                f"{'Kafka' if missing[0] == 'bootstrap' else 'input' if missing[0] == 'topic' else 'output'}; "
-               f"pass it as an argument, e.g. \"python job.py {{bootstrap}} {{topic}} {{{needed[2]}}} {{checkpoint}}\"")
+               f"pass it as an argument, e.g. \"python job.py {' '.join('{' + p + '}' for p in needed)} "
+               "{checkpoint}\"")
         raise ConfigError(msg, field=side, expected=needed, actual=sorted(names))
     argv = shlex.split(command)
     if len(argv) < 2 or Path(argv[0]).name not in ("python", "python3", Path(sys.executable).name):
         msg = (f"--{side} must run a Python script or module with python (\"python job.py ...\" or \"python -m "
                f"pkg.job ...\"), got {command!r}: the kit's stand-ins are installed in that interpreter")
         raise ConfigError(msg, field=side, expected="python SCRIPT ...", actual=command)
+
+
+# -- a job's own crash -------------------------------------------------------------------------------------
+
+_NOISE = ("Py4JNetworkError", "Py4JError", "ConnectionRefusedError", "ConnectionResetError", "BrokenPipeError",
+          "KeyboardInterrupt", "Answer from Java side is empty", "SystemExit")
+"""Exceptions of a driver being shut down (py4j losing its JVM), not of the job's own code."""
+_NOT_THE_JOBS = (f"{os.sep}pyspark{os.sep}", f"{os.sep}py4j{os.sep}", f"{os.sep}runpy.py", f"{os.sep}threading.py",
+                 f"{os.sep}socketserver.py", f"compare{os.sep}jobrun.py", f"legacy{os.sep}standin.py",
+                 f"modern{os.sep}standin.py", f"{os.sep}site-packages{os.sep}",
+                 f"{os.sep}dist-packages{os.sep}")
+
+
+def job_error(log: Path) -> str | None:
+    """The job's own crash in its log: the first Python traceback that is not py4j's or the JVM's shutdown noise.
+
+    Returns ``"ExceptionType: message (at FILE:LINE)"``, the line being the job's innermost frame outside
+    PySpark, py4j and installed libraries, or None when the log holds no such traceback. A Python worker's
+    traceback quoted in a Java exception (``PythonException: Traceback ...``) counts: that is where a
+    foreachRDD function's or a UDF's error is.
+    """
+    try:
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    found: list[tuple[str, str | None]] = []
+    for i, line in enumerate(lines):
+        if "Traceback (most recent call last):" not in line:
+            continue
+        frame = None
+        for j in range(i + 1, min(len(lines), i + 400)):
+            text = lines[j]
+            if text.startswith((" ", "\t")):
+                stripped = text.strip()
+                if stripped.startswith('File "') and not any(part in stripped for part in _NOT_THE_JOBS):
+                    where, _, rest = stripped[6:].partition('", line ')
+                    frame = f"{os.path.basename(where)}:{rest.split(',')[0]}"
+                continue
+            if text.strip() and not text.startswith(("During handling", "The above exception")):
+                if not any(noise in text for noise in _NOISE):
+                    found.append((text.strip()[:300], frame))
+                break
+    for exc, frame in found:
+        if frame is not None:
+            return f"{exc} (at {frame})"
+    return found[0][0] if found else None
 
 
 # -- the script engine -------------------------------------------------------------------------------------
@@ -165,40 +267,73 @@ class ScriptRun:
     def __init__(self, engine: ScriptEngine, process: subprocess.Popen, out: Path) -> None:
         self.engine, self.process, self.out = engine, process, out
 
-    def check(self) -> None:
-        """Raise :class:`EngineFailed` (with the log's tail) if the job's process has exited."""
-        if self.process.poll() is not None:
-            log = self.out / "job.log"
-            msg = (f"the {self.engine.name} job exited with code {self.process.returncode} before it was done; last "
-                   f"lines of {log}:\n{log_tail(log)}")
-            raise EngineFailed(msg, engine=self.engine.name, log=str(log))
+    def check(self, *, may_end: bool = False) -> bool:
+        """Raise :class:`EngineFailed` if the job's process has exited (with code 0 too, unless ``may_end``).
 
-    def await_started(self, timeout_s: float) -> None:
-        """Wait until the job reports its first batch (it is reading)."""
+        The error names the job's own crash when its log holds one (:func:`job_error`), else the log's tail.
+        Returns whether the process has ended (with code 0; ``may_end`` only).
+        """
+        code = self.process.poll()
+        if code is None or (code == 0 and may_end):
+            return code is not None
+        log = self.out / "job.log"
+        own = job_error(log)
+        if own is not None:
+            msg = f"the {self.engine.name} job failed in its own code: {own}; its log: {log}"
+        else:
+            msg = (f"the {self.engine.name} job exited with code {code} before it was done; last lines of {log}:\n"
+                   f"{log_tail(log)}")
+        raise EngineFailed(msg, engine=self.engine.name, log=str(log))
+
+    def await_started(self, timeout_s: float, *, opened: bool = False) -> None:
+        """Wait until the job reports its first batch (it is reading), or, with ``opened``, opened its input.
+
+        A query on a socket or a directory runs no batch before it has data: that it opened its input is enough
+        (a socket's lines wait for its connection; a file source reads the files already there).
+        """
         deadline = time.monotonic() + timeout_s
-        while not written_lines(self.engine.progress_path(self.out)):
-            self.check()
+        while not written_lines(self.engine.progress_path(self.out)) and not (
+                opened and written_lines(self.out / "inputs.jsonl")):
+            if self.check(may_end=True):
+                break  # it ended by itself: await_offsets says whether it had consumed its input
             if time.monotonic() > deadline:
-                msg = (f"the {self.engine.name} job reported no batch within {timeout_s:.0f} s of its start; see "
-                       f"{self.out / 'job.log'}. Does it start a StreamingContext or a query on the given topic?")
+                own = job_error(self.out / "job.log")
+                msg = (f"the {self.engine.name} job reported no batch within {timeout_s:.0f} s of its start; " + (
+                    f"it failed in its own code: {own}; " if own else "") + f"see {self.out / 'job.log'}. Does it "
+                    "start a StreamingContext or a query on the given input?")
                 raise RunTimeout(msg, reached=None, expected="a first batch")
             time.sleep(0.2)
 
+    def check_input(self, kind: str) -> None:
+        """Raise :class:`ConfigError` if the job opened inputs, none of them of ``kind`` (what is fed to it)."""
+        opened = written_lines(self.out / "inputs.jsonl")
+        if opened and not any(row["kind"] == kind for row in opened):
+            seen = ", ".join(f"{row['kind']} at {row['at']}" for row in opened)
+            msg = (f"the {self.engine.name} job reads no {kind} input, which is what it was given; it opened {seen}: "
+                   f"pass --input-kind {opened[0]['kind']} (or the placeholders of that input); both jobs' logs are "
+                   f"under {self.out.parent}")
+            raise ConfigError(msg, field="input_kind", expected=opened[0]["kind"], actual=kind)
+
     def await_offsets(
-        self, end_offsets: Mapping[str, Mapping[int, int]], *, timeout_s: float, extra_batches: int = 2
+        self, end_offsets: Mapping[str, Mapping[int, int]], *, timeout_s: float, extra_batches: int = 2,
+        lines: int | None = None,
     ) -> None:
-        """Wait until the job's completed batches cover ``end_offsets``, then until it settles.
+        """Wait until the job's completed batches cover ``end_offsets`` (or ``lines`` elements), then until it settles.
 
         A DStream job settles after ``extra_batches`` batches more (its batches come every interval, idle or
         not). A query reports progress only for batches that run, so it has settled once no batch has been
-        reported for :data:`QUIET_S` (a no-data batch applying a watermark comes right after the last one).
+        reported for :data:`QUIET_S` (a no-data batch applying a watermark comes right after the last one). A
+        job may end by itself (exit code 0) once it has consumed its input. ``extra_batches=0``: return as soon
+        as the input is covered (a chunk of ``--mode batches``).
         """
         deadline = time.monotonic() + timeout_s
         wanted = {(t, p): e for t, parts in end_offsets.items() for p, e in parts.items()}
+        if lines is not None:
+            wanted = {("lines", 0): lines}
         reached: dict[tuple[str, int], int] = {}
         seen, changed = -1, time.monotonic()
         while True:
-            self.check()
+            ended = self.check(may_end=True)
             batches = self.engine.batch_ranges(self.out)
             if len(batches) != seen:
                 seen, changed = len(batches), time.monotonic()
@@ -207,17 +342,25 @@ class ScriptRun:
             for i, ranges in enumerate(batches):
                 for topic, partition, _, until in ranges:
                     reached[(topic, partition)] = max(reached.get((topic, partition), 0), until)
-                if done_at is None and all(reached.get(tp, 0) >= end for tp, end in wanted.items()):
-                    done_at = i
-            if done_at is not None and (
+                if done_at is None and (all(reached.get(tp, 0) >= end for tp, end in wanted.items()) or (
+                        lines is None and reached.get(("lines", 0), -1) >= sum(wanted.values()))):
+                    done_at = i  # a Kafka receiver stream (createStream) counts records, not offsets
+            if done_at is not None and (ended or extra_batches == 0 or (
                 len(batches) - 1 - done_at >= extra_batches if self.engine.batches_by_clock
                 else time.monotonic() - changed >= QUIET_S
-            ):
+            )):
                 return
+            if ended:
+                msg = (f"the {self.engine.name} job ended (exit code 0) before it consumed its input: it reached "
+                       f"{reached}, the input ends at {wanted}; see {self.out / 'job.log'}")
+                raise EngineFailed(msg, engine=self.engine.name, log=str(self.out / "job.log"))
             if time.monotonic() > deadline:
+                own = job_error(self.out / "job.log")
                 msg = (f"the {self.engine.name} job did not consume its input within {timeout_s:.0f} s: it reached "
-                       f"{reached}, the input ends at {wanted}. Does it read the topic from the beginning "
-                       "(auto.offset.reset smallest / startingOffsets earliest)? See its log.")
+                       f"{reached}, the input ends at {wanted}. " + (
+                           f"It failed in its own code: {own}. " if own else
+                           "Does it read the topic from the beginning (auto.offset.reset smallest / startingOffsets "
+                           "earliest)? ") + f"See its log: {self.out / 'job.log'}")
                 raise RunTimeout(msg, reached=reached, expected=wanted)
             time.sleep(0.2)
 
@@ -250,6 +393,7 @@ class ScriptEngine:
     kind: str = ""
     output: str = "topic"
     batches_by_clock: bool = field(init=False)
+    feed: Feed | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         from compare.engines import get_engine
@@ -276,7 +420,9 @@ class ScriptEngine:
         dsn, table = _sql_output(self.output) if self.output.startswith("sql:") else ("", "dmk_output")
         return {"bootstrap": config.bootstrap_servers, "topic": topic, "output_topic": f"{topic}.{self.name}.out",
                 "output_dir": str(Path(config.out_dir) / "output"), "output_dsn": dsn,
-                "output_table": f"{table}_{self.name}", "checkpoint": config.checkpoint_dir}
+                "output_table": f"{table}_{self.name}", "checkpoint": config.checkpoint_dir,
+                **(self.feed.placeholders() if self.feed is not None else
+                   {"socket_host": "", "socket_port": "", "input_dir": str(Path(config.out_dir) / "input")})}
 
     def start(self, spark: Any, config: DriverConfig, *, recover: bool = False) -> ScriptRun:
         """Start the job's process (in a session of its own, so a stop takes its JVM too)."""
@@ -289,6 +435,8 @@ class ScriptEngine:
                "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
         if config.kafka_security:
             env[KAFKA_SECURITY_ENV] = json.dumps(dict(config.kafka_security))
+        if self.feed is not None:
+            env.update(self.feed.env())
         with open(out / "job.log", "ab") as log:
             log.write(f"--- {' '.join(argv)}\n".encode())
             log.flush()
@@ -340,6 +488,110 @@ class ScriptEngine:
         return 0
 
 
+# -- inputs other than Kafka --------------------------------------------------------------------------------
+
+
+def input_units(kind: str, ordered: pd.DataFrame) -> list[Any]:
+    """What a job of input ``kind`` is fed, from the capture's records in arrival order.
+
+    ``kafka``: the records themselves (row numbers). ``socket`` and ``files``: the values' lines (UTF-8; a
+    null value is an empty line). ``queue``: one element per value, its JSON value where it parses (numbers,
+    lists, objects), else its text.
+    """
+    if kind == "kafka":
+        return list(range(len(ordered)))
+    texts = [(v or b"").decode("utf-8", "replace") if isinstance(v, (bytes, type(None))) else str(v)
+             for v in ordered["value"]]
+    if kind == "queue":
+        elements = []
+        for text in texts:
+            try:
+                elements.append(json.loads(text))
+            except ValueError:
+                elements.append(text)
+        return elements
+    return [line for text in texts for line in text.split("\n")]
+
+
+class Feed:
+    """One job's input other than its Kafka topic: a socket server, a directory, or a queue's file.
+
+    Lines go to the job's own socket server, or into new files of the directory; ``queueStream``'s stand-in
+    fills the job's queue from the file (:mod:`legacy.standin`).
+
+    Args:
+        kind: ``socket``, ``files``, ``queue`` (or ``kafka``: nothing to feed here).
+        out: the job's run directory.
+        chunks: the units (:func:`input_units`) in the batches they are fed in.
+    """
+
+    def __init__(self, kind: str, out: Path, chunks: list[list[Any]]) -> None:
+        self.kind, self.out, self.chunks = kind, out, chunks
+        self.directory = out / "input"
+        self.server: socket.socket | None = None
+        self.connection: socket.socket | None = None
+        self._connected = threading.Event()
+        self.address = ("", "")
+        if kind == "socket":
+            self.server = socket.create_server(("127.0.0.1", 0))
+            self.address = tuple(str(part) for part in self.server.getsockname()[:2])  # type: ignore[assignment]
+            threading.Thread(target=self._accept, name="dmk-socket-feed", daemon=True).start()
+        elif kind == "files":
+            self.directory.mkdir(parents=True, exist_ok=True)
+        elif kind == "queue":
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "queue.json").write_text(json.dumps(chunks), encoding="utf-8")
+
+    def _accept(self) -> None:
+        assert self.server is not None
+        while True:
+            try:
+                connection, _ = self.server.accept()
+            except OSError:
+                return
+            self.connection = connection  # a receiver that restarts connects again: the latest one is fed
+            self._connected.set()
+
+    def placeholders(self) -> dict[str, str]:
+        return {"socket_host": self.address[0], "socket_port": self.address[1], "input_dir": str(self.directory)}
+
+    def env(self) -> dict[str, str]:
+        """What the job's stand-ins redirect the job's own socket, directory or queue to."""
+        if self.kind == "socket":
+            host, port = self.placeholders()["socket_host"], self.placeholders()["socket_port"]
+            return {"DMK_SOCKET": f"{host}:{port}"}
+        if self.kind == "files":
+            return {"DMK_INPUT_DIR": str(self.directory)}
+        if self.kind == "queue":
+            return {"DMK_QUEUE_FILE": str(self.out / "queue.json")}
+        return {}
+
+    def send(self, index: int, timeout_s: float) -> None:
+        """Feed chunk ``index``: its lines to the socket's connection, or a new file into the directory.
+
+        Raises:
+            RunTimeout: no receiver connected to the socket within ``timeout_s``.
+        """
+        chunk = self.chunks[index]
+        if self.kind == "socket":
+            if not self._connected.wait(timeout_s):
+                msg = (f"nothing connected to the job's socket {self.env()['DMK_SOCKET']} within {timeout_s:.0f} s: "
+                       "does the job call socketTextStream (or format('socket'))?")
+                raise RunTimeout(msg, reached=None, expected="a connection")
+            assert self.connection is not None
+            self.connection.sendall("".join(f"{line}\n" for line in chunk).encode())
+        elif self.kind == "files":
+            temp = self.directory / f".part-{index:05d}.tmp"  # hidden: neither Spark lists it until renamed
+            temp.write_text("".join(f"{line}\n" for line in chunk), encoding="utf-8")
+            os.replace(temp, self.directory / f"part-{index:05d}.txt")
+
+    def close(self) -> None:
+        for sock in (self.connection, self.server):
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.close()
+
+
 # -- outputs -----------------------------------------------------------------------------------------------
 
 
@@ -357,7 +609,177 @@ def read_output(where: str, engine: ScriptEngine, config: DriverConfig) -> pd.Da
         return _read_topic(config.bootstrap_servers, values["output_topic"], engine.name)
     if where == "dir":
         return _read_dir(Path(values["output_dir"]), engine.name)
+    if _is_printed(where):
+        return read_printed(Path(config.out_dir), engine.name, where.partition(":")[2])
     return _read_sql(values["output_dsn"], values["output_table"], engine.name)
+
+
+# -- printed output ----------------------------------------------------------------------------------------
+
+BATCH = "__batch"
+"""The column of a printed row's batch (``batch_ms`` of a DStream batch, ``query_id/batch_id`` of a query's)."""
+
+
+def _header(line: str) -> bool:
+    """A line of pprint's or the console sink's frame, not of the data: dashes, ``Time: ...``, ``Batch: N``, ``...``."""
+    text = line.strip()
+    return (not text or set(text) == {"-"} or text == "..." or text.startswith(("Time: ", "only showing top"))
+            or (text.startswith("Batch: ") and text[7:].isdigit()))
+
+
+def _literal(text: str) -> Any:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+
+
+def printed_rows(entries: list[dict[str, Any]]) -> list[tuple[str, list[Any], list[str] | None]]:
+    """``(batch, values, names)`` of each printed row recorded by the stand-ins (``printed.jsonl``).
+
+    A pprint'ed element or a console sink's row is one row. A printed line is one row too: its Python literal
+    where it is one (``('word', 3)``: two values, as ``print(record)`` prints a pair), else its text; the
+    frame lines of pprint and the console sink are skipped, and a table printed by ``DataFrame.show()`` gives
+    its rows with its header's names.
+    """
+    rows: list[tuple[str, list[Any], list[str] | None]] = []
+    writers = {e["writer"]: e["query_id"] for e in entries if "query_id" in e and "stream" not in e}
+    table: dict[str, list[str] | None] = {}
+    for entry in entries:
+        if "stream" not in entry:
+            continue
+        if "batch_ms" in entry:
+            batch = str(entry["batch_ms"])
+        else:
+            batch = f"{writers.get(entry.get('writer'), entry.get('writer'))}/{entry['batch_id']}"
+        if entry["kind"] == "row":
+            rows.append((batch, list(entry["values"]), entry.get("names")))
+            continue
+        line, stream = entry["line"], entry["stream"]
+        text = line.strip()
+        if text.startswith("+-") and text.endswith("+"):  # DataFrame.show(): a border
+            table[stream] = table.get(stream) if table.get(stream) is not None else []
+            continue
+        if text.startswith("|") and text.endswith("|") and stream in table:
+            cells = [c.strip() for c in text[1:-1].split("|")]
+            if not table[stream]:
+                table[stream] = cells
+            else:
+                rows.append((batch, [_literal(c) if c != "null" else None for c in cells], table[stream]))
+            continue
+        table.pop(stream, None)
+        if _header(line):
+            continue
+        value = _literal(text)
+        if isinstance(value, dict):
+            rows.append((batch, list(value.values()), [str(k) for k in value]))
+        elif isinstance(value, (tuple, list)):
+            rows.append((batch, list(value), None))
+        elif isinstance(value, (int, float, bool)) or value is None or isinstance(value, str):
+            rows.append((batch, [value], None))
+        else:
+            rows.append((batch, [line], None))
+    return rows
+
+
+def read_printed(out_dir: Path, side: str, chosen: str = "") -> pd.DataFrame:
+    """A job's printed rows (:func:`printed_rows`), of its one printed stream or the one ``chosen`` names.
+
+    The frame's columns are ``_1``, ``_2``... (by position), plus :data:`BATCH`; ``attrs["names"]`` holds the
+    rows' names where they have some (a console sink's, a Row's). :func:`name_printed` names the columns.
+
+    Raises:
+        ConfigError: the job printed nothing, or several streams and ``chosen`` names none of them.
+    """
+    entries = written_lines(out_dir / "printed.jsonl")
+    streams = sorted({e["stream"] for e in entries if "stream" in e})
+    names = [n for n in chosen.split(",") if n]
+    wanted = names[0 if side == "legacy" else -1] if names else ""
+    if not streams:
+        msg = (f"the {side} job printed nothing (no pprint(), no print in a foreachRDD or foreachBatch function, no "
+               f"console sink ran): choose another --output (topic, dir, sql:...); its log: {out_dir / 'job.log'}")
+        raise ConfigError(msg, field="output", expected="printed output", actual=None)
+    if len(streams) > 1:  # NAME chooses among several; a job that prints one stream is compared on it
+        matching = [s for s in streams if wanted and (s == wanted or s.rpartition(":")[2] == wanted)]
+        if len(matching) != 1:
+            msg = (f"the {side} job printed {len(streams)} streams, {', '.join(streams)}: name one with --output "
+                   "printed:NAME (FILE:LINE or LINE; LEGACY,MODERN for one of each)"
+                   + (f"; {wanted!r} names none of them" if wanted else ""))
+            raise ConfigError(msg, field="output", expected=streams, actual=wanted or None)
+        streams = matching
+    rows = printed_rows([e for e in entries if "stream" not in e or e["stream"] == streams[0]])
+    width = max((len(v) for _, v, _ in rows), default=0)
+    frame = pd.DataFrame([[b, *v, *[None] * (width - len(v))] for b, v, _ in rows],
+                         columns=[BATCH, *[f"_{i}" for i in range(1, width + 1)]])
+    named = [n for _, _, n in rows if n]
+    frame.attrs["names"] = named[0] if named and all(n == named[0] for n in named) else None
+    frame.attrs["stream"] = streams[0]
+    return frame
+
+
+def name_printed(frames: Mapping[str, pd.DataFrame], key: tuple[str, ...] = ()) -> dict[str, pd.DataFrame]:
+    """Both jobs' printed rows with the same column names.
+
+    The columns are ``_1``, ``_2``... by position. Unless ``key`` is given that way, where a job's rows have
+    names (a console sink's columns) they name the columns of both jobs by position (a DStream's tuples have
+    none): ``('word', 3)`` and a row ``word=word, count=3`` compare as ``word``, ``count``.
+    """
+    if key and all(re.fullmatch(r"_\d+", k) for k in key):
+        return dict(frames)
+    names = next((f.attrs.get("names") for f in frames.values() if f.attrs.get("names")), None)
+    named = {}
+    for side, frame in frames.items():
+        positional = [c for c in frame.columns if c != BATCH]
+        if names and len(names) == len(positional):
+            frame = frame.rename(columns=dict(zip(positional, names, strict=True)))
+        named[side] = frame
+    return named
+
+
+# -- batches -----------------------------------------------------------------------------------------------
+
+
+def batch_key(progress: Mapping[str, Any]) -> str:
+    """A reported batch's name in :data:`BATCH`: its ``batch_ms`` (DStream), ``query_id/batch_id`` (query)."""
+    if progress.get("query_id") is not None:
+        return f"{progress['query_id']}/{progress['batch_id']}"
+    return str(progress["batch_ms"])
+
+
+def batch_cuts(progress: list[dict[str, Any]]) -> list[tuple[str, tuple[tuple[str, int], ...]]]:
+    """``(batch, input consumed up to the batch's end)`` per reported batch, in the order reported.
+
+    What was consumed is a position per Kafka partition (``p0``, ``p1``...: the topics differ between the jobs,
+    the offsets do not) or per line/element input (``lines``).
+    """
+    reached: dict[str, int] = {}
+    cuts = []
+    for row in progress:
+        for name, partition, _, until in row["ranges"]:
+            slot = "lines" if name == "lines" else f"p{partition}"
+            reached[slot] = max(reached.get(slot, 0), int(until))
+        cuts.append((batch_key(row), tuple(sorted(reached.items()))))
+    return cuts
+
+
+def align_batches(
+    cuts: Mapping[str, list[tuple[str, tuple[tuple[str, int], ...]]]],
+) -> tuple[dict[str, dict[str, int]], list[tuple[int, int]]]:
+    """Number both jobs' batches alike, by the input each consumed: ``(side → batch → number, input ranges)``.
+
+    The batches are cut where both jobs had consumed exactly the same input (the same offset in every
+    partition, or the same number of lines). Batch ``n`` is everything between the ``n-1``-th and the
+    ``n``-th of those common cuts, so a job that split one batch of the other in two is compared on their
+    union; ``input ranges[n-1]`` is batch ``n``'s ``(from, until)`` in records or lines. Batches that
+    consumed nothing new belong with the batch that reached their position; batches after the last common
+    cut get the number after the last.
+    """
+    sets = [{cut for _, cut in batches if sum(v for _, v in cut) > 0} for batches in cuts.values()]
+    common = set.intersection(*sets) if sets else set()
+    positions = sorted({sum(v for _, v in cut) for cut in common})
+    numbered = {side: {key: bisect.bisect_left(positions, sum(v for _, v in cut)) + 1 for key, cut in batches}
+                for side, batches in cuts.items()}
+    return numbered, [(positions[i - 1] if i else 0, p) for i, p in enumerate(positions)]
 
 
 def _json_row(text: bytes | str | None, where: str, side: str) -> dict[str, Any]:
@@ -387,6 +809,7 @@ def _read_topic(bootstrap: str, topic: str, side: str) -> pd.DataFrame:
     rows.sort(key=lambda r: r[:3])
     frame = pd.DataFrame([r[3] for r in rows])
     frame.attrs["last_timestamp_ms"] = rows[-1][0] if rows else None  # when the final result was complete
+    frame.attrs["timestamps"] = [r[0] for r in rows]  # which batch wrote a row (--mode batches)
     return frame
 
 
@@ -450,7 +873,7 @@ def _shape(rows: pd.DataFrame, key: tuple[str, ...], mode: str, side: str) -> pd
     absent = [k for k in key if k not in rows.columns]
     if absent:
         msg = (f"the {side} job's output has no {absent[0]!r} field; it has {sorted(rows.columns)}. Pass --key with "
-               "the output's key fields")
+               "the output's key fields (printed tuples: _1, _2... by position)")
         raise ConfigError(msg, field="key", expected=list(rows.columns), actual=absent)
     if mode == "final":
         rows = rows.drop_duplicates(list(key), keep="last")
@@ -474,41 +897,99 @@ class JobsResult:
         return bool(self.metrics["equivalent"])
 
 
+def _offset_progress(progress: Callable[[str, int, int], None], task: str, done: int,
+                     total: int) -> Callable[[int, int], None]:
+    return lambda sent, acked: progress(task, done + acked, total)
+
+
+def _between_batches(progress_path: Path, *, into: float = 0.25) -> None:
+    """Sleep until ``into`` of the way into the job's next batch interval, so a chunk fed now lands in one batch.
+
+    Both engines cut batches on multiples of their interval since the epoch (a DStream's batch times, a
+    processing-time trigger's), which the reported batch times give: the smallest gap between two of them,
+    to 100 ms (1 s when fewer than two were reported). A chunk fed right after a cut has most of an interval
+    to arrive before the next one.
+    """
+    times = sorted({int(row["batch_ms"]) for row in written_lines(progress_path)})
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False) if b - a >= 100]
+    interval = max(100, round(min(gaps) / 100) * 100) if gaps else 1000
+    now = time.time() * 1000
+    time.sleep(max(0.0, ((now // interval) + 1 + into) * interval - now) / 1000)
+
+
 def _run_side(
     engine: ScriptEngine, settings: JobsSettings, frame: pd.DataFrame, bootstrap: str, run_id: str,
     progress: Callable[[str, int, int], None],
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     out = settings.out_dir / engine.name
     topic = f"dmk-jobs-{run_id}-{engine.name}"
+    kind = settings.input_kinds[engine.name]
     partitions = settings.partitions or (int(frame["partition"].max()) + 1 if len(frame) else 1)
     config = DriverConfig(engine=engine.name, bootstrap_servers=bootstrap, topics={"input": topic}, out_dir=str(out),
                           checkpoint_dir=str(settings.out_dir / f"{engine.name}-checkpoint"),
                           timeout_s=settings.timeout_s, kafka_security=dict(settings.kafka_security))
+    ordered = arrival_order(frame).reset_index(drop=True)
+    units = input_units(kind, ordered)
+    size = settings.batch_records or max(1, -(-len(units) // 10))
+    chunks = [units[i:i + size] for i in range(0, len(units), size)] or [[]]
+    by_batch = settings.mode == "batches"
+    engine.feed = Feed(kind, out, chunks)
     with Kafka(bootstrap) as kafka:
-        kafka.create_topic(topic, partitions)
-        kafka.create_topic(engine.placeholders(config)["output_topic"], partitions)
+        if kind == "kafka":
+            kafka.create_topic(topic, partitions)
+        if settings.output == "topic":
+            kafka.create_topic(engine.placeholders(config)["output_topic"], partitions)
     run = engine.start(None, config)
     started = time.monotonic()
+    sent_ms: list[int] = []
     try:
-        run.await_started(settings.timeout_s)
+        run.await_started(settings.timeout_s, opened=kind != "kafka" and not engine.batches_by_clock)
+        run.check_input(kind)
         speed = None if settings.rate_rps is not None else settings.speed or 1e9
-        replayed = replay_capture(frame, bootstrap, topic, speed=speed, rate_rps=settings.rate_rps,
-                                  partitions=partitions,
-                                  on_progress=lambda sent, acked: progress(f"replay {engine.name}", acked, len(frame)))
-        run.await_offsets(replayed.topic_end_offsets, timeout_s=settings.timeout_s,
-                          extra_batches=settings.settle_batches)
+        if kind == "kafka":
+            parts = [ordered.iloc[c[0]:c[-1] + 1] for c in chunks if c] if by_batch else [ordered]
+            done = 0
+            for part in parts:
+                if by_batch and part is not parts[0]:
+                    _between_batches(engine.progress_path(out))
+                replayed = replay_capture(
+                    part, bootstrap, topic, speed=speed, rate_rps=settings.rate_rps, partitions=partitions,
+                    on_progress=_offset_progress(progress, f"replay {engine.name}", done, len(frame)))
+                done += len(part)
+                sent_ms += [int(replayed.log["produced_ms"].min()), int(replayed.log["produced_ms"].max())]
+                run.await_offsets(replayed.topic_end_offsets, timeout_s=settings.timeout_s,
+                                  extra_batches=0 if by_batch and part is not parts[-1] else settings.settle_batches)
+        else:
+            fed = 0
+            for index, chunk in enumerate(chunks):
+                if by_batch and index:
+                    _between_batches(engine.progress_path(out))
+                sent_ms.append(time.time_ns() // 1_000_000)
+                engine.feed.send(index, settings.timeout_s)
+                fed += len(chunk)
+                progress(f"feed {engine.name}", fed, len(units))
+                if by_batch and index < len(chunks) - 1:
+                    run.await_offsets({}, lines=fed, timeout_s=settings.timeout_s, extra_batches=0)
+                elif settings.rate_rps:
+                    time.sleep(len(chunk) / settings.rate_rps)
+            run.await_offsets({}, lines=len(units), timeout_s=settings.timeout_s, extra_batches=settings.settle_batches)
         seconds = time.monotonic() - started
     finally:
         run.stop()
-    rows = read_output(settings.output if settings.output in ("topic", "dir") else "sql", engine, config)
+        engine.feed.close()
+    try:
+        rows = read_output(settings.output, engine, config)
+    except ConfigError as exc:  # raised once the other job has run too, so both jobs' logs are there to read
+        rows = pd.DataFrame()
+        rows.attrs["error"] = exc
     rows.to_json(out / "output.jsonl", orient="records", lines=True)
     spans = engine.batch_spans(out)
     busy = spans[spans["records"] > 0]
-    first_ms, last_ms = int(replayed.log["produced_ms"].min()), int(replayed.log["produced_ms"].max())
+    first_ms, last_ms = min(sent_ms), max(sent_ms)
     span_s = (int(busy["ended_ms"].max()) - first_ms) / 1000 if len(busy) else 0.0
     last_output = rows.attrs.get("last_timestamp_ms")
     figures = {
-        "output_rows": len(rows), "input_records": len(frame), "seconds": round(seconds, 2),
+        "output_rows": len(rows), "input_records": len(frame), "input_kind": kind, "seconds": round(seconds, 2),
         "batches": len(spans), "command": engine.command,
         # From the first record produced to the end of the last batch with records.
         "throughput_rps": round(len(frame) / span_s, 1) if span_s > 0 else None,
@@ -547,19 +1028,39 @@ def compare_jobs(settings: JobsSettings, progress: Callable[[str, int, int], Non
                               on_start=on_broker_start) as kafka:
         for name, engine in engines.items():
             outputs[name], figures[name] = _run_side(engine, settings, frame, kafka.bootstrap_servers, run_id, report)
-    shaped = {name: _shape(rows, settings.key, settings.mode, name) for name, rows in outputs.items()}
-    values = sorted({c for f in shaped.values() for c in f.columns} - set(settings.key))
+    for rows in outputs.values():
+        if "error" in rows.attrs:
+            raise rows.attrs["error"]
+    if _is_printed(settings.output):
+        outputs = name_printed(outputs, settings.key)
+        for name, rows in outputs.items():
+            figures[name]["printed_stream"] = rows.attrs.get("stream")
+    key, mode, ranges = settings.key, settings.mode, list[tuple[int, int]]()
+    if settings.mode == "batches":
+        paths = {n: e.progress_path(settings.out_dir / n) for n, e in engines.items()}
+        outputs, ranges = _numbered_batches(outputs, paths)
+        key, mode = (BATCH_COLUMN, *settings.key), "all"
+    outputs = {name: rows.drop(columns=[BATCH], errors="ignore") for name, rows in outputs.items()}
+    shaped = {name: _shape(rows, key, mode, name) for name, rows in outputs.items()}
+    values = sorted({c for f in shaped.values() for c in f.columns} - set(key))
     for rows in shaped.values():
         for column in values:
             if column not in rows.columns:
                 rows[column] = None
-    diff = diff_outputs(shaped["legacy"], shaped["modern"], settings.key, values)
+    diff = diff_outputs(shaped["legacy"], shaped["modern"], key, values)
+    summary = diff.summary() if not diff.equal else ""
     metrics: dict[str, Any] = {
         "input": settings.input_file, "records": len(frame), "key": list(settings.key), "mode": settings.mode,
         "output": settings.output, "equivalent": bool(diff.equal), "jobs_agree": bool(diff.equal),
-        "modern_vs_legacy": diff.counts(), "summary": diff.summary() if not diff.equal else "",
+        "modern_vs_legacy": diff.counts(), "summary": summary,
         "jobs": {name: {**figures[name], "rows_compared": len(shaped[name])} for name in engines},
     }
+    if settings.mode == "batches":
+        metrics["batches"] = {"compared": len(ranges), "first_differing": _first_batch(diff, ranges, settings.key)}
+        first = metrics["batches"]["first_differing"]
+        if first:
+            metrics["summary"] = (f"first differing batch: {first['batch']} of {len(ranges)} (input {first['input'][0]}"
+                                  f"..{first['input'][1]}), keys {first['keys']}. {summary}")
     if oracle_fn is not None:
         expected = _shape(oracle_fn(frame), settings.key, settings.mode, "oracle")  # type: ignore[operator]
         against = {name: diff_outputs(expected, rows, settings.key, [c for c in values if c in expected.columns])
@@ -575,6 +1076,57 @@ def compare_jobs(settings: JobsSettings, progress: Callable[[str, int, int], Non
     (out / "report.md").write_text(_report(metrics, diff, settings), encoding="utf-8")
     (out / "report.html").write_text(_report_html(metrics, diff, settings), encoding="utf-8")
     return JobsResult(out, metrics, diff)
+
+
+BATCH_COLUMN = "batch"
+"""The key column ``--mode batches`` adds: the batch's number, as :func:`align_batches` numbers it."""
+
+
+def _numbered_batches(
+    outputs: Mapping[str, pd.DataFrame], progress_paths: Mapping[str, Path],
+) -> tuple[dict[str, pd.DataFrame], list[tuple[int, int]]]:
+    """Each job's rows with their batch's number (:data:`BATCH_COLUMN`), and each batch's input range.
+
+    A printed row carries its batch; a row of an output topic belongs to the first batch that completed at or
+    after its Kafka timestamp (written by that batch's output operation).
+
+    Raises:
+        ConfigError: a job reported no batch that consumed input, or the jobs' batches never consumed the same
+            input (nothing to align them on).
+    """
+    progress = {name: written_lines(path) for name, path in progress_paths.items()}
+    for name, rows in progress.items():
+        if not any(r["ranges"] and any(u > f for _, _, f, u in r["ranges"]) for r in rows):
+            msg = (f"--mode batches: the {name} job reported no batch that consumed input (see "
+                   f"{progress_paths[name]}); use --mode final or all")
+            raise ConfigError(msg, field="mode", expected="batches with input", actual=len(rows))
+    numbered, ranges = align_batches({name: batch_cuts(rows) for name, rows in progress.items()})
+    if not ranges:
+        msg = ("--mode batches: the two jobs' batches never ended at the same input position, so no batch can be "
+               "compared with another; use --mode all, or --batch-records to feed the input a batch at a time")
+        raise ConfigError(msg, field="mode", expected="common batch boundaries", actual=None)
+    after = len(ranges) + 1
+    result = {}
+    for name, rows in outputs.items():
+        if BATCH in rows.columns:
+            keys = list(rows[BATCH])
+        else:
+            done = sorted((int(r["completed_ms"]), batch_key(r)) for r in progress[name])
+            stamps = rows.attrs.get("timestamps") or []
+            keys = [done[min(bisect.bisect_left(done, (int(t), "")), len(done) - 1)][1] if done else "" for t in stamps]
+        result[name] = rows.assign(**{BATCH_COLUMN: [numbered[name].get(k, after) for k in keys]})
+    return result, ranges
+
+
+def _first_batch(diff: OutputDiff, ranges: list[tuple[int, int]], key: tuple[str, ...]) -> dict[str, Any] | None:
+    """The first batch whose rows differ: its number, input range and (up to 10) differing keys."""
+    frames = [f for _, f in _differences(diff) if len(f)]
+    if not frames:
+        return None
+    batch = min(int(f[BATCH_COLUMN].min()) for f in frames)
+    keys = sorted({tuple(r) for f in frames for r in f[f[BATCH_COLUMN] == batch][list(key)].astype(str).values})
+    span = ranges[batch - 1] if batch <= len(ranges) else (ranges[-1][1] if ranges else 0, None)
+    return {"batch": batch, "input": list(span), "keys": [k[0] if len(k) == 1 else list(k) for k in keys[:10]]}
 
 
 def _report(metrics: dict, diff: OutputDiff, settings: JobsSettings, limit: int = 20) -> str:

@@ -7,6 +7,17 @@
 * every batch of the script's direct streams is reported once it completes (all its output operations ran):
   one JSON line per batch in the progress file, ``{"batch_ms", "completed_ms", "records", "ranges":
   [[topic, partition, from, until], ...]}``. That is how the harness knows the job has consumed its input.
+  Inputs read as lines or elements (``socketTextStream``, ``textFileStream``, ``queueStream``, Kafka
+  ``createStream``) report ``["lines", 0, from, until]``: the elements they had delivered before and after
+  the batch (counted by an extra ``count()`` per batch);
+* the job's inputs are fed by the harness (``dmk compare-jobs``): ``socketTextStream`` connects to
+  ``$DMK_SOCKET`` (``host:port``) whatever host and port the job names, ``textFileStream`` watches
+  ``$DMK_INPUT_DIR``, ``queueStream`` gets the elements of ``$DMK_QUEUE_FILE`` (a JSON list of batches,
+  one RDD each) instead of the job's own RDDs. Each input the job opens is noted in ``inputs.jsonl``;
+* printed output is recorded as rows in ``printed.jsonl`` beside the progress file, with its batch
+  (``batch_ms``) and its stream (``FILE:LINE`` of the call): every element of a ``pprint()``ed DStream
+  (all of them; the console shows the first ``num`` as Spark's ``pprint`` does), and every line the job
+  prints (to ``sys.stdout``) inside a ``foreachRDD`` function.
 
 Example (what ``python -m compare.jobrun --engine legacy SCRIPT ARGS`` does)::
 
@@ -16,11 +27,14 @@ Example (what ``python -m compare.jobrun --engine legacy SCRIPT ARGS`` does)::
 
 from __future__ import annotations
 
+import inspect
+import io
 import json
 import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +45,131 @@ __all__ = ["install"]
 _RANGES: dict[int, list[list[Any]]] = {}
 _LOCK = threading.Lock()
 _PROGRESS: list[Path] = []
+_LINES = [0]  # elements delivered so far by the line/element inputs (socket, files, queue, receiver)
+_HERE = (os.sep + "pyspark" + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep)
 
 
+def _caller() -> str:
+    """``FILE:LINE`` of the job's own call that reached the stand-in (the first frame outside PySpark and the kit)."""
+    for frame in inspect.stack()[2:]:
+        if not any(part in frame.filename for part in _HERE):
+            return f"{os.path.basename(frame.filename)}:{frame.lineno}"
+    return "?"
+
+
+def _write(name: str, row: dict[str, Any]) -> None:
+    for path in _PROGRESS:
+        with _LOCK, open(path.parent / name, "a", encoding="utf-8") as out:
+            out.write(json.dumps(row, default=repr) + "\n")
+
+
+def _values(element: Any) -> tuple[list[Any], list[str] | None]:
+    """An element as a row: a tuple's or list's items by position, a Row's or dict's by name, else one value."""
+    if hasattr(element, "asDict"):
+        return list(element), list(element.__fields__)
+    if isinstance(element, dict):
+        return list(element.values()), [str(k) for k in element]
+    if isinstance(element, (tuple, list)):
+        return list(element), None
+    return [element], None
+
+
+def _batch_ms(time_: Any) -> int:
+    return round(time_.timestamp() * 1000)
+
+
+class _Tee(io.TextIOBase):
+    """``sys.stdout`` while a foreachRDD function runs: what it prints goes on to the console and is kept."""
+
+    def __init__(self, console: Any) -> None:
+        self.console, self.text = console, list[str]()
+
+    def write(self, text: str) -> int:
+        self.text.append(text)
+        return self.console.write(text)
+
+    def flush(self) -> None:
+        self.console.flush()
+
+
+def _recording_prints(func: Callable[..., Any], name: str) -> Callable[[Any, Any], Any]:
+    """``func`` (a foreachRDD function of one or two arguments) with the lines it prints recorded."""
+    if getattr(func, "_dmk_own", False):
+        return func
+    code = getattr(func, "__code__", None)
+    if code is not None and not inspect.ismethod(func):
+        takes_time = code.co_argcount != 1  # as PySpark's foreachRDD decides
+    else:
+        try:
+            takes_time = len(inspect.signature(func).parameters) != 1
+        except (TypeError, ValueError):
+            takes_time = True
+
+    def recorded(time_: Any, rdd: Any) -> Any:
+        console, tee = sys.stdout, _Tee(sys.stdout)
+        sys.stdout = tee
+        try:
+            return func(time_, rdd) if takes_time else func(rdd)
+        finally:
+            sys.stdout = console
+            for line in "".join(tee.text).splitlines():
+                _write("printed.jsonl", {"stream": name, "kind": "line", "batch_ms": _batch_ms(time_), "line": line})
+
+    return recorded
+
+
+def _own(func: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """A stand-in's own foreachRDD function: what it prints is not recorded as the job's."""
+
+    def own(time_: Any, rdd: Any) -> Any:
+        tee = sys.stdout
+        if not isinstance(tee, _Tee):
+            return func(time_, rdd)
+        sys.stdout = tee.console
+        try:
+            return func(time_, rdd)
+        finally:
+            sys.stdout = tee
+
+    own._dmk_own = True  # type: ignore[attr-defined]
+    return own
+
+
+def _take_and_print(name: str, num: int) -> Callable[[Any, Any], None]:
+    """The function of ``pprint(num)``: every element recorded as a row of ``name``; ``num`` printed, as Spark does."""
+
+    def take_and_print(time_: Any, rdd: Any) -> None:
+        taken = rdd.collect()
+        for element in taken:
+            values, names = _values(element)
+            _write("printed.jsonl", {"stream": name, "kind": "row", "batch_ms": _batch_ms(time_), "values": values,
+                                     "names": names})
+        print("-------------------------------------------")
+        print(f"Time: {time_}")
+        print("-------------------------------------------")
+        for record in taken[:num]:
+            print(record)
+        if len(taken) > num:
+            print("...")
+        print("")
+
+    return take_and_print
+
+
+@_own
+def _count_elements(time_: Any, rdd: Any) -> None:
+    """A ``foreachRDD`` function noting how many elements a line/element input delivered in this batch."""
+    count = rdd.count()
+    with _LOCK:
+        before = _LINES[0]
+        _LINES[0] += count
+        _RANGES.setdefault(_batch_ms(time_), []).append(["lines", 0, before, before + count])
+
+
+@_own
 def _note_ranges(time_: Any, rdd: Any) -> None:
     """A ``foreachRDD`` function keeping the batch's offset ranges until the batch completes (no Spark job)."""
-    batch_ms = round(time_.timestamp() * 1000)
+    batch_ms = _batch_ms(time_)
     ranges = [[r.topic, r.partition, r.fromOffset, r.untilOffset] for r in rdd.offsetRanges()]
     with _LOCK:
         _RANGES.setdefault(batch_ms, []).extend(ranges)
@@ -44,9 +178,10 @@ def _note_ranges(time_: Any, rdd: Any) -> None:
 def _batch_completed(batch_ms: int, records: int) -> None:
     with _LOCK:
         ranges = _RANGES.pop(batch_ms, [])
+    records = max(records, sum(until - from_ for name, _, from_, until in ranges if name == "lines"))
     row = {"batch_ms": batch_ms, "completed_ms": time.time_ns() // 1_000_000, "records": records, "ranges": ranges}
     for path in _PROGRESS:
-        with open(path, "a", encoding="utf-8") as log:
+        with _LOCK, open(path, "a", encoding="utf-8") as log:
             log.write(json.dumps(row) + "\n")
 
 
@@ -56,7 +191,7 @@ def install(progress_path: str | Path) -> None:
     Idempotent. Says so on stderr, so the job's log shows what stood in.
     """
     import pyspark.streaming
-    from pyspark.streaming import StreamingContext
+    from pyspark.streaming import DStream, StreamingContext
     from pyspark.streaming.listener import StreamingListener
 
     import legacy.kafka as revived
@@ -80,6 +215,53 @@ def install(progress_path: str | Path) -> None:
             kwargs["kafkaParams"] = {**security, **kwargs["kafkaParams"]}
         stream = create(*args, **kwargs)
         stream.foreachRDD(_note_ranges)
+        _write("inputs.jsonl", {"kind": "kafka", "at": _caller()})
+        return stream
+
+    create_receiver = revived.KafkaUtils.createStream
+
+    def create_stream(*args: Any, **kwargs: Any) -> Any:
+        stream = create_receiver(*args, **kwargs)
+        stream.foreachRDD(_count_elements)
+        _write("inputs.jsonl", {"kind": "kafka", "at": _caller()})
+        return stream
+
+    foreach_rdd = DStream.foreachRDD
+
+    def foreach_rdd_recorded(self: Any, func: Any) -> None:
+        foreach_rdd(self, _recording_prints(func, _caller()))
+
+    def pprint_all(self: Any, num: int = 10) -> None:
+        self.foreachRDD(_own(_take_and_print(_caller(), num)))
+
+    socket_text_stream = StreamingContext.socketTextStream
+    text_file_stream = StreamingContext.textFileStream
+    queue_stream = StreamingContext.queueStream
+
+    def socket_stream(self: Any, hostname: str, port: int, *args: Any, **kwargs: Any) -> Any:
+        fed = os.environ.get("DMK_SOCKET")
+        if fed:
+            hostname, _, port_text = fed.rpartition(":")
+            port = int(port_text)
+        stream = socket_text_stream(self, hostname, port, *args, **kwargs)
+        stream.foreachRDD(_count_elements)
+        _write("inputs.jsonl", {"kind": "socket", "at": _caller()})
+        return stream
+
+    def file_stream(self: Any, directory: str) -> Any:
+        stream = text_file_stream(self, os.environ.get("DMK_INPUT_DIR") or directory)
+        stream.foreachRDD(_count_elements)
+        _write("inputs.jsonl", {"kind": "files", "at": _caller()})
+        return stream
+
+    def queue_stream_fed(self: Any, rdds: Any, *args: Any, **kwargs: Any) -> Any:
+        fed = os.environ.get("DMK_QUEUE_FILE")
+        if fed:
+            with open(fed, encoding="utf-8") as batches:
+                rdds = [self.sparkContext.parallelize(batch, 1) for batch in json.load(batches)]
+        stream = queue_stream(self, rdds, *args, **kwargs)
+        stream.foreachRDD(_count_elements)
+        _write("inputs.jsonl", {"kind": "queue", "at": _caller()})
         return stream
 
     class Completed(StreamingListener):
@@ -94,6 +276,12 @@ def install(progress_path: str | Path) -> None:
         start(self)
 
     revived.KafkaUtils.createDirectStream = staticmethod(create_direct_stream)  # type: ignore[method-assign]
+    revived.KafkaUtils.createStream = staticmethod(create_stream)  # type: ignore[method-assign]
+    DStream.foreachRDD = foreach_rdd_recorded  # type: ignore[method-assign]
+    DStream.pprint = pprint_all  # type: ignore[method-assign]
+    StreamingContext.socketTextStream = socket_stream  # type: ignore[method-assign]
+    StreamingContext.textFileStream = file_stream  # type: ignore[method-assign]
+    StreamingContext.queueStream = queue_stream_fed  # type: ignore[method-assign]
     revived.KafkaUtils._dmk_standin = True  # type: ignore[attr-defined]
     StreamingContext.start = start_reporting  # type: ignore[method-assign]
     print("dmk: pyspark.streaming.kafka is the kit's revived Spark 2.4 module (legacy.kafka) in this process; "

@@ -9,8 +9,18 @@
   sink is at-least-once, and so is this. With the connector present, nothing changes.
 * every progress of every query the script starts is appended to the progress file as one JSON line, in the
   legacy stand-in's shape (``batch_ms``, ``completed_ms``, ``records``, ``ranges`` of ``[topic, partition,
-  from, until]``) plus ``query`` and ``batch_id``. That is how the harness knows the job has consumed its
-  input.
+  from, until]``) plus ``query``, ``query_id`` and ``batch_id``. That is how the harness knows the job has
+  consumed its input. A source other than Kafka (socket, files) reports ``["lines", 0, from, until]``: the
+  rows it had delivered before and after the batch (from ``numInputRows``);
+* the job's inputs are fed by the harness: ``format("socket")`` connects to ``$DMK_SOCKET`` (``host:port``)
+  whatever host and port the job names, file sources (``text``, ``csv``, ``json``...) read ``$DMK_INPUT_DIR``
+  when it is set. Each input the job opens is noted in ``inputs.jsonl``;
+* printed output is recorded as rows in ``printed.jsonl`` beside the progress file, with its batch
+  (``batch_id`` and the query's ``writer``) and its stream (``FILE:LINE`` of the call): every row of a
+  ``format("console")`` sink (the console shows what Spark's console sink shows: ``numRows``, ``truncate``),
+  and every line the job prints (to ``sys.stdout``) inside a ``foreachBatch`` function. A ``pprint``
+  reproduced there (a function named ``take_and_print`` calling ``rdd.take(num + 1)``, as Spark's pprint and
+  ``dmk migrate``'s drafts do) records every element of the batch as a row, not only the ``num`` it prints.
 
 Example (what ``python -m compare.jobrun --engine modern SCRIPT ARGS`` does)::
 
@@ -20,10 +30,13 @@ Example (what ``python -m compare.jobrun --engine modern SCRIPT ARGS`` does)::
 
 from __future__ import annotations
 
+import inspect
+import io
 import json
 import os
 import sys
 import threading
+import uuid
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -34,6 +47,60 @@ __all__ = ["install"]
 
 _KAFKA = "kafka"
 _LOCK = threading.Lock()
+_FILE_FORMATS = ("text", "csv", "json", "parquet", "orc")
+_HERE = (os.sep + "pyspark" + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep)
+_LINES: dict[tuple[str, int], int] = {}  # rows delivered so far by each (query, source) that is not Kafka
+
+
+def _caller() -> str:
+    """``FILE:LINE`` of the job's own call that reached the stand-in (the first frame outside PySpark and the kit)."""
+    for frame in inspect.stack()[2:]:
+        if not any(part in frame.filename for part in _HERE):
+            return f"{os.path.basename(frame.filename)}:{frame.lineno}"
+    return "?"
+
+
+def _write(progress: Path, name: str, row: dict[str, Any]) -> None:
+    with _LOCK, open(progress.parent / name, "a", encoding="utf-8") as out:
+        out.write(json.dumps(row, default=repr) + "\n")
+
+
+class _Tee(io.TextIOBase):
+    """``sys.stdout`` while a foreachBatch function runs: what it prints goes on to the console and is kept."""
+
+    def __init__(self, console: Any) -> None:
+        self.console, self.text = console, list[str]()
+
+    def write(self, text: str) -> int:
+        self.text.append(text)
+        return self.console.write(text)
+
+    def flush(self) -> None:
+        self.console.flush()
+
+
+_BATCH = threading.local()  # the foreachBatch call running in this thread (its batch, its printed lines)
+
+
+def _values(element: Any) -> tuple[list[Any], list[str] | None]:
+    """An element as a row: a tuple's or list's items by position, a Row's or dict's by name, else one value."""
+    if hasattr(element, "asDict"):
+        return [_jsonable(v) for v in element], list(element.__fields__)
+    if isinstance(element, dict):
+        return [_jsonable(v) for v in element.values()], [str(k) for k in element]
+    if isinstance(element, (tuple, list)):
+        return [_jsonable(v) for v in element], None
+    return [_jsonable(element)], None
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "asDict"):
+        return {k: _jsonable(v) for k, v in value.asDict().items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return value
 
 
 def _kafka_format(spark: Any) -> str:
@@ -47,15 +114,31 @@ def _batch_row(progress: dict[str, Any]) -> dict[str, Any]:
     started = round(datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp() * 1000)
     from modern.kafka import offsets_from_json
 
-    ranges = []
-    for source in progress.get("sources", []):
-        start = offsets_from_json(source.get("startOffset") or {})
-        end = offsets_from_json(source.get("endOffset") or {})
-        ranges += [[tp.topic, tp.partition, start.get(tp, until), until]
-                   for tp, until in sorted(end.items(), key=lambda item: (item[0].topic, item[0].partition))]
+    ranges: list[list[Any]] = []
+    for n, source in enumerate(progress.get("sources", [])):
+        end_json = _parsed(source.get("endOffset"))
+        if isinstance(end_json, dict) and end_json and all(isinstance(v, dict) for v in end_json.values()):
+            start = offsets_from_json(_parsed(source.get("startOffset")) or {})
+            end = offsets_from_json(end_json)
+            ranges += [[tp.topic, tp.partition, start.get(tp, until), until]
+                       for tp, until in sorted(end.items(), key=lambda item: (item[0].topic, item[0].partition))]
+        elif "numInputRows" in source:  # a socket, file or other source: the rows it delivered, counted
+            key = (str(progress.get("id")), n)
+            before = _LINES.get(key, 0)
+            _LINES[key] = before + int(source["numInputRows"])
+            ranges.append(["lines", 0, before, _LINES[key]])
     return {"batch_ms": started, "completed_ms": started + int(progress.get("batchDuration", 0)),
             "records": int(progress.get("numInputRows", 0)), "ranges": ranges,
-            "query": progress.get("name"), "batch_id": progress.get("batchId")}
+            "query": progress.get("name"), "query_id": progress.get("id"), "batch_id": progress.get("batchId")}
+
+
+def _parsed(offset: Any) -> Any:
+    if isinstance(offset, str):
+        try:
+            return json.loads(offset)
+        except ValueError:
+            return offset
+    return offset
 
 
 def _progress_listener(path: Path) -> Any:
@@ -76,7 +159,7 @@ def install(progress_path: str | Path) -> None:
     from pyspark.sql import DataFrameReader, DataFrameWriter
     from pyspark.sql.streaming import DataStreamReader, DataStreamWriter
 
-    path = Path(progress_path)
+    path = path_ = Path(progress_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if getattr(DataStreamWriter, "_dmk_standin", False):
         return
@@ -87,10 +170,40 @@ def install(progress_path: str | Path) -> None:
 
     def reading(original: Any) -> Any:
         def format_(self: Any, source: str) -> Any:
+            self._dmk_format = source
             reader = original(self, _kafka_format(self._spark) if source == _KAFKA else source)
             return reader.options(**secured) if source == _KAFKA and secured else reader
 
         return format_
+
+    stream_load = DataStreamReader.load
+
+    def load_fed(self: Any, path: Any = None, format: Any = None, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+        source = format or getattr(self, "_dmk_format", None)
+        if format is not None:
+            self._dmk_format = format
+        socket, directory = os.environ.get("DMK_SOCKET"), os.environ.get("DMK_INPUT_DIR")
+        if source == "socket":
+            if socket:
+                host, _, port = socket.rpartition(":")
+                self.option("host", host).option("port", port)
+            _write(path_, "inputs.jsonl", {"kind": "socket", "at": _caller()})
+        elif source in _FILE_FORMATS:
+            path = directory or path
+            _write(path_, "inputs.jsonl", {"kind": "files", "at": _caller()})
+        elif source == _KAFKA:
+            _write(path_, "inputs.jsonl", {"kind": "kafka", "at": _caller()})
+        return stream_load(self, path, format, *args, **kwargs)
+
+    def file_reader(name: str) -> Any:
+        def read(self: Any, path: Any, *args: Any, **kwargs: Any) -> Any:
+            directory = os.environ.get("DMK_INPUT_DIR")
+            _write(path_, "inputs.jsonl", {"kind": "files", "at": _caller()})
+            return original[name](self, directory or path, *args, **kwargs)
+
+        return read
+
+    original = {name: getattr(DataStreamReader, name) for name in _FILE_FORMATS}
 
     batch_format = DataFrameWriter.format
 
@@ -104,6 +217,9 @@ def install(progress_path: str | Path) -> None:
     stream_format, stream_option = DataStreamWriter.format, DataStreamWriter.option
 
     def stream_write_format(self: Any, source: str) -> Any:
+        if source == "console":  # recorded row by row, and shown as Spark's console sink shows it, at start()
+            self._dmk_console = {"stream": _caller(), "numRows": 20, "truncate": True}
+            return self
         if source == _KAFKA and _kafka_format(self._spark) != _KAFKA:
             self._dmk_kafka_options = dict(secured)  # written batch by batch at start(), see the module docstring
             return self
@@ -115,7 +231,73 @@ def install(progress_path: str | Path) -> None:
     def stream_write_option(self: Any, key: str, value: Any) -> Any:
         if getattr(self, "_dmk_kafka_options", None) is not None:
             self._dmk_kafka_options[key] = value
+        console = getattr(self, "_dmk_console", None)
+        if console is not None and key in ("numRows", "truncate"):
+            console[key] = int(value) if key == "numRows" else str(value).lower() == "true"
         return stream_option(self, key, value)
+
+    for_each_batch = DataStreamWriter.foreachBatch
+
+    def recorded_batches(func: Any, name: str, writer: str) -> Any:
+        def recorded(frame: Any, batch_id: int) -> Any:
+            console, tee = sys.stdout, _Tee(sys.stdout)
+            sys.stdout = tee
+            _BATCH.context = {"stream": name, "writer": writer, "batch_id": batch_id, "tee": tee, "skip": []}
+            try:
+                return func(frame, batch_id)
+            finally:
+                sys.stdout = console
+                skipped = {i for start, count in _BATCH.context["skip"] for i in range(start, start + count)}
+                _BATCH.context = None
+                for n, line in enumerate("".join(tee.text).splitlines()):
+                    if n not in skipped:
+                        _write(path_, "printed.jsonl", {"stream": name, "kind": "line", "writer": writer,
+                                                        "batch_id": batch_id, "line": line})
+
+        return recorded
+
+    from pyspark import RDD
+
+    rdd_take = RDD.take
+
+    def take_all_for_pprint(self: Any, num: int) -> Any:
+        """``RDD.take``, recording every element where a foreachBatch function's ``take_and_print`` calls it.
+
+        That is pprint reproduced per micro-batch (as ``dmk migrate``'s drafts do): all of the batch is a row
+        each, not only the ``num - 1`` elements it prints.
+        """
+        context = getattr(_BATCH, "context", None)
+        if context is None or sys._getframe(1).f_code.co_name != "take_and_print":
+            return rdd_take(self, num)
+        everything = self.collect()
+        for element in everything:
+            values, names = _values(element)
+            _write(path_, "printed.jsonl", {"stream": context["stream"], "kind": "row", "writer": context["writer"],
+                                            "batch_id": context["batch_id"], "values": values, "names": names})
+        shown = min(num - 1, len(everything))
+        # pprint's lines (frame, elements, "...", blank) are recorded as the rows above, not again as lines.
+        start = len("".join(context["tee"].text).splitlines())
+        context["skip"].append((start, 3 + shown + (1 if len(everything) > shown else 0) + 1))
+        return everything[:num]
+
+    def for_each_batch_recorded(self: Any, func: Any) -> Any:
+        self._dmk_writer = getattr(self, "_dmk_writer", None) or uuid.uuid4().hex
+        return for_each_batch(self, recorded_batches(func, _caller(), self._dmk_writer))
+
+    def console_batches(console: dict[str, Any], writer: str) -> Any:
+        def show(frame: Any, batch_id: int) -> None:
+            rows = frame.collect()
+            for row in rows:
+                _write(path_, "printed.jsonl", {"stream": console["stream"], "kind": "row", "writer": writer,
+                                                "batch_id": batch_id, "values": [_jsonable(v) for v in row],
+                                                "names": list(frame.columns)})
+            # As Spark's console sink prints a batch.
+            print("-------------------------------------------")
+            print(f"Batch: {batch_id}")
+            print("-------------------------------------------")
+            frame.show(console["numRows"], console["truncate"])
+
+        return show
 
     def stream_write_options(self: Any, **options: Any) -> Any:
         for key, value in options.items():
@@ -129,6 +311,10 @@ def install(progress_path: str | Path) -> None:
         if id(spark) not in listening:
             spark.streams.addListener(_progress_listener(path))
             listening.add(id(spark))
+        self._dmk_writer = getattr(self, "_dmk_writer", None) or uuid.uuid4().hex
+        console = getattr(self, "_dmk_console", None)
+        if console is not None:
+            for_each_batch(self, console_batches(console, self._dmk_writer))
         kafka_options = getattr(self, "_dmk_kafka_options", None)
         if kafka_options is not None:
             sink_options = {k: str(v) for k, v in kafka_options.items() if k.startswith("kafka.") or k in (
@@ -138,10 +324,17 @@ def install(progress_path: str | Path) -> None:
             def write_batch(frame: Any, batch_id: int) -> None:
                 frame.write.format(chosen).options(**sink_options).mode("append").save()
 
-            self.foreachBatch(write_batch)
-        return start(self, *args, **kwargs)
+            for_each_batch(self, write_batch)
+        query = start(self, *args, **kwargs)
+        _write(path_, "printed.jsonl", {"writer": self._dmk_writer, "query_id": str(query.id)})
+        return query
 
     DataStreamReader.format = reading(DataStreamReader.format)  # type: ignore[method-assign]
+    DataStreamReader.load = load_fed  # type: ignore[method-assign]
+    for name in _FILE_FORMATS:
+        setattr(DataStreamReader, name, file_reader(name))
+    DataStreamWriter.foreachBatch = for_each_batch_recorded  # type: ignore[method-assign]
+    RDD.take = take_all_for_pprint  # type: ignore[method-assign]
     DataFrameReader.format = reading(DataFrameReader.format)  # type: ignore[method-assign]
     DataFrameWriter.format = batch_write_format  # type: ignore[method-assign]
     DataStreamWriter.format = stream_write_format  # type: ignore[method-assign]

@@ -1,0 +1,8 @@
+"""Print-only jobs we wrote for ``dmk compare-jobs``: the constructs of Spark's streaming examples, our own code.
+
+* ``legacy_words.py KIND ...``: a DStream word count per batch, printed with ``pprint()``, reading a socket
+  (``socket HOST PORT``), a directory (``files DIR``) or Kafka (``kafka BOOTSTRAP TOPIC``);
+* ``legacy_queue.py``: ``queueStream`` of its own RDDs, ``x % 10`` counted per batch, printed with ``pprint()``;
+* ``modern_words.py KIND ...``: the rewrite, per micro-batch in ``foreachBatch``, printing each pair;
+* ``modern_running.py KIND ...``: a WRONG rewrite: ``groupBy().count()`` to the console sink, a running total.
+"""

@@ -1,0 +1,134 @@
+"""``dmk compare-jobs`` on print-only jobs fed by a socket, a directory, a queue and Kafka (slow: two JVMs each).
+
+The jobs (tests/print_jobs/) are ours, written with the constructs of Spark 2.4's streaming examples
+(``socketTextStream``, ``textFileStream``, ``queueStream``, ``createDirectStream``, ``pprint``); their rewrites
+print each micro-batch's counts from ``foreachBatch``, and a wrong one prints running totals to the console
+sink. The captures are written here, not captured from a broker, except the Kafka one's replay.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from compare.cli import main
+from kit.capture import CAPTURE_FORMAT, _write
+from kit.dataset import _manifest_path, _sha256
+
+REPO = Path(__file__).resolve().parents[1]
+JOBS = "python tests/print_jobs"
+WORDS = ["spark", "stream", "batch", "word", "count", "kafka", "socket", "queue"]
+
+
+def write_capture(path: Path, values: list[str]) -> Path:
+    """A capture of one partition holding ``values`` (as ``dmk capture`` writes it)."""
+    n = len(values)
+    _write(path, "jsonl", {"partition": [0] * n, "offset": list(range(n)),
+                           "timestamp_ms": [1_700_000_000_000 + i for i in range(n)],
+                           "timestamp_type": ["CreateTime"] * n, "key": [None] * n,
+                           "value": [v.encode() for v in values], "headers": [[] for _ in values]})
+    _manifest_path(path).write_text(json.dumps({"format": CAPTURE_FORMAT, "sha256": _sha256(path)}))
+    return path
+
+
+@pytest.fixture(scope="module")
+def words(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    rng = random.Random(1)
+    lines = [" ".join(rng.choice(WORDS) for _ in range(5)) for _ in range(300)]
+    return write_capture(tmp_path_factory.mktemp("capture") / "words.jsonl", lines)
+
+
+def _compare(out: Path, capture: Path, legacy: str, modern: str, *extra: str) -> tuple[int, dict]:
+    code = main(["compare-jobs", "--input", str(capture), "--key", "_1", "--output", "printed", "--mode", "batches",
+                 "--batch-records", "100", "--out", str(out), "--legacy", legacy, "--modern", modern,
+                 "--timeout", "300", *extra])
+    metrics = json.loads((out / "metrics.json").read_text()) if (out / "metrics.json").exists() else {}
+    return code, metrics
+
+
+def _per_batch_counts(lines: list[str], size: int) -> list[dict[str, int]]:
+    batches = []
+    for start in range(0, len(lines), size):
+        counts: dict[str, int] = {}
+        for word in " ".join(lines[start:start + size]).split():
+            counts[word] = counts.get(word, 0) + 1
+        batches.append(counts)
+    return batches
+
+
+@pytest.mark.slow
+def test_a_socket_job_that_only_pprints_equals_its_rewrite_batch_by_batch(
+    words: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REPO)
+    code, metrics = _compare(tmp_path / "run", words, f"{JOBS}/legacy_words.py socket {{socket_host}} {{socket_port}}",
+                             f"{JOBS}/modern_words.py socket {{socket_host}} {{socket_port}}")
+    assert code == 0 and metrics["equivalent"], (tmp_path / "run" / "report.md").read_text()
+    from kit.capture import read_capture
+
+    lines = [v.decode() for v in read_capture(words)["value"]]
+    expected = _per_batch_counts(lines, 100)
+    assert metrics["batches"]["compared"] == 3
+    assert metrics["jobs"]["legacy"]["rows_compared"] == sum(len(b) for b in expected)
+    printed = [json.loads(line) for line in (tmp_path / "run" / "legacy" / "printed.jsonl").read_text().splitlines()]
+    recorded: dict[int, dict[str, int]] = {}
+    for entry in printed:
+        if "values" in entry:
+            recorded.setdefault(entry["batch_ms"], {})[entry["values"][0]] = entry["values"][1]
+    assert [b for b in recorded.values() if b] == expected  # every element, not only the ten pprint shows
+
+
+@pytest.mark.slow
+def test_a_running_total_rewrite_is_caught_in_the_batch_it_first_differs(
+    words: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(REPO)
+    code, metrics = _compare(tmp_path / "run", words, f"{JOBS}/legacy_words.py socket {{socket_host}} {{socket_port}}",
+                             f"{JOBS}/modern_running.py socket {{socket_host}} {{socket_port}}")
+    assert code == 1 and not metrics["equivalent"]
+    first = metrics["batches"]["first_differing"]
+    # Batch 1's counts are its running totals too; batch 2 is the first where they differ, in every word.
+    assert first["batch"] == 2 and first["input"] == [100, 200]
+    assert first["keys"] == sorted(WORDS)
+    assert "first differing batch: 2 of 3" in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.slow
+def test_a_directory_job_equals_its_rewrite(words: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    code, metrics = _compare(tmp_path / "run", words, f"{JOBS}/legacy_words.py files {{input_dir}}",
+                             f"{JOBS}/modern_words.py files {{input_dir}}")
+    assert code == 0 and metrics["equivalent"], (tmp_path / "run" / "report.md").read_text()
+    assert metrics["batches"]["compared"] == 3 and metrics["jobs"]["modern"]["input_kind"] == "files"
+
+
+@pytest.mark.slow
+def test_a_queue_job_fed_from_the_capture_equals_a_rewrite_reading_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REPO)
+    numbers = write_capture(tmp_path / "numbers.jsonl", [str(n) for _ in range(3) for n in range(1, 201)])
+    code = main(["compare-jobs", "--input", str(numbers), "--key", "_1", "--output", "printed", "--mode", "batches",
+                 "--batch-records", "200", "--input-kind", "queue,files", "--out", str(tmp_path / "run"),
+                 "--legacy", f"{JOBS}/legacy_queue.py", "--modern", f"{JOBS}/modern_words.py numbers {{input_dir}}",
+                 "--timeout", "300"])
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert code == 0 and metrics["equivalent"], (tmp_path / "run" / "report.md").read_text()
+    # Three batches of 1..200: each remainder 20 times per batch, on both sides.
+    assert metrics["batches"]["compared"] == 3 and metrics["jobs"]["legacy"]["rows_compared"] == 30
+
+
+@pytest.mark.slow
+@pytest.mark.kafka
+def test_a_kafka_job_that_only_pprints_equals_its_rewrite(
+    kafka_broker: str, words: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REPO)
+    code, metrics = _compare(tmp_path / "run", words, f"{JOBS}/legacy_words.py kafka {{bootstrap}} {{topic}}",
+                             f"{JOBS}/modern_words.py kafka {{bootstrap}} {{topic}}", "--bootstrap-servers",
+                             kafka_broker)
+    assert code == 0 and metrics["equivalent"], (tmp_path / "run" / "report.md").read_text()
+    assert metrics["batches"]["compared"] == 3
