@@ -36,6 +36,7 @@ _NAMES = {
     "get_or_create": "MicroBatchContext.getOrCreate", "utf8_decoder": "_utf8",
 }
 """What each name of ``pyspark.streaming`` (or the kit's drop-in ``legacy.kafka``) is bound to in the draft."""
+_KAFKA_NAMES = ("KafkaUtils", "TopicAndPartition", "OffsetRange")
 
 _WHY = {
     "KafkaUtils.createStream": "a receiver stream through ZooKeeper has no Structured Streaming source: read the "
@@ -137,7 +138,10 @@ def _import(node: ast.Import | ast.ImportFrom, unresolved: list[str]) -> list[st
         bound = []
         for alias in node.names:
             name = alias.asname or alias.name
-            if alias.name == "kafka" and node.module == "pyspark.streaming":
+            if alias.name == "*":  # every name the module had that the runtime carries
+                kafka = node.module in ("pyspark.streaming.kafka", "legacy.kafka")
+                bound += [f"{n} = {_NAMES[n]}" for n in (_KAFKA_NAMES if kafka else ("StreamingContext", "DStream"))]
+            elif alias.name == "kafka" and node.module == "pyspark.streaming":
                 bound.append(f"{name} = _streaming_module().kafka")
             elif alias.name in _NAMES:
                 bound.append(f"{name} = {_NAMES[alias.name]}")

@@ -87,6 +87,10 @@ def test_other_spellings_of_the_imports() -> None:
     assert "KU = MicroBatchKafka\nget_or_create = MicroBatchContext.getOrCreate\n" in code
     assert "    SC = MicroBatchContext\n    DStream = MicroBatchStream\n" in code
     assert result.runs
+    star = _job_code(draft(analyse_source("from pyspark.streaming import *\nfrom pyspark.streaming.kafka import *\n",
+                                          "job.py")))
+    assert ("StreamingContext = MicroBatchContext\nDStream = MicroBatchStream\n"
+            "# was: from pyspark.streaming.kafka import *\nKafkaUtils = MicroBatchKafka\n") in star
 
 
 def test_what_cannot_be_carried_is_named_and_the_draft_refuses_to_start(tmp_path: Path) -> None:
