@@ -124,6 +124,16 @@ class Job:
             records.append(line if line == "..." else ast.literal_eval(line))
         return stamp, records
 
+    def printed(self) -> list[str]:
+        """Every line the job has printed so far."""
+        while True:
+            try:
+                line = self.lines.get_nowait()
+            except queue.Empty:
+                return self.seen
+            if line is not None:
+                self.seen.append(line)
+
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()
