@@ -22,9 +22,10 @@ What differs from a DStream job (docs/migrate.md#the-draft):
 * batch times: a micro-batch's time is the batch-interval boundary it started after (``time.time()``
   rounded down); an overrunning micro-batch makes Structured Streaming skip trigger boundaries where DStreams
   queued batches, so one micro-batch then holds several intervals' data;
-* state: ``updateStateByKey`` state is kept per micro-batch under the checkpoint directory and survives a
-  restart (a re-run micro-batch starts from the state before it); window contents and the incremental
-  window's previous result live in memory only and are empty after a restart;
+* state: ``updateStateByKey`` state is kept per micro-batch under a local checkpoint directory (a path or a
+  ``file:`` URI) and survives a restart (a re-run micro-batch starts from the state before it); with an
+  ``hdfs:``/``s3a:`` checkpoint, and for window contents and the incremental window's previous result, it
+  lives in memory only and is empty after a restart;
 * ``StreamingContext.getOrCreate`` always runs the setup function (the graph is rebuilt; the query's
   checkpoint restores the offsets), where a DStream job restored from its checkpoint did not call it.
 """
@@ -442,7 +443,13 @@ class MicroBatchContext:
 
     @property
     def _state_dir(self) -> _Any:
-        return None if self._checkpoint is None else _os.path.join(self._checkpoint, "dstream-state")
+        """Where the state goes: a local directory only (a ``file:`` URI too); elsewhere state is not kept."""
+        if self._checkpoint is None:
+            return None
+        parsed = _urlparse.urlparse(self._checkpoint)
+        if parsed.scheme not in ("", "file"):
+            return None
+        return _os.path.join(_urlparse.unquote(parsed.path) if parsed.scheme else self._checkpoint, "dstream-state")
 
     # ---- inputs
     def _input(self, frame: _Any, element: _Any) -> MicroBatchStream:
@@ -575,7 +582,8 @@ class MicroBatchContext:
             raise ValueError(msg)
         self._old_files: dict[int, set[str]] = {}
         location = _os.path.join(self._checkpoint, "query") if self._checkpoint else None
-        fresh = location is None or not _os.path.isdir(_os.path.join(location, "offsets"))
+        local = _urlparse.unquote(_urlparse.urlparse(location).path) if location else None
+        fresh = local is None or not _os.path.isdir(_os.path.join(local, "offsets"))
         for index, directory in self._new_files:
             if fresh and _os.path.isdir(directory):  # DStreams ignore the files there before the start
                 self._old_files[index] = {_os.path.abspath(_os.path.join(directory, f)) for f in _os.listdir(directory)}
