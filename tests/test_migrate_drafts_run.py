@@ -30,7 +30,7 @@ import pytest
 from migrate import analyse, analyse_source
 from migrate.draft import make_draft
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # a job's start alone takes minutes on a loaded machine
 
 REPO = Path(__file__).resolve().parent.parent
 JOBS = REPO / "tests" / "migrate_jobs"
@@ -74,7 +74,7 @@ class Job:
     def __init__(self, args: list[str], cwd: Path, engine: str | None = None) -> None:
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
                "PYSPARK_SUBMIT_ARGS": "--master local[2] --conf spark.ui.enabled=false pyspark-shell",
-               "PYTHONPATH": str(REPO)}
+               "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
         command = [sys.executable, *args] if engine is None else [
             sys.executable, "-m", "compare.jobrun", "--engine", engine, "--progress", str(cwd / "progress.jsonl"),
             *args]
