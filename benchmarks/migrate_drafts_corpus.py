@@ -135,6 +135,10 @@ class _Server:
     def close(self) -> None:
         for c in self.conns:
             c.close()
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread, so the port is free again
+        except OSError:
+            pass
         self.sock.close()
 
 
