@@ -274,14 +274,14 @@ def test_recoverable_network_wordcount_runs_its_foreach_rdd_function(tmp_path: P
                 if any(not line.endswith(" []") for line in written[before:]):
                     break
                 time.sleep(0.5)
-        printed = list(job.seen)
+        printed = list(job.printed())
     finally:
         job.stop()
         server.close()
     rows = [ast.literal_eval(re.sub(r"^Counts at time \S+ \S+ ", "", line)) for line in output.read_text().splitlines()]
     assert [sorted(r) for r in rows if r] == [[("x", 2), ("y", 1)], [("z", 1)]]
     dropped = [int(m.group(1)) for line in printed if (m := re.match(r"Dropped (\d+) word\(s\) totally", line))]
-    assert dropped[-1] == 3 and dropped == sorted(dropped)  # a, then b and c: the accumulator across batches
+    assert dropped and dropped[-1] == 3 and dropped == sorted(dropped), printed[-30:]  # a, then b and c
 
 
 QUEUE_JOB = '''
