@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from migrate.columns import per_record_columns
 from migrate.errors import JobSourceError
 from migrate.rules import (
     CONF_RULES,
@@ -900,14 +901,11 @@ def analyse_source(source: str, path: str = "<job>") -> MigrationPlan:
     analyser.run()
     ordered = sorted(analyser.sites.values(), key=lambda item: (item[0], item[1].finding.construct))
     sites = tuple(site for _, site in ordered)
-    # A per-record function is mechanical exactly when the draft translates it to a column expression.
-    from migrate.draft import _Drafter  # the draft writer imports the plan's types from here
-
-    translated = _Drafter(MigrationPlan(path, (), source, False, (), sites, tuple(analyser.steps), analyser.facts))
-    translated.render()
+    # A per-record function is mechanical exactly when it has a column expression (migrate.columns).
+    columns = per_record_columns(tree, [(site.node, site.finding.construct) for site in sites])
     sites = tuple(
         _Site(replace(site.finding, automatic=True), site.node, site.rule)
-        if site.finding.construct in _PER_RECORD and id(site.node) in translated.done else site
+        if site.finding.construct in _PER_RECORD and id(site.node) in columns else site
         for site in sites
     )
     return MigrationPlan(

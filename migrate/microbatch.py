@@ -1,0 +1,706 @@
+"""The runtime a ``dmk migrate`` draft carries: a DStream job's own graph, run per micro-batch of one query.
+
+This module is never imported by the kit: :mod:`migrate.draft` copies its text (from the ``begin runtime``
+line on) into every draft, so a draft imports pyspark and the job's own imports, nothing from this kit.
+
+How a DStream job runs here, and why it gives the rows the DStream job gave:
+
+* Every input stream of the job (``socketTextStream``, ``textFileStream``, ``queueStream``,
+  ``KafkaUtils.createDirectStream``) becomes a ``spark.readStream`` source, and all of them, tagged, go into
+  **one** query (a streaming ``union``), so one micro-batch holds what one DStream batch held from each.
+* A ``rate-micro-batch`` source (one row per micro-batch) is in that union too: Structured Streaming runs a
+  micro-batch only when a source has new data, DStreams run a batch every interval. With it a micro-batch
+  runs every ``trigger(processingTime=<batch interval>)``, as a DStream batch did, so ``updateStateByKey``
+  re-emits every key, windows slide and ``pprint`` prints its header on empty intervals too.
+* Inside ``foreachBatch``, each input's rows become an RDD of the element type the DStream had (``str``
+  lines; ``(key, value)`` of ``str`` from Kafka, through the job's own decoders), and the job's own
+  functions run on it with the RDD API, exactly as Spark 2.4's Python DStreams called them (same
+  ``numPartitions`` defaults, ``pprint`` text, ``saveAsTextFiles`` names, window and state algorithms).
+
+What differs from a DStream job (docs/migrate.md#the-draft):
+
+* batch times: a micro-batch's time is the batch-interval boundary it started after (``time.time()``
+  rounded down); an overrunning micro-batch makes Structured Streaming skip trigger boundaries where DStreams
+  queued batches, so one micro-batch then holds several intervals' data;
+* state: ``updateStateByKey`` state is kept per micro-batch under a local checkpoint directory (a path or a
+  ``file:`` URI) and survives a restart (a re-run micro-batch starts from the state before it); with an
+  ``hdfs:``/``s3a:`` checkpoint, and for window contents and the incremental window's previous result, it
+  lives in memory only and is empty after a restart;
+* ``StreamingContext.getOrCreate`` always runs the setup function (the graph is rebuilt; the query's
+  checkpoint restores the offsets), where a DStream job restored from its checkpoint did not call it.
+"""
+
+# ---- begin runtime ----
+# The DStream graph of this job, run per micro-batch of one Structured Streaming query (written by dmk migrate;
+# docs/migrate.md#the-draft says how it keeps the DStream job's semantics and where it cannot).
+import base64 as _base64
+import datetime as _datetime
+import operator as _operator
+import os as _os
+import pickle as _pickle
+import shutil as _shutil
+import tempfile as _tempfile
+import time as _time
+import urllib.parse as _urlparse
+from itertools import chain as _chain
+from typing import Any as _Any
+
+
+def _seconds_ms(duration: _Any) -> int:
+    return int(round(float(duration) * 1000))
+
+
+def _utf8(data: _Any) -> _Any:
+    return None if data is None else bytes(data).decode("utf-8")
+
+
+def _call_with_time(func: _Any, arity: int) -> _Any:
+    """``func(time, *rdds)`` for a function declared with one fewer parameter, as DStream.transform did."""
+    if func.__code__.co_argcount == arity - 1:
+        return lambda t, *rdds: func(*rdds)
+    return func
+
+
+class MicroBatchStream:
+    """A DStream of the job: its RDD at each micro-batch time, computed by the job's own functions."""
+
+    def __init__(self, ctx: _Any, compute: _Any, slide_ms: _Any = None) -> None:
+        self._ssc = ctx
+        self._compute = compute  # time in ms -> RDD or None
+        self._slide_ms = slide_ms or ctx._interval_ms
+        self._rdds: dict[int, _Any] = {}
+        ctx._streams.append(self)
+
+    def _valid(self, t: int) -> bool:
+        return (t - self._ssc._zero_ms) % self._slide_ms == 0
+
+    def _rdd(self, t: int) -> _Any:
+        if not self._valid(t):
+            return None
+        if t not in self._rdds:
+            self._rdds[t] = self._compute(t)
+        return self._rdds[t]
+
+    def _forget(self, before: int) -> None:
+        for t in [t for t in self._rdds if t < before]:
+            rdd = self._rdds.pop(t)
+            if rdd is not None and rdd.is_cached:
+                rdd.unpersist()
+
+    @property
+    def _sc(self) -> _Any:
+        return self._ssc.sparkContext
+
+    def context(self) -> _Any:
+        """The StreamingContext of this stream."""
+        return self._ssc
+
+    # ---- per-batch transformations (each as pyspark.streaming.DStream defines it)
+    def transform(self, func: _Any) -> "MicroBatchStream":
+        """``func(rdd)`` or ``func(time, rdd)`` on each batch's RDD."""
+        func = _call_with_time(func, 2)
+
+        def compute(t: int) -> _Any:
+            rdd = self._rdd(t)
+            return None if rdd is None else func(_datetime.datetime.fromtimestamp(t / 1000.0), rdd)
+
+        return MicroBatchStream(self._ssc, compute, self._slide_ms)
+
+    def transformWith(self, func: _Any, other: _Any, keepSerializer: bool = False) -> "MicroBatchStream":  # noqa: N802, N803
+        """``func(rdd_a, rdd_b)`` or ``func(time, rdd_a, rdd_b)`` on the two streams' batches."""
+        func = _call_with_time(func, 3)
+
+        def compute(t: int) -> _Any:
+            a, b = self._rdd(t), other._rdd(t)
+            a = a if a is not None else self._sc.emptyRDD()
+            b = b if b is not None else self._sc.emptyRDD()
+            return func(_datetime.datetime.fromtimestamp(t / 1000.0), a, b)
+
+        return MicroBatchStream(self._ssc, compute, self._slide_ms)
+
+    def mapPartitionsWithIndex(self, f: _Any, preservesPartitioning: bool = False) -> "MicroBatchStream":  # noqa: N802, N803
+        """``rdd.mapPartitionsWithIndex(f)`` per batch."""
+        return self.transform(lambda rdd: rdd.mapPartitionsWithIndex(f, preservesPartitioning))
+
+    def mapPartitions(self, f: _Any, preservesPartitioning: bool = False) -> "MicroBatchStream":  # noqa: N802, N803
+        """``rdd.mapPartitions(f)`` per batch."""
+        return self.mapPartitionsWithIndex(lambda s, it: f(it), preservesPartitioning)
+
+    def map(self, f: _Any, preservesPartitioning: bool = False) -> "MicroBatchStream":  # noqa: N803
+        """``f`` on every element."""
+        return self.mapPartitions(lambda it: map(f, it), preservesPartitioning)
+
+    def flatMap(self, f: _Any, preservesPartitioning: bool = False) -> "MicroBatchStream":  # noqa: N802, N803
+        """``f`` on every element, its results flattened."""
+        return self.mapPartitionsWithIndex(lambda s, it: _chain.from_iterable(map(f, it)), preservesPartitioning)
+
+    def filter(self, f: _Any) -> "MicroBatchStream":
+        """The elements for which ``f`` is true."""
+        return self.mapPartitions(lambda it: filter(f, it), True)
+
+    def mapValues(self, f: _Any) -> "MicroBatchStream":  # noqa: N802
+        """``f`` on every pair's value."""
+        return self.map(lambda kv: (kv[0], f(kv[1])), True)
+
+    def flatMapValues(self, f: _Any) -> "MicroBatchStream":  # noqa: N802
+        """``f`` on every pair's value, flattened."""
+        return self.flatMap(lambda kv: ((kv[0], x) for x in f(kv[1])), True)
+
+    def glom(self) -> "MicroBatchStream":
+        """Each partition as a list."""
+        return self.mapPartitions(lambda it: [list(it)])
+
+    def reduce(self, func: _Any) -> "MicroBatchStream":
+        """One element per batch: the batch reduced by ``func``."""
+        return self.map(lambda x: (None, x)).reduceByKey(func, 1).map(lambda x: x[1])
+
+    def count(self) -> "MicroBatchStream":
+        """One element per batch: its number of elements."""
+        return self.mapPartitions(lambda i: [sum(1 for _ in i)]).reduce(_operator.add)
+
+    def combineByKey(self, createCombiner: _Any, mergeValue: _Any, mergeCombiners: _Any,  # noqa: N802, N803
+                     numPartitions: _Any = None) -> "MicroBatchStream":  # noqa: N803
+        """``rdd.combineByKey`` per batch, into the default parallelism's partitions as DStreams did."""
+        n = numPartitions or self._sc.defaultParallelism
+        return self.transform(lambda rdd: rdd.combineByKey(createCombiner, mergeValue, mergeCombiners, n))
+
+    def reduceByKey(self, func: _Any, numPartitions: _Any = None) -> "MicroBatchStream":  # noqa: N802, N803
+        """Per batch, each key's values reduced by ``func`` (not a running result)."""
+        return self.combineByKey(lambda x: x, func, func, numPartitions or self._sc.defaultParallelism)
+
+    def groupByKey(self, numPartitions: _Any = None) -> "MicroBatchStream":  # noqa: N802, N803
+        """Per batch, each key's values."""
+        n = numPartitions or self._sc.defaultParallelism
+        return self.transform(lambda rdd: rdd.groupByKey(n))
+
+    def partitionBy(self, numPartitions: int, partitionFunc: _Any = None) -> "MicroBatchStream":  # noqa: N802, N803
+        """``rdd.partitionBy`` per batch."""
+        if partitionFunc is None:
+            return self.transform(lambda rdd: rdd.partitionBy(numPartitions))
+        return self.transform(lambda rdd: rdd.partitionBy(numPartitions, partitionFunc))
+
+    def countByValue(self) -> "MicroBatchStream":  # noqa: N802
+        """Per batch, ``(value, count)`` of every distinct value."""
+        return self.map(lambda x: (x, 1)).reduceByKey(lambda x, y: x + y)
+
+    def repartition(self, numPartitions: int) -> "MicroBatchStream":  # noqa: N803
+        """``rdd.repartition`` per batch."""
+        return self.transform(lambda rdd: rdd.repartition(numPartitions))
+
+    def union(self, other: _Any) -> "MicroBatchStream":
+        """Both streams' batches."""
+        return self.transformWith(lambda a, b: a.union(b), other, True)
+
+    def _joined(self, how: str, other: _Any, numPartitions: _Any) -> "MicroBatchStream":  # noqa: N803
+        n = numPartitions or self._sc.defaultParallelism
+        return self.transformWith(lambda a, b: getattr(a, how)(b, n), other)
+
+    def cogroup(self, other: _Any, numPartitions: _Any = None) -> "MicroBatchStream":  # noqa: N803
+        """``rdd.cogroup`` of the two streams' batches."""
+        return self._joined("cogroup", other, numPartitions)
+
+    def join(self, other: _Any, numPartitions: _Any = None) -> "MicroBatchStream":  # noqa: N803
+        """``rdd.join`` of the two streams' batches."""
+        return self._joined("join", other, numPartitions)
+
+    def leftOuterJoin(self, other: _Any, numPartitions: _Any = None) -> "MicroBatchStream":  # noqa: N802, N803
+        """``rdd.leftOuterJoin`` of the two streams' batches."""
+        return self._joined("leftOuterJoin", other, numPartitions)
+
+    def rightOuterJoin(self, other: _Any, numPartitions: _Any = None) -> "MicroBatchStream":  # noqa: N802, N803
+        """``rdd.rightOuterJoin`` of the two streams' batches."""
+        return self._joined("rightOuterJoin", other, numPartitions)
+
+    def fullOuterJoin(self, other: _Any, numPartitions: _Any = None) -> "MicroBatchStream":  # noqa: N802, N803
+        """``rdd.fullOuterJoin`` of the two streams' batches."""
+        return self._joined("fullOuterJoin", other, numPartitions)
+
+    def cache(self) -> "MicroBatchStream":
+        """Nothing to do: each batch's RDD is computed once per micro-batch."""
+        return self
+
+    def persist(self, storageLevel: _Any = None) -> "MicroBatchStream":  # noqa: N803
+        """Nothing to do: each batch's RDD is computed once per micro-batch."""
+        return self
+
+    def checkpoint(self, interval: _Any = None) -> "MicroBatchStream":
+        """Nothing to do: state is checkpointed every micro-batch."""
+        return self
+
+    # ---- windows: in processing time, in multiples of the batch interval, emitted on slide boundaries
+    def _remember(self, duration_ms: int) -> None:
+        self._ssc._remembered.append((self, duration_ms))
+
+    def window(self, windowDuration: _Any, slideDuration: _Any = None) -> "MicroBatchStream":  # noqa: N803
+        """The union of the batches of the last ``windowDuration`` seconds, every ``slideDuration`` seconds."""
+        length = _seconds_ms(windowDuration)
+        slide = _seconds_ms(slideDuration) if slideDuration is not None else self._slide_ms
+        self._remember(length)
+
+        def compute(t: int) -> _Any:
+            rdds = [r for s in range(t - length + self._slide_ms, t + 1, self._slide_ms)
+                    if (r := self._rdd(s)) is not None]
+            return self._sc.union(rdds) if rdds else self._sc.emptyRDD()
+
+        return MicroBatchStream(self._ssc, compute, slide)
+
+    def reduceByKeyAndWindow(self, func: _Any, invFunc: _Any, windowDuration: _Any,  # noqa: N802, N803
+                             slideDuration: _Any = None, numPartitions: _Any = None,  # noqa: N803
+                             filterFunc: _Any = None) -> "MicroBatchStream":  # noqa: N803
+        """Each key reduced over the window; incrementally with ``invFunc`` where DStreams did so."""
+        n = numPartitions or self._sc.defaultParallelism
+        reduced = self.reduceByKey(func, n)
+        if not invFunc:
+            return reduced.window(windowDuration, slideDuration).reduceByKey(func, n)
+        length = _seconds_ms(windowDuration)
+        slide = _seconds_ms(slideDuration) if slideDuration is not None else self._slide_ms
+        step = reduced._slide_ms
+        reduced._remember(length + slide)
+
+        def add(a: _Any, b: _Any) -> _Any:
+            b = b.reduceByKey(func, n)
+            r = a.union(b).reduceByKey(func, n) if a else b
+            return r.filter(filterFunc) if filterFunc else r
+
+        def subtract(a: _Any, b: _Any) -> _Any:
+            b = b.reduceByKey(func, n)
+            return a.leftOuterJoin(b, n).mapValues(lambda kv: invFunc(kv[0], kv[1]) if kv[1] is not None else kv[0])
+
+        def between(begin: int, end: int) -> list[_Any]:  # the parent's batches in (begin, end]
+            return [r for s in range(begin + step, end + 1, step) if (r := reduced._rdd(s)) is not None]
+
+        def compute(t: int) -> _Any:
+            previous = windowed._rdds.get(t - slide)
+            if previous is not None and length >= slide * 5:  # Spark's PythonReducedWindowedDStream
+                old = between(t - slide - length, t - length)
+                result = subtract(previous, self._sc.union(old)) if old else previous
+                new = between(t - slide, t)
+                result = add(result, self._sc.union(new)) if new else result
+            else:
+                current = between(t - length, t)
+                result = add(None, self._sc.union(current)) if current else None
+            if result is not None:
+                result.localCheckpoint()
+                result.count()
+            return result
+
+        windowed = MicroBatchStream(self._ssc, compute, slide)
+        windowed._remember(2 * slide)
+        return windowed
+
+    def reduceByWindow(self, reduceFunc: _Any, invReduceFunc: _Any, windowDuration: _Any,  # noqa: N802, N803
+                       slideDuration: _Any) -> "MicroBatchStream":  # noqa: N803
+        """One element per slide: the window reduced."""
+        keyed = self.map(lambda x: (1, x))
+        reduced = keyed.reduceByKeyAndWindow(reduceFunc, invReduceFunc, windowDuration, slideDuration, 1)
+        return reduced.map(lambda kv: kv[1])
+
+    def countByWindow(self, windowDuration: _Any, slideDuration: _Any) -> "MicroBatchStream":  # noqa: N802, N803
+        """One element per slide: the number of elements in the window."""
+        return self.map(lambda x: 1).reduceByWindow(_operator.add, _operator.sub, windowDuration, slideDuration)
+
+    def countByValueAndWindow(self, windowDuration: _Any, slideDuration: _Any,  # noqa: N802, N803
+                              numPartitions: _Any = None) -> "MicroBatchStream":  # noqa: N803
+        """``(value, count)`` over the window, every slide."""
+        keyed = self.map(lambda x: (x, 1))
+        counted = keyed.reduceByKeyAndWindow(_operator.add, _operator.sub, windowDuration, slideDuration,
+                                             numPartitions)
+        return counted.filter(lambda kv: kv[1] > 0)
+
+    def groupByKeyAndWindow(self, windowDuration: _Any, slideDuration: _Any,  # noqa: N802, N803
+                            numPartitions: _Any = None) -> "MicroBatchStream":  # noqa: N803
+        """Each key's values over the window, every slide."""
+        grouped = self.mapValues(lambda x: [x]).reduceByKeyAndWindow(
+            lambda a, b: a.extend(b) or a, lambda a, b: a[len(b):], windowDuration, slideDuration, numPartitions)
+        from pyspark.resultiterable import ResultIterable
+
+        return grouped.mapValues(ResultIterable)
+
+    # ---- state: updateStateByKey, kept per micro-batch under the checkpoint directory
+    def updateStateByKey(self, updateFunc: _Any, numPartitions: _Any = None,  # noqa: N802, N803
+                         initialRDD: _Any = None) -> "MicroBatchStream":  # noqa: N803
+        """Every key's state, updated each batch by the job's ``updateFunc(new_values, last_state)``."""
+        n = numPartitions or self._sc.defaultParallelism
+        initial = initialRDD
+        if initial is not None and not hasattr(initial, "mapPartitions"):
+            initial = self._sc.parallelize(initial)
+        name = f"state-{len(self._ssc._states)}"
+        self._ssc._states.append(name)
+        last: dict[str, _Any] = {}
+
+        def update(a: _Any, b: _Any) -> _Any:
+            if a is None:
+                g = b.groupByKey(n).mapValues(lambda vs: (list(vs), None))
+            else:
+                g = a.cogroup(b.partitionBy(n), n)
+                g = g.mapValues(lambda ab: (list(ab[1]), list(ab[0])[0] if len(ab[0]) else None))
+            return g.mapValues(lambda vs_s: updateFunc(vs_s[0], vs_s[1])).filter(lambda kv: kv[1] is not None)
+
+        def compute(t: int) -> _Any:
+            rdd = self._rdd(t)
+            previous = last.get("rdd")
+            if previous is None:
+                previous = self._ssc._load_state(name)
+            if previous is None:
+                previous = initial
+            if rdd is None:
+                return previous
+            state = update(previous, rdd)
+            state.localCheckpoint()
+            state.count()
+            self._ssc._save_state(name, state)
+            last["rdd"] = state
+            return state
+
+        return MicroBatchStream(self._ssc, compute, self._slide_ms)
+
+    # ---- output operations: run in the order the job declared them, every micro-batch
+    def foreachRDD(self, func: _Any) -> None:  # noqa: N802
+        """The job's ``func(rdd)`` or ``func(time, rdd)`` on every batch."""
+        self._ssc._outputs.append((self, _call_with_time(func, 2)))
+
+    def pprint(self, num: int = 10) -> None:
+        """The first ``num`` elements of every batch, printed as DStream.pprint printed them."""
+
+        def take_and_print(time: _Any, rdd: _Any) -> None:
+            taken = rdd.take(num + 1)
+            print("-------------------------------------------")
+            print(f"Time: {time}")
+            print("-------------------------------------------")
+            for record in taken[:num]:
+                print(record)
+            if len(taken) > num:
+                print("...")
+            print("")
+
+        self.foreachRDD(take_and_print)
+
+    def saveAsTextFiles(self, prefix: str, suffix: _Any = None) -> None:  # noqa: N802
+        """Every batch as text files in ``prefix-<time in ms>[.suffix]``."""
+
+        def save(time: _Any, rdd: _Any) -> None:
+            stamp = int(_time.mktime(time.timetuple()) * 1000) + time.microsecond // 1000
+            path = f"{prefix}-{stamp}" + ("" if suffix is None else f".{suffix}")
+            if not _os.path.exists(path):  # a micro-batch re-run after a restart: already written
+                rdd.saveAsTextFile(path)
+
+        self.foreachRDD(save)
+
+
+class MicroBatchContext:
+    """A StreamingContext: the job's graph, started as one Structured Streaming query."""
+
+    _active: _Any = None
+
+    def __init__(self, sparkContext: _Any = None, batchDuration: _Any = None, **_: _Any) -> None:  # noqa: N803
+        from pyspark import SparkContext
+        from pyspark.sql import SparkSession
+
+        self.sparkContext = sparkContext or SparkContext.getOrCreate()
+        self.spark = SparkSession.builder.getOrCreate()
+        if batchDuration is None:
+            msg = "StreamingContext needs a batch interval (batchDuration, in seconds)"
+            raise ValueError(msg)
+        self._interval_ms = _seconds_ms(batchDuration)
+        self._checkpoint: _Any = None
+        self._sources: list[_Any] = []  # (stream, DataFrame, element of a row)
+        self._outputs: list[_Any] = []
+        self._remembered: list[_Any] = []
+        self._streams: list[MicroBatchStream] = []
+        self._states: list[str] = []
+        self._new_files: list[_Any] = []  # (source index, directory): DStreams read only files newer than start
+        self._zero_ms = 0
+        self._last_ms: _Any = None
+        self._batch_id = 0
+        self._query: _Any = None
+        MicroBatchContext._active = self
+
+    # ---- the context's own methods
+    @classmethod
+    def getOrCreate(cls, checkpointPath: str, setupFunc: _Any) -> "MicroBatchContext":  # noqa: N802, N803
+        """The job's setup function's context, checkpointed in ``checkpointPath`` (the query resumes from it)."""
+        ctx = setupFunc()
+        if ctx._checkpoint is None:
+            ctx.checkpoint(checkpointPath)
+        return ctx
+
+    @classmethod
+    def getActive(cls) -> "MicroBatchContext":  # noqa: N802
+        """The context created last."""
+        return cls._active
+
+    @classmethod
+    def getActiveOrCreate(cls, checkpointPath: _Any, setupFunc: _Any) -> "MicroBatchContext":  # noqa: N802, N803
+        """The context created last, else the setup function's."""
+        return cls._active or cls.getOrCreate(checkpointPath, setupFunc)
+
+    def checkpoint(self, directory: str) -> None:
+        """Where the query's checkpoint and the state of ``updateStateByKey`` go."""
+        self._checkpoint = directory
+
+    def remember(self, duration: _Any) -> None:
+        """Nothing to do: each stream keeps what its windows need."""
+
+    @property
+    def _state_dir(self) -> _Any:
+        """Where the state goes: a local directory only (a ``file:`` URI too); elsewhere state is not kept."""
+        if self._checkpoint is None:
+            return None
+        parsed = _urlparse.urlparse(self._checkpoint)
+        if parsed.scheme not in ("", "file"):
+            return None
+        return _os.path.join(_urlparse.unquote(parsed.path) if parsed.scheme else self._checkpoint, "dstream-state")
+
+    # ---- inputs
+    def _input(self, frame: _Any, element: _Any) -> MicroBatchStream:
+        from pyspark.sql import functions as F  # noqa: N812
+
+        index = len(self._sources)
+        columns = {"key": "binary", "value": "binary", "line": "string", "topic": "string", "partition": "int",
+                   "offset": "long", "file": "string"}
+        present = set(frame.columns)
+        frame = frame.select(F.lit(index).alias("src"), *[
+            (F.col(name) if name in present else F.lit(None)).cast(kind).alias(name) for name, kind in columns.items()])
+        batch: dict[str, _Any] = {}  # this micro-batch's RDD of the input, set in _run_batch
+        stream = MicroBatchStream(self, lambda t: batch.get("rdd") if t == self._last_ms else None)
+        stream._batch = batch  # type: ignore[attr-defined]
+        self._sources.append((stream, frame, element))
+        return stream
+
+    def socketTextStream(self, hostname: str, port: int, storageLevel: _Any = None) -> MicroBatchStream:  # noqa: N802, N803
+        """The lines a TCP server sends: the socket source."""
+        frame = (self.spark.readStream.format("socket").option("host", hostname).option("port", int(port)).load()
+                 .withColumnRenamed("value", "line"))
+        return self._input(frame, lambda row: row.line)
+
+    def textFileStream(self, directory: str) -> MicroBatchStream:  # noqa: N802
+        """The lines of the files that appear in ``directory`` after the start: the text file source."""
+        from pyspark.sql import functions as F  # noqa: N812
+
+        frame = (self.spark.readStream.format("text").load(directory)
+                 .select(F.col("value").alias("line"), F.col("_metadata.file_path").alias("file")))
+        self._new_files.append((len(self._sources), directory))
+        return self._input(frame, lambda row: row.line)
+
+    def queueStream(self, rdds: _Any, oneAtATime: bool = True, default: _Any = None) -> MicroBatchStream:  # noqa: N802, N803
+        """One queued RDD per batch: each written as one file, read by the text source one file per trigger."""
+        directory = _tempfile.mkdtemp(prefix="dstream-queue-")
+        stamp = _time.time() - len(rdds) - 10
+        for number, rdd in enumerate(rdds):
+            rows = rdd.collect() if hasattr(rdd, "collect") else list(rdd)
+            path = _os.path.join(directory, f"rdd-{number:06d}.txt")
+            with open(path, "w", encoding="ascii") as out:
+                for element in rows:
+                    out.write(_base64.b64encode(_pickle.dumps(element)).decode("ascii") + "\n")
+            _os.utime(path, (stamp + number, stamp + number))
+        reader = self.spark.readStream.format("text")
+        if oneAtATime:
+            reader = reader.option("maxFilesPerTrigger", 1)
+        frame = reader.load(directory).withColumnRenamed("value", "line")
+        return self._input(frame, lambda row: _pickle.loads(_base64.b64decode(row.line)))
+
+    def union(self, *dstreams: _Any) -> MicroBatchStream:
+        """All the streams' batches."""
+        def compute(t: int) -> _Any:
+            rdds = [r for s in dstreams if (r := s._rdd(t)) is not None]
+            return self.sparkContext.union(rdds) if rdds else None
+
+        return MicroBatchStream(self, compute, dstreams[0]._slide_ms)
+
+    def transform(self, dstreams: _Any, transformFunc: _Any) -> MicroBatchStream:  # noqa: N803
+        """``transformFunc(rdds, time)`` on the streams' batches, as StreamingContext.transform."""
+        def compute(t: int) -> _Any:
+            rdds = [s._rdd(t) for s in dstreams]
+            return transformFunc(rdds, _datetime.datetime.fromtimestamp(t / 1000.0))
+
+        return MicroBatchStream(self, compute, dstreams[0]._slide_ms)
+
+    # ---- state files: one directory per micro-batch, so a re-run micro-batch starts from the state before it
+    def _save_state(self, name: str, rdd: _Any) -> None:
+        if self._state_dir is None:
+            return
+        base = _os.path.join(self._state_dir, name)
+        path = _os.path.join(base, f"{self._batch_id:012d}")
+        _shutil.rmtree(path, ignore_errors=True)
+        rdd.saveAsPickleFile(path)
+        for old in sorted(_os.listdir(base))[:-2]:
+            _shutil.rmtree(_os.path.join(base, old), ignore_errors=True)
+
+    def _load_state(self, name: str) -> _Any:
+        if self._state_dir is None or not _os.path.isdir(_os.path.join(self._state_dir, name)):
+            return None
+        base = _os.path.join(self._state_dir, name)
+        saved = [d for d in sorted(_os.listdir(base))
+                 if d.isdigit() and int(d) < self._batch_id and _os.path.exists(_os.path.join(base, d, "_SUCCESS"))]
+        return self.sparkContext.pickleFile(_os.path.join(base, saved[-1])) if saved else None
+
+    # ---- running
+    def _run_batch(self, df: _Any, batch_id: int) -> None:
+        now = int(_time.time() * 1000)
+        t = now - now % self._interval_ms
+        if self._last_ms is None:
+            self._zero_ms = t - self._interval_ms
+        elif t <= self._last_ms:
+            t = self._last_ms + self._interval_ms
+        self._last_ms, self._batch_id = t, batch_id
+        df = df.persist()
+        try:
+            rows = df.rdd
+            for index, (stream, _frame, element) in enumerate(self._sources):
+                stream._batch["rdd"] = rows.filter(lambda row, i=index: row.src == i).map(element)
+            for index, _directory in self._new_files:
+                old = self._old_files.get(index, ())
+                if old:
+                    source = self._sources[index][0]
+                    source._batch["rdd"] = rows.filter(
+                        lambda row, i=index, o=old: row.src == i
+                        and _urlparse.unquote(_urlparse.urlparse(row.file).path) not in o
+                    ).map(lambda row: row.line)
+            for stream, _remember_ms in self._remembered:
+                rdd = stream._rdd(t)
+                if rdd is not None and not rdd.is_cached:
+                    rdd.persist()
+                    rdd.count()
+            for stream, func in self._outputs:
+                rdd = stream._rdd(t)
+                if rdd is not None:
+                    func(_datetime.datetime.fromtimestamp(t / 1000.0), rdd)
+            kept: dict[int, int] = {}
+            for stream, ms in self._remembered:
+                kept[id(stream)] = max(ms, kept.get(id(stream), 0))
+            for stream in self._streams:  # what no window needs any more
+                stream._forget(t - kept.get(id(stream), 0) + 1)
+        finally:
+            df.unpersist()
+
+    def start(self) -> None:
+        """Start the query: all inputs in one micro-batch every batch interval, the graph run in foreachBatch."""
+        from pyspark.sql import functions as F  # noqa: N812
+
+        if not self._sources:
+            msg = "the job defines no input stream: nothing to start"
+            raise ValueError(msg)
+        self._old_files: dict[int, set[str]] = {}
+        location = _os.path.join(self._checkpoint, "query") if self._checkpoint else None
+        local = _urlparse.unquote(_urlparse.urlparse(location).path) if location else None
+        fresh = local is None or not _os.path.isdir(_os.path.join(local, "offsets"))
+        for index, directory in self._new_files:
+            if fresh and _os.path.isdir(directory):  # DStreams ignore the files there before the start
+                self._old_files[index] = {_os.path.abspath(_os.path.join(directory, f)) for f in _os.listdir(directory)}
+        ticks = self.spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 1).load()
+        frame = self._sources[0][1]
+        for _stream, other, _element in self._sources[1:]:
+            frame = frame.unionByName(other)
+        frame = frame.unionByName(ticks.select(F.lit(-1).alias("src"), *[
+            F.lit(None).cast(f.dataType).alias(f.name) for f in frame.schema.fields[1:]]))
+        writer = (frame.writeStream.queryName("dstream_job").trigger(processingTime=f"{self._interval_ms} milliseconds")
+                  .foreachBatch(self._run_batch))
+        if location is not None:
+            writer = writer.option("checkpointLocation", location)
+        self._query = writer.start()
+
+    def awaitTermination(self, timeout: _Any = None) -> _Any:  # noqa: N802
+        """Wait for the query to end (or ``timeout`` seconds); its failure is raised here."""
+        return self._query.awaitTermination(timeout) if timeout is not None else self._query.awaitTermination()
+
+    def awaitTerminationOrTimeout(self, timeout: _Any) -> _Any:  # noqa: N802
+        """Whether the query ended within ``timeout`` seconds."""
+        return self._query.awaitTermination(timeout)
+
+    def stop(self, stopSparkContext: bool = True, stopGraceFully: bool = False) -> None:  # noqa: N803
+        """Stop the query (after the running micro-batch when graceful), then the SparkContext if asked."""
+        if self._query is not None:
+            while stopGraceFully and self._query.isActive and self._query.status.get("isTriggerActive"):
+                _time.sleep(0.05)
+            self._query.stop()
+        if stopSparkContext:
+            self.sparkContext.stop()
+
+
+_KAFKA_NOT_PASSED = ("group.id", "enable.auto.commit", "key.deserializer", "value.deserializer",
+                     "interceptor.classes", "zookeeper.connect", "zookeeper.connection.timeout.ms")
+
+
+class MicroBatchKafka:
+    """KafkaUtils: a Kafka direct stream as the Kafka source of the query."""
+
+    @staticmethod
+    def createDirectStream(ssc: _Any, topics: _Any, kafkaParams: _Any, fromOffsets: _Any = None,  # noqa: N802, N803
+                           keyDecoder: _Any = _utf8, valueDecoder: _Any = _utf8,  # noqa: N803
+                           messageHandler: _Any = None) -> MicroBatchStream:  # noqa: N803
+        """``(key, value)`` of every record (or the job's ``messageHandler``'s result), per batch."""
+        import json
+
+        params = dict(kafkaParams)
+        servers = params.pop("metadata.broker.list", None) or params.pop("bootstrap.servers", None)
+        if not servers:
+            msg = "kafkaParams has no metadata.broker.list or bootstrap.servers: the brokers to read from"
+            raise ValueError(msg)
+        reset = params.pop("auto.offset.reset", "largest")
+        reader = ssc.spark.readStream.format("kafka").option("kafka.bootstrap.servers", servers)
+        if fromOffsets:
+            starting: dict[str, dict[str, int]] = {}
+            for tp, offset in fromOffsets.items():
+                starting.setdefault(tp.topic, {})[str(tp.partition)] = int(offset)
+            assigned = {topic: sorted(int(p) for p in parts) for topic, parts in starting.items()}
+            reader = reader.option("assign", json.dumps(assigned)).option("startingOffsets", json.dumps(starting))
+        else:
+            reader = reader.option("subscribe", ",".join(topics)).option(
+                "startingOffsets", "earliest" if reset in ("smallest", "earliest") else "latest")
+        for key, value in params.items():  # the consumer's own settings; Spark sets the rest itself
+            if key not in _KAFKA_NOT_PASSED:
+                reader = reader.option(f"kafka.{key}", str(value))
+        frame = reader.load()
+
+        if messageHandler is None:
+            def element(row: _Any) -> _Any:
+                return (keyDecoder(row.key), valueDecoder(row.value))
+        else:
+            def element(row: _Any) -> _Any:
+                return messageHandler(_Message(row, keyDecoder, valueDecoder))
+        return ssc._input(frame, element)
+
+    @staticmethod
+    def createStream(*args: _Any, **kwargs: _Any) -> _Any:  # noqa: N802
+        """A receiver stream through ZooKeeper has no Structured Streaming source."""
+        msg = ("KafkaUtils.createStream reads through ZooKeeper, which Structured Streaming's Kafka source "
+               "cannot: use KafkaUtils.createDirectStream(ssc, topics, {'metadata.broker.list': BROKERS})")
+        raise ValueError(msg)
+
+
+class _Message:
+    """What a Kafka ``messageHandler`` is given (Spark 2.4's MessageAndMetadata)."""
+
+    def __init__(self, row: _Any, key_decoder: _Any, value_decoder: _Any) -> None:
+        self.topic, self.partition, self.offset = row.topic, row.partition, row.offset
+        self._row, self._key, self._value = row, key_decoder, value_decoder
+
+    def key(self) -> _Any:
+        return self._key(self._row.key)
+
+    def message(self) -> _Any:
+        return self._value(self._row.value)
+
+
+class TopicAndPartition:
+    """A topic's partition, for ``fromOffsets``."""
+
+    def __init__(self, topic: str, partition: int) -> None:
+        self.topic, self.partition = topic, int(partition)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TopicAndPartition) and (self.topic, self.partition) == (other.topic, other.partition)
+
+    def __hash__(self) -> int:
+        return hash((self.topic, self.partition))
+
+
+class OffsetRange:
+    """A range of offsets of a topic's partition."""
+
+    def __init__(self, topic: str, partition: int, fromOffset: int, untilOffset: int) -> None:  # noqa: N803
+        self.topic, self.partition = topic, int(partition)
+        self.fromOffset, self.untilOffset = int(fromOffset), int(untilOffset)
+
+
+# ---- end runtime ----
