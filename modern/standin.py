@@ -116,6 +116,8 @@ def _batch_row(progress: dict[str, Any]) -> dict[str, Any]:
 
     ranges: list[list[Any]] = []
     for n, source in enumerate(progress.get("sources", [])):
+        if str(source.get("description", "")).startswith("RatePerMicroBatch"):
+            continue  # a dmk migrate draft's tick source (one row a micro-batch, so quiet intervals run): no input
         end_json = _parsed(source.get("endOffset"))
         if isinstance(end_json, dict) and end_json and all(isinstance(v, dict) for v in end_json.values()):
             start = offsets_from_json(_parsed(source.get("startOffset")) or {})

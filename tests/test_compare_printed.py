@@ -274,3 +274,26 @@ def test_a_pprint_reproduced_in_foreachbatch_records_every_element(tmp_path: Pat
     # All five elements are rows, pprint's printed lines are not rows again; the job's own print is one.
     assert [v for _, v, _ in rows] == [[f"w{i}", i] for i in range(5)] + [["done 4"]]
     assert {b.rpartition("/")[2] for b, _, _ in rows} == {"4"}  # batch 4 (of no query: none was started here)
+
+
+def test_a_drafts_tick_source_is_not_counted_as_input() -> None:
+    """A dmk migrate draft unions a rate-micro-batch source (one row a micro-batch) with its input: not input."""
+    from modern.standin import _batch_row
+
+    def progress(batch: int, lines: int) -> dict[str, object]:
+        return {
+            "id": "q-tick", "name": "dstream_job", "batchId": batch, "timestamp": "2026-11-27T11:00:00.000Z",
+            "batchDuration": 120, "numInputRows": lines + 1,
+            "sources": [
+                {"description": "TextSocketV2[host: 127.0.0.1, port: 9999]", "numInputRows": lines,
+                 "startOffset": None, "endOffset": None},
+                # as Spark 4.3 reports it (measured): description and offsets of RatePerMicroBatchStream
+                {"description": "RatePerMicroBatchStream[rowsPerBatch=1, numPartitions=1, startTimestamp=0, "
+                                "advanceMsPerBatch=1000]", "numInputRows": 1,
+                 "startOffset": {"offset": batch, "timestamp": batch * 1000},
+                 "endOffset": {"offset": batch + 1, "timestamp": (batch + 1) * 1000}},
+            ],
+        }
+
+    assert _batch_row(progress(0, 5))["ranges"] == [["lines", 0, 0, 5]]
+    assert _batch_row(progress(1, 3))["ranges"] == [["lines", 0, 5, 8]]
