@@ -597,7 +597,7 @@ def cmd_compare_jobs(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from migrate import JobSourceError, analyse, draft, render_json, render_markdown, review
+    from migrate import JobSourceError, analyse, make_draft, render_json, render_markdown, review
 
     plan = analyse(args.job)
     if not plan.source.strip():
@@ -610,21 +610,18 @@ def cmd_migrate(args: argparse.Namespace) -> int:
                "on each module that uses them); a Structured Streaming job needs no migration.")
         raise JobSourceError(msg, path=args.job)
     modern = review(plan, args.modern) if args.modern else None
+    made = make_draft(plan)
     if args.out:
         try:
-            Path(args.out).write_text(draft(plan), encoding="utf-8")
+            Path(args.out).write_text(made.text, encoding="utf-8")
         except OSError as exc:
             msg = f"cannot write the draft to {args.out!r}: {exc}. Give --out a writable file path."
             raise ConfigError(msg, field="out", expected="a writable file", actual=args.out) from None
-        sys.stderr.write(f"draft Structured Streaming job written to {args.out} (review every TODO)\n")
-    # draft_runs: whether the draft writer leaves no part unresolved (make_draft(plan).runs, #36 item 1); null
-    # with a draft writer that cannot tell. verified: null unless --verify ran (#37).
-    import importlib
-
-    # The module, not migrate.draft, which migrate/__init__ rebinds to its draft() function.
-    make_draft = getattr(importlib.import_module("migrate.draft"), "make_draft", None)
-    draft_runs = bool(make_draft(plan).runs) if args.json and make_draft is not None else None
-    text = (render_json(plan, modern, draft_runs=draft_runs, verified=None) if args.json
+        state = ("it runs as written" if made.runs else
+                 f"it refuses to start until {len(made.unresolved)} part(s) are ported: " + "; ".join(made.unresolved))
+        sys.stderr.write(f"draft Structured Streaming job written to {args.out}: {state}\n")
+    # draft_runs: whether the draft leaves no part unresolved; verified: null unless --verify ran.
+    text = (render_json(plan, modern, draft_runs=made.runs, verified=None) if args.json
             else render_markdown(plan, modern))
     if args.verify:
         return _verify_migration(args, plan, text)
@@ -1064,8 +1061,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help='print {"job", "draft_runs", "verified", "summary", "findings": [{"line", "construct", '
                           '"counterpart", "playbook", "automatic", "note", "status"}]} instead of Markdown')
     mig.add_argument("--out", metavar="DRAFT.py",
-                     help="also write a draft Structured Streaming job: mechanical parts translated, a TODO with the "
-                          "playbook link at each manual part")
+                     help="also write a draft Structured Streaming job: the job's own code run per micro-batch (it "
+                          "runs as written, or refuses to start naming the parts to port by hand)")
     mig.add_argument("--modern", metavar="NEW.py",
                      help="the Structured Streaming rewrite: say which findings it addressed, and print the "
                           "dmk compare-jobs command that proves it")

@@ -39,13 +39,14 @@ Modules: :mod:`migrate.rules` (the construct table), :mod:`migrate.analysis` (th
 from __future__ import annotations
 
 from migrate.analysis import FINDING_KEYS, Finding, MigrationPlan, analyse, analyse_source
-from migrate.draft import draft
+from migrate.draft import Draft, draft, make_draft
 from migrate.errors import JobSourceError, MigrateError
 from migrate.render import render_json, render_markdown
 from migrate.review import Review, ReviewItem, compare_jobs_command, review
 
 __all__ = [
     "FINDING_KEYS",
+    "Draft",
     "Finding",
     "JobSourceError",
     "MigrateError",
@@ -56,6 +57,7 @@ __all__ = [
     "analyse_source",
     "compare_jobs_command",
     "draft",
+    "make_draft",
     "render_json",
     "render_markdown",
     "review",

@@ -185,6 +185,11 @@ def _why(site: _Site, stream_methods: set[str], context_methods: set[str]) -> st
     construct = site.finding.construct
     if construct in _WHY:
         return _WHY[construct]
+    if not site.finding.traced:
+        # The plan counts it unresolved; the runtime stands in only for streams this file builds, so a stream made
+        # in another module (with pyspark.streaming's own classes) would not run here.
+        return ("called on an object dmk migrate could not trace to a DStream of this file (built in another "
+                "module?): draft that module too, or port the call by hand")
     if construct.startswith("spark.streaming.") or construct in (
             "StreamingContext(sc, batchDuration)", "KafkaUtils.createDirectStream", "OffsetRange", "TopicAndPartition",
             "StreamingContext.stop(stopGraceFully=True)", "get_or_create"):

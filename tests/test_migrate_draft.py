@@ -150,3 +150,13 @@ def test_per_record_functions_with_a_column_expression() -> None:
     assert [(f.line, f.automatic) for f in plan.findings if f.construct in ("DStream.map", "DStream.filter",
                                                                             "DStream.flatMap")] == [
         (3, True), (4, True), (4, True), (5, True), (6, False), (7, False)]
+
+
+def test_calls_on_untraced_streams_keep_the_draft_from_starting() -> None:
+    """The plan counts them unresolved (streams built in another module), so the draft does not claim to run."""
+    plan = analyse(JOBS / "untraced_streams.py")
+    untraced = sorted({f.line for f in plan.findings if f.status == "unresolved"})
+    made = make_draft(plan)
+    assert not made.runs
+    assert sorted({int(item.split(":")[0].removeprefix("line ")) for item in made.unresolved}) == untraced
+    assert all("could not trace" in item for item in made.unresolved)
