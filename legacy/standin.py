@@ -28,7 +28,6 @@ Example (what ``python -m compare.jobrun --engine legacy SCRIPT ARGS`` does)::
 from __future__ import annotations
 
 import inspect
-import io
 import json
 import os
 import sys
@@ -38,6 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kit.printed import Tee
 from kit.security import KAFKA_SECURITY_ENV
 
 __all__ = ["install"]
@@ -78,20 +78,6 @@ def _batch_ms(time_: Any) -> int:
     return round(time_.timestamp() * 1000)
 
 
-class _Tee(io.TextIOBase):
-    """``sys.stdout`` while a foreachRDD function runs: what it prints goes on to the console and is kept."""
-
-    def __init__(self, console: Any) -> None:
-        self.console, self.text = console, list[str]()
-
-    def write(self, text: str) -> int:
-        self.text.append(text)
-        return self.console.write(text)
-
-    def flush(self) -> None:
-        self.console.flush()
-
-
 def _recording_prints(func: Callable[..., Any], name: str) -> Callable[[Any, Any], Any]:
     """``func`` (a foreachRDD function of one or two arguments) with the lines it prints recorded."""
     if getattr(func, "_dmk_own", False):
@@ -106,7 +92,7 @@ def _recording_prints(func: Callable[..., Any], name: str) -> Callable[[Any, Any
             takes_time = True
 
     def recorded(time_: Any, rdd: Any) -> Any:
-        console, tee = sys.stdout, _Tee(sys.stdout)
+        console, tee = sys.stdout, Tee(sys.stdout)
         sys.stdout = tee
         try:
             return func(time_, rdd) if takes_time else func(rdd)
@@ -123,7 +109,7 @@ def _own(func: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
 
     def own(time_: Any, rdd: Any) -> Any:
         tee = sys.stdout
-        if not isinstance(tee, _Tee):
+        if not isinstance(tee, Tee):
             return func(time_, rdd)
         sys.stdout = tee.console
         try:

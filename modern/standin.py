@@ -31,7 +31,6 @@ Example (what ``python -m compare.jobrun --engine modern SCRIPT ARGS`` does)::
 from __future__ import annotations
 
 import inspect
-import io
 import json
 import os
 import sys
@@ -41,6 +40,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from kit.printed import Tee
 from kit.security import KAFKA_SECURITY_ENV
 
 __all__ = ["install"]
@@ -63,20 +63,6 @@ def _caller() -> str:
 def _write(progress: Path, name: str, row: dict[str, Any]) -> None:
     with _LOCK, open(progress.parent / name, "a", encoding="utf-8") as out:
         out.write(json.dumps(row, default=repr) + "\n")
-
-
-class _Tee(io.TextIOBase):
-    """``sys.stdout`` while a foreachBatch function runs: what it prints goes on to the console and is kept."""
-
-    def __init__(self, console: Any) -> None:
-        self.console, self.text = console, list[str]()
-
-    def write(self, text: str) -> int:
-        self.text.append(text)
-        return self.console.write(text)
-
-    def flush(self) -> None:
-        self.console.flush()
 
 
 _BATCH = threading.local()  # the foreachBatch call running in this thread (its batch, its printed lines)
@@ -242,7 +228,7 @@ def install(progress_path: str | Path) -> None:
 
     def recorded_batches(func: Any, name: str, writer: str) -> Any:
         def recorded(frame: Any, batch_id: int) -> Any:
-            console, tee = sys.stdout, _Tee(sys.stdout)
+            console, tee = sys.stdout, Tee(sys.stdout)
             sys.stdout = tee
             _BATCH.context = {"stream": name, "writer": writer, "batch_id": batch_id, "tee": tee, "skip": []}
             try:
