@@ -121,6 +121,17 @@ def _own(func: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     return own
 
 
+def _unrecorded(func: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
+    """Mark one of the stand-in's own module-level foreachRDD functions (which print nothing) as not the job's.
+
+    The function itself is returned, not a wrapper: foreachRDD functions are pickled into a checkpointed job's
+    checkpoint, and cloudpickle pickles a module-level function by reference only while the module's attribute
+    is that function (a wrapper there made it copy the function, with this module's lock, by value).
+    """
+    func._dmk_own = True  # type: ignore[attr-defined]
+    return func
+
+
 def _take_and_print(name: str, num: int) -> Callable[[Any, Any], None]:
     """The function of ``pprint(num)``: every element recorded as a row of ``name``; ``num`` printed, as Spark does."""
 
@@ -142,7 +153,7 @@ def _take_and_print(name: str, num: int) -> Callable[[Any, Any], None]:
     return take_and_print
 
 
-@_own
+@_unrecorded
 def _count_elements(time_: Any, rdd: Any) -> None:
     """A ``foreachRDD`` function noting how many elements a line/element input delivered in this batch."""
     count = rdd.count()
@@ -152,7 +163,7 @@ def _count_elements(time_: Any, rdd: Any) -> None:
         _RANGES.setdefault(_batch_ms(time_), []).append(["lines", 0, before, before + count])
 
 
-@_own
+@_unrecorded
 def _note_ranges(time_: Any, rdd: Any) -> None:
     """A ``foreachRDD`` function keeping the batch's offset ranges until the batch completes (no Spark job)."""
     batch_ms = _batch_ms(time_)

@@ -297,3 +297,18 @@ def test_a_drafts_tick_source_is_not_counted_as_input() -> None:
 
     assert _batch_row(progress(0, 5))["ranges"] == [["lines", 0, 0, 5]]
     assert _batch_row(progress(1, 3))["ranges"] == [["lines", 0, 5, 8]]
+
+
+@pytest.mark.parametrize("name", ["_note_ranges", "_count_elements"])
+def test_the_legacy_standins_own_foreachrdd_functions_pickle_into_a_checkpoint(name: str) -> None:
+    """A checkpointed job pickles every foreachRDD function, the stand-in's included (seen: the orders example)."""
+    from pyspark import cloudpickle
+
+    import legacy.standin as standin
+    from legacy._direct import _on_kafka_rdds, _with_time
+
+    own = getattr(standin, name)
+    # As a direct stream registers it: wrapped for its KafkaRDDs, then by the patched DStream.foreachRDD.
+    registered = standin._recording_prints(_on_kafka_rdds("uid", _with_time(own), False), "job.py:1")
+    restored = cloudpickle.loads(cloudpickle.dumps(registered))
+    assert callable(restored) and getattr(standin, name) is own and own._dmk_own
