@@ -410,6 +410,10 @@ class ScriptEngine:
         """A script starts its own Spark: no session is made for it."""
         return None
 
+    def exactly_once(self, config: DriverConfig) -> bool:
+        """A team's job promises what its own code does: the kit cannot tell, so it holds it to nothing."""
+        return False
+
     def progress_path(self, out_dir: str | Path) -> Path:
         """Where the job's stand-ins report its progress."""
         return Path(out_dir) / "progress.jsonl"
@@ -694,7 +698,7 @@ def read_printed(out_dir: Path, side: str, chosen: str = "") -> pd.DataFrame:
     entries = written_lines(out_dir / "printed.jsonl")
     streams = sorted({e["stream"] for e in entries if "stream" in e})
     names = [n for n in chosen.split(",") if n]
-    wanted = names[0 if side == "legacy" else -1] if names else ""
+    wanted = names[min(SIDES.index(side), len(names) - 1)] if names else ""  # NAME,NAME: --legacy's, --modern's
     if not streams:
         msg = (f"the {side} job printed nothing (no pprint(), no print in a foreachRDD or foreachBatch function, no "
                f"console sink ran): choose another --output (topic, dir, sql:...); its log: {out_dir / 'job.log'}")

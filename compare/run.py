@@ -297,8 +297,7 @@ def _checks(
     else:
         drops = Check("late drops", engine, None, "the engine reports a count only, not which records "
                       "(Spark's numRowsDroppedByWatermark)" if len(oracle.late_dropped) else "none expected")
-    exactly_once = engine != "legacy" or LEGACY_MODES[settings.legacy_mode][0] == "direct"
-    if exactly_once:
+    if outcome.exactly_once:
         inputs = Check("input", engine, not (never or repeated),
                        f"{never:,} records never processed, {repeated:,} processed again" if never or repeated
                        else "every record processed once")

@@ -101,6 +101,8 @@ class EngineOutcome:
     """The engine's batch interval or trigger (0: back to back)."""
     warmup_s: float | None = None
     """How long the driver's warm-up took before the replay (None: no warm-up, the replay was not paced)."""
+    exactly_once: bool = True
+    """Whether the engine promises, for this run's settings, to process every input record once (its verdict)."""
 
 
 _RUNNING: set[DriverProcess] = set()
@@ -308,7 +310,7 @@ def run_engine_process(
         env[KAFKA_SECURITY_ENV] = json.dumps(dict(settings.kafka_security))
     driver = DriverProcess(engine.name, config_path, out, settings.timeout_s, env)
     outcome = EngineOutcome(engine.name, out, replay=None,  # type: ignore[arg-type]  # set by the replay below
-                            interval_s=engine.interval_s(config))
+                            interval_s=engine.interval_s(config), exactly_once=engine.exactly_once(config))
     if not has_scheme(config.checkpoint_dir):
         outcome.checkpoint_dir = Path(config.checkpoint_dir)
     replay_settings = ReplaySettings(

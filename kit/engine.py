@@ -276,6 +276,12 @@ class Engine(Protocol):
             ConfigError: a job the engine cannot run with ``config``.
         """
 
+    def exactly_once(self, config: DriverConfig) -> bool:
+        """Whether ``config``'s jobs promise to process every input record exactly once.
+
+        A verdict then holds them to it: nothing lost, nothing repeated.
+        """
+
     def paced(self, config: DriverConfig, interval: str) -> DriverConfig:
         """``config`` with its batch interval (or trigger) set to ``interval`` (``"0.5 s"``, ``"1 second"``)."""
 

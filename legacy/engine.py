@@ -169,6 +169,10 @@ class LegacyEngine:
         """The job running ``variant`` of ``workload`` as a DStream job (:func:`legacy.workloads.resolve`)."""
         return workloads.resolve(workload, variant)
 
+    def exactly_once(self, config: DriverConfig) -> bool:
+        """The direct stream (offsets with the batch, in any store) is exactly-once; a receiver is at most once."""
+        return config.stream == "direct"
+
     def session(self, config: DriverConfig) -> Any:
         """A SparkContext with the run's rate caps and write-ahead log setting (read when receivers start)."""
         from kit.spark import spark_context

@@ -86,6 +86,10 @@ class ModernEngine:
         """The job running ``variant`` of ``workload`` as a query (:func:`modern.workloads.resolve`)."""
         return workloads.resolve(workload, variant)
 
+    def exactly_once(self, config: DriverConfig) -> bool:
+        """A query's offsets and its idempotent sinks commit with the batch: always exactly-once."""
+        return True
+
     def session(self, config: DriverConfig) -> Any:
         """A SparkSession with the kit's defaults, or with ``config.connect`` one on that Spark Connect server.
 

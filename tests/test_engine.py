@@ -89,7 +89,7 @@ def test_the_registry_holds_both_engines_and_refuses_impostors() -> None:
     with pytest.raises(ConfigError, match="does not implement kit.engine.Engine"):
         register_engine(object())  # type: ignore[arg-type]
     impostor = dataclasses.make_dataclass("Impostor", [])()
-    for member in ("resolve", "session", "start", "paced", "interval_s", "batch_spans", "batch_phases", "batch_of",
+    for member in ("resolve", "session", "start", "exactly_once", "paced", "interval_s", "batch_spans", "batch_phases", "batch_of",
                    "processed_records", "processed_ranges", "late_dropped"):
         setattr(impostor, member, lambda *a, **k: None)
     impostor.name, impostor.batches_by_clock = "legacy", True
@@ -139,3 +139,13 @@ def test_compare_never_branches_on_an_engines_name() -> None:
                 if any(isinstance(s, ast.Constant) and s.value in ENGINES for s in sides):
                     branches.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert branches == []
+
+
+def test_each_engine_says_whether_a_run_promises_exactly_once() -> None:
+    def config(engine: str, stream: str) -> DriverConfig:
+        return DriverConfig(engine, "b:9092", {"events": "t"}, "out", "ckpt", stream=stream)
+
+    assert get_engine("legacy").exactly_once(config("legacy", "direct"))
+    assert not get_engine("legacy").exactly_once(config("legacy", "receiver"))
+    # The stream kind is a legacy setting: a modern query is exactly-once whatever it says.
+    assert get_engine("modern").exactly_once(config("modern", "receiver"))

@@ -30,9 +30,11 @@ from compare.diff import (
     three_way,
     verdict,
 )
-from compare.settings import CompareSettings, default_events_per_second
+from compare.engines import get_engine
+from compare.settings import LEGACY_MODES, CompareSettings, default_events_per_second
 from kit import semantics, workloads
 from kit.dataset import DatasetSpec, check_labels, generate, generate_to_file, read_dataset
+from kit.engine import DriverConfig
 from kit.errors import DatasetError
 from kit.events import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, REJECT_REASONS, parse_event
 from kit.workloads import _contract
@@ -305,7 +307,7 @@ def _outcome(tmp_path: Path, dead: pd.DataFrame, late: pd.DataFrame | None) -> S
     if late is not None:
         write_batch(out / "windowed_counts.late", 0, late)
     log = pd.DataFrame({"seq": range(10), "topic": ["t"] * 10, "partition": [0] * 10, "offset": range(10)})
-    return SimpleNamespace(out_dir=out, replay=SimpleNamespace(log=log))
+    return SimpleNamespace(out_dir=out, replay=SimpleNamespace(log=log), exactly_once=True)
 
 
 def test_each_part_of_the_result_is_its_own_line_of_the_verdict(tmp_path: Path) -> None:
@@ -341,6 +343,8 @@ def test_each_part_of_the_result_is_its_own_line_of_the_verdict(tmp_path: Path) 
     assert checks[3].detail == "0 records never processed, 4 processed again"
     # A receiver mode promises no exactly-once: its input is reported, not judged.
     receiver = CompareSettings("windowed_counts", out_dir=tmp_path / "run", legacy_mode="receiver")
+    stream = LEGACY_MODES[receiver.legacy_mode][0]
+    outcome.exactly_once = get_engine("legacy").exactly_once(DriverConfig("legacy", "b:9092", {}, "o", "c", stream=stream))
     checks = _checks(receiver, "legacy", rows, oracle, dead_letters(outcome.out_dir), outcome, "windowed_counts", 3, 0)
     assert checks[3].ok is None and "promises at most once (3 never processed" in checks[3].detail
 
