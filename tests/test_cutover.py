@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sqlite3
 import time
 import uuid
 from pathlib import Path
@@ -297,6 +298,9 @@ def test_cli_errors_are_one_line_with_exit_code_2(tmp_path: Path, capsys: pytest
     assert "neither a DStream checkpoint" in error()
     assert dmk(["checkpoint", "inspect", str(tmp_path / "missing")]) == 2
     assert "is not a directory" in error()
+    assert dmk(["cutover", "sqlite", str(tmp_path / "o.sqlite"), "--consumer", "job"]) == 2
+    assert "o.sqlite does not exist" in error()  # the store is checked before anything else is asked of it
+    sqlite3.connect(tmp_path / "o.sqlite").close()
     assert dmk(["cutover", "sqlite", str(tmp_path / "o.sqlite"), "--consumer", "job"]) == 2
     assert "--topic" in error()
     assert dmk(["cutover", "checkpoint", str(tmp_path), "--seed-state", "s.parquet"]) == 2
