@@ -17,30 +17,9 @@ from kafka import KafkaConsumer
 from kit.broker import EmbeddedBroker, free_port, kafka_or_embedded
 from kit.errors import BrokerError, BrokerUnavailable
 from kit.kafka import Kafka, wait_for_broker
+from tests._procs import _alive, _wait_gone
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie has exited already; it only waits for its parent to reap it.
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def _wait_gone(pid: int, timeout_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if not _alive(pid):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_broker_answers_and_stops(tmp_path: Path) -> None:

@@ -27,25 +27,9 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from kit.broker import EmbeddedBroker, KafkaEndpoint, kafka_or_embedded
 from kit.errors import BrokerError, BrokerUnavailable, OffsetOutOfRange
 from kit.kafka import Kafka, TopicPartition, wait_for_broker
+from tests._procs import _alive, _wait_gone
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def _wait_gone(pid: int, timeout_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if not _alive(pid):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 # -- the mock broker kind itself (each test starts its own) ----------------------------------------------------
