@@ -83,11 +83,12 @@ def test_no_broker_left_after_a_failing_test(tmp_path: Path) -> None:
     assert _wait_gone(pid), f"broker {pid} outlived the failing test"
 
 
-def test_no_broker_left_after_the_parent_is_killed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["tansu", "mock"])
+def test_no_broker_left_after_the_parent_is_killed(kind: str, tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     script = (
         "import time\nfrom kit.broker import EmbeddedBroker\n"
-        f"b = EmbeddedBroker().start()\nopen({str(pid_file)!r}, 'w').write(str(b.pid))\ntime.sleep(600)\n"
+        f"b = EmbeddedBroker(kind={kind!r}).start()\nopen({str(pid_file)!r}, 'w').write(str(b.pid))\ntime.sleep(600)\n"
     )
     parent = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(REPO)})
     try:
@@ -99,7 +100,7 @@ def test_no_broker_left_after_the_parent_is_killed(tmp_path: Path) -> None:
         assert _alive(broker_pid)
         parent.send_signal(signal.SIGKILL)  # no atexit, no __exit__: only the kernel's parent-death signal
         parent.wait(timeout=10)
-        assert _wait_gone(broker_pid), f"broker {broker_pid} outlived its SIGKILLed parent"
+        assert _wait_gone(broker_pid), f"{kind} broker {broker_pid} outlived its SIGKILLed parent"
     finally:
         if parent.poll() is None:
             parent.kill()

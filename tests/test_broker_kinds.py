@@ -10,9 +10,6 @@ concurrent producers, and (the mock only) above a log start moved by DeleteRecor
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -81,28 +78,6 @@ def test_kafka_python_cannot_connect_to_the_mock() -> None:
     # The limitation the kafka_python marker states: on the mock, the kit's kafka-python half gets nowhere.
     with EmbeddedBroker(kind="mock") as broker, pytest.raises(BrokerUnavailable):
         wait_for_broker(broker.bootstrap_servers, timeout_s=3)
-
-
-def test_no_mock_broker_left_after_the_parent_is_killed(tmp_path: Path) -> None:
-    pid_file = tmp_path / "pid"
-    script = (
-        "import time\nfrom kit.broker import EmbeddedBroker\n"
-        f"b = EmbeddedBroker(kind='mock').start()\nopen({str(pid_file)!r}, 'w').write(str(b.pid))\ntime.sleep(600)\n"
-    )
-    parent = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(REPO)})
-    try:
-        deadline = time.monotonic() + 60
-        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
-            assert parent.poll() is None, "the parent died before starting its broker"
-            time.sleep(0.05)
-        broker_pid = int(pid_file.read_text())
-        assert _alive(broker_pid)
-        parent.send_signal(signal.SIGKILL)
-        parent.wait(timeout=10)
-        assert _wait_gone(broker_pid), f"mock broker {broker_pid} outlived its SIGKILLed parent"
-    finally:
-        if parent.poll() is None:
-            parent.kill()
 
 
 # -- the session broker, whichever kind (librdkafka clients only) ----------------------------------------------
