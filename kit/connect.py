@@ -32,6 +32,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from kit.errors import ConfigError, ConnectError
+from kit.lifeline import die_with_parent
 from kit.spark import log_tail, spark_home
 
 __all__ = [
@@ -275,7 +276,8 @@ class LocalConnectServer:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
             self._process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, env=env,
-                                             stdin=subprocess.DEVNULL, start_new_session=True)
+                                             stdin=subprocess.DEVNULL, start_new_session=True,
+                                             preexec_fn=die_with_parent)
         deadline = time.monotonic() + self.timeout_s
         while True:
             if self._process.poll() is not None:
