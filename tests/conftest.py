@@ -34,9 +34,9 @@ TEST_BROKER_ENV = "DMK_TEST_BROKER"
 """Which embedded broker the session's Kafka tests use: ``tansu`` (default) or ``mock`` (librdkafka's mock cluster)."""
 
 KAFKA_PYTHON_REASON = (
-    "needs kafka-python (the kit's topic admin, offset look-ups and group offsets go through it, even with "
-    "DMK_KAFKA_CLIENT=confluent), which cannot connect to librdkafka's mock cluster (DMK_TEST_BROKER=mock): "
-    "kafka-python cannot decode the mock's ApiVersions answer"
+    "needs kafka-python (a kafka-python client, or kit handles on DMK_KAFKA_CLIENT=auto, whose topic admin, offset "
+    "look-ups and group offsets go through it), which cannot connect to librdkafka's mock cluster "
+    "(DMK_TEST_BROKER=mock): kafka-python cannot decode the mock's ApiVersions answer"
 )
 
 
@@ -50,12 +50,16 @@ def session_broker_kind() -> str:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On the mock, skip every test that uses the session broker and is not marked ``librdkafka_only``."""
+    """On the mock, skip every test that uses the session broker and is not marked ``librdkafka_only``, and the
+    kafka-python run of those that are (``kafka_client`` parameter)."""
     if session_broker_kind() != "mock":
         return
     skip = pytest.mark.skip(reason=KAFKA_PYTHON_REASON)
     for item in items:
-        if "kafka_broker" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("librdkafka_only"):
+        if "kafka_broker" not in getattr(item, "fixturenames", ()):
+            continue
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if not item.get_closest_marker("librdkafka_only") or params.get("kafka_client") == "kafka-python":
             item.add_marker(pytest.mark.kafka_python)
             item.add_marker(skip)
 
@@ -78,9 +82,17 @@ def kafka_endpoint(
         msg = f"{TEST_BROKER_ENV}={kind} starts its own broker. Fix: drop --kafka-bootstrap, or {TEST_BROKER_ENV}"
         raise pytest.UsageError(msg)
     log = None if external else tmp_path_factory.mktemp("broker") / f"{kind}.log"
-    with using_process_settings(java_client_settings(kafka_settings, where="--kafka-config/--kafka-option")), \
-            kafka_or_embedded(external, kind=kind, log_path=log) as kafka:
-        yield kafka
+    # On the mock, every kit handle of the session is on librdkafka alone (DMK_KAFKA_CLIENT=confluent by name:
+    # kit.kafka.librdkafka_only), and the mock's topics are created through its C API (kit.kafka.register_topic_admin).
+    client = pytest.MonkeyPatch()
+    if kind == "mock":
+        client.setenv(CLIENT_ENV, "confluent")
+    try:
+        with using_process_settings(java_client_settings(kafka_settings, where="--kafka-config/--kafka-option")), \
+                kafka_or_embedded(external, kind=kind, log_path=log) as kafka:
+            yield kafka
+    finally:
+        client.undo()
 
 
 @pytest.fixture(scope="session")
