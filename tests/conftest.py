@@ -49,6 +49,28 @@ def session_broker_kind() -> str:
     return kind
 
 
+_CLIENT_BEFORE: list[str | None] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """On the mock, ``DMK_KAFKA_CLIENT=confluent`` for the whole session, before any Spark JVM starts (its Python
+    workers inherit it): every kit handle is then on librdkafka alone (:func:`kit.kafka.librdkafka_only`), and the
+    mock's topics are created through its C API (:func:`kit.kafka.register_topic_admin`)."""
+    if session_broker_kind() == "mock":
+        _CLIENT_BEFORE.append(os.environ.get(CLIENT_ENV))
+        os.environ[CLIENT_ENV] = "confluent"
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Give ``DMK_KAFKA_CLIENT`` back its value from before the session."""
+    if _CLIENT_BEFORE:
+        before = _CLIENT_BEFORE.pop()
+        if before is None:
+            os.environ.pop(CLIENT_ENV, None)
+        else:
+            os.environ[CLIENT_ENV] = before
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """On the mock, skip every test that uses the session broker and is not marked ``librdkafka_only``, and the
     kafka-python run of those that are (``kafka_client`` parameter)."""
@@ -82,17 +104,9 @@ def kafka_endpoint(
         msg = f"{TEST_BROKER_ENV}={kind} starts its own broker. Fix: drop --kafka-bootstrap, or {TEST_BROKER_ENV}"
         raise pytest.UsageError(msg)
     log = None if external else tmp_path_factory.mktemp("broker") / f"{kind}.log"
-    # On the mock, every kit handle of the session is on librdkafka alone (DMK_KAFKA_CLIENT=confluent by name:
-    # kit.kafka.librdkafka_only), and the mock's topics are created through its C API (kit.kafka.register_topic_admin).
-    client = pytest.MonkeyPatch()
-    if kind == "mock":
-        client.setenv(CLIENT_ENV, "confluent")
-    try:
-        with using_process_settings(java_client_settings(kafka_settings, where="--kafka-config/--kafka-option")), \
-                kafka_or_embedded(external, kind=kind, log_path=log) as kafka:
-            yield kafka
-    finally:
-        client.undo()
+    with using_process_settings(java_client_settings(kafka_settings, where="--kafka-config/--kafka-option")), \
+            kafka_or_embedded(external, kind=kind, log_path=log) as kafka:
+        yield kafka
 
 
 @pytest.fixture(scope="session")
