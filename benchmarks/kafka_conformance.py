@@ -13,7 +13,7 @@ Markdown table (docs/kit.md publishes it).
 
 The mock cluster has no CreateTopics, DeleteTopics, CreatePartitions or DeleteRecords in its protocol: topics are
 created there through its C API (``EmbeddedBroker.create_topic``), which is also how its log start is moved above
-0 (``delete_records``). Neither broker has retention.
+0 (``delete_records``). The mock trims each partition by size and count; neither trims by time (``retention.ms``).
 """
 
 from __future__ import annotations
@@ -51,6 +51,8 @@ ROWS = [
     ("groups", "OffsetFetch of a group's every partition (admin, none named)"),
     ("log start", "log start above 0 (records deleted below 4): ListOffsets earliest, a fetch below it"),
     ("log start", "retention: 8 MB of 1 KB records into one partition, then ListOffsets earliest, a fetch at 0"),
+    ("log start", "time retention: a topic with retention.ms=1000 (segment.ms=100), 5 records, 6 s later one more; "
+                  "ListOffsets earliest, a fetch at 0"),
 ]
 
 
@@ -349,12 +351,30 @@ class Probe:
         return (f"drops the oldest batches past 5 MB a partition: earliest {earliest}, latest {latest}; "
                 f"a fetch at 0 gets {self._below_start(name)}")
 
+    def time_retention(self) -> str:
+        if self.broker.kind == "mock":
+            return ("cannot be set: no CreateTopics, its C API takes no topic configs, and it trims by size and count "
+                    "only (librdkafka's src/rdkafka_mock.c)")
+        name = _name("ret")
+        topic = NewTopic(name, 1, 1, config={"retention.ms": "1000", "segment.ms": "100"})
+        problem = _outcome(self.admin.create_topics([topic], request_timeout=TIMEOUT_S))
+        if problem is not None:
+            return f"rejected ({problem})"
+        _produce(self.bootstrap, name, 0, 5, 0)
+        time.sleep(6)
+        _produce(self.bootstrap, name, 0, 1, 0)  # brokers delete closed segments: a later record closes the first
+        earliest, latest = self._earliest_latest(TopicPartition(name, 0))
+        below = self._below_start(name)
+        if earliest == 0:
+            return f"keeps every record (earliest 0, latest {latest}; a fetch at 0 gets {below})"
+        return f"deletes expired records: earliest {earliest}, latest {latest}; a fetch at 0 gets {below}"
+
     def run(self) -> list[str]:
         steps = [self.kafka_python_connects, self.confluent_connects, self.create_topics, self.missing_topic,
                  self.create_partitions, self.delete_records, self.delete_topics, self.one_record_batches,
                  self.multi_record_batches, self.concurrent_list, self.concurrent_one_record_list, self.by_timestamp,
                  self.multi_record_high_watermark, self.concurrent_high_watermark, self.commit_and_fetch,
-                 self.fetch_group, self.log_start, self.retention]
+                 self.fetch_group, self.log_start, self.retention, self.time_retention]
         cells = []
         for step in steps:
             try:

@@ -34,6 +34,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
@@ -41,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kit.errors import BrokerError, ConfigError
-from kit.kafka import wait_for_broker
+from kit.kafka import register_topic_admin, wait_for_broker
 
 __all__ = [
     "BROKER_KINDS",
@@ -175,6 +176,8 @@ class EmbeddedBroker:
         self._process: subprocess.Popen[bytes] | None = None
         self._paused = False
         self._host = _LOOPBACK
+        self._registered: str | None = None
+        self._control_lock = threading.Lock()
 
     @property
     def bootstrap_servers(self) -> str:
@@ -274,6 +277,10 @@ class EmbeddedBroker:
         except BaseException:
             self.stop()
             raise
+        # Its protocol has no CreateTopics/DeleteTopics: the kit's librdkafka handles in this process create and
+        # delete its topics through this object (kit.kafka.register_topic_admin).
+        self._registered = self.bootstrap_servers
+        register_topic_admin(self._registered, self)
         return self
 
     def _reply(self, timeout_s: float, doing: str) -> str:
@@ -317,9 +324,10 @@ class EmbeddedBroker:
             msg = "the embedded broker is not running"
             raise BrokerError(msg)
         assert self._process is not None and self._process.stdin is not None
-        self._process.stdin.write(command.encode() + b"\n")
-        self._process.stdin.flush()
-        answer = self._reply(10.0, f"running {command!r}")
+        with self._control_lock:  # one command and its answer at a time
+            self._process.stdin.write(command.encode() + b"\n")
+            self._process.stdin.flush()
+            answer = self._reply(10.0, f"running {command!r}")
         if answer != "ok":
             msg = f"librdkafka's mock cluster refused {command!r}: {answer.removeprefix('error ')}"
             raise BrokerError(msg)
@@ -367,6 +375,9 @@ class EmbeddedBroker:
         """Stop the broker: SIGTERM, then SIGKILL after ``stop_grace_s``. Safe to call twice."""
         process, self._process = self._process, None
         _running.discard(self)
+        if self._registered is not None:
+            register_topic_admin(self._registered, None)
+            self._registered = None
         if process is None or process.poll() is not None:
             return
         with contextlib.suppress(ProcessLookupError):

@@ -9,7 +9,10 @@ Two clients: kafka-python, the reference, does admin, groups and offset look-ups
 reads, high watermarks, :meth:`Kafka.sender`) use librdkafka through ``confluent-kafka`` when it is
 installed, several times faster (docs/kit.md, "Kafka clients"). ``client="kafka-python"`` (or the
 environment variable ``DMK_KAFKA_CLIENT=kafka-python``) forces the reference client everywhere; settings
-with no librdkafka equivalent keep a handle on kafka-python too.
+with no librdkafka equivalent keep a handle on kafka-python too. ``client="confluent"`` (or
+``DMK_KAFKA_CLIENT=confluent``), asked for by name, puts the admin, offset and group requests on librdkafka too
+(:mod:`kit._rdadmin`): such a handle opens no kafka-python connection, the one way to use a broker kafka-python
+cannot reach (librdkafka's mock cluster, ``kit.broker.EmbeddedBroker(kind="mock")``).
 
 Example:
     >>> with Kafka("127.0.0.1:9092") as kafka:                          # doctest: +SKIP
@@ -64,8 +67,10 @@ __all__ = [
     "client_settings",
     "java_client_settings",
     "key_partition",
+    "librdkafka_only",
     "process_settings",
     "python_client_config",
+    "register_topic_admin",
     "resolve_client",
     "set_process_settings",
     "using_process_settings",
@@ -274,19 +279,10 @@ def _diagnosed(bootstrap_servers: str, settings: Mapping[str, Any]) -> Iterator[
         secrets = security.secret_values(settings)
         if handler.auth:
             reason = security.redact_text(handler.auth[-1], secrets)
-            raise KafkaConnectionRefused(
-                bootstrap_servers, "authentication", reason,
-                "check sasl.mechanism and the username and password in sasl.jaas.config against the broker's users "
-                "(kafka-configs.sh --describe --entity-type users), and security.protocol",
-            ) from exc
+            raise KafkaConnectionRefused(bootstrap_servers, "authentication", reason, _AUTH_FIX) from exc
         if handler.tls:
             reason = security.redact_text(handler.tls[-1], secrets)
-            raise KafkaConnectionRefused(
-                bootstrap_servers, "tls", reason,
-                "check that ssl.truststore.* holds the CA that signed the broker's certificate, that the broker's "
-                "certificate names the host you connect to (or ssl.endpoint.identification.algorithm= to skip the "
-                "check), and that the client certificate (ssl.keystore.*) is one the broker trusts",
-            ) from exc
+            raise KafkaConnectionRefused(bootstrap_servers, "tls", reason, _TLS_FIX) from exc
         raise BrokerUnavailable(bootstrap_servers, str(exc)) from exc
     finally:
         logger.removeHandler(handler)
@@ -336,18 +332,71 @@ def resolve_client(client: str | None = None) -> str:
     return chosen
 
 
+def librdkafka_only(client: str | None = None) -> bool:
+    """Whether ``client`` (else ``$DMK_KAFKA_CLIENT``) names the confluent client explicitly.
+
+    Then a :class:`Kafka` handle sends its admin, offset and group requests through librdkafka too, and opens no
+    kafka-python client.
+
+    ``auto`` (the default) keeps those on kafka-python, the reference client, whose diagnostics of refused
+    credentials and TLS handshakes and whose error names the offset stores report.
+    """
+    import os
+
+    chosen = (client or os.environ.get(CLIENT_ENV) or "auto").strip().lower()
+    return chosen == "confluent" and resolve_client(client) == "confluent"
+
+
+_TOPIC_ADMINS: dict[str, Any] = {}
+
+
+def register_topic_admin(bootstrap_servers: str, admin: Any | None) -> None:
+    """Create and delete the topics of ``bootstrap_servers`` through ``admin`` (None: no longer) in this process.
+
+    For a cluster whose protocol has no CreateTopics/DeleteTopics: librdkafka's mock cluster, which
+    :class:`kit.broker.EmbeddedBroker` registers with its ``create_topic(topic, partitions)`` and
+    ``delete_topic(topic)`` (its C API) while it runs. Only librdkafka handles (:func:`librdkafka_only`) use it.
+    """
+    if admin is None:
+        _TOPIC_ADMINS.pop(bootstrap_servers, None)
+    else:
+        _TOPIC_ADMINS[bootstrap_servers] = admin
+
+
+_AUTH_FIX = (
+    "check sasl.mechanism and the username and password in sasl.jaas.config against the broker's users "
+    "(kafka-configs.sh --describe --entity-type users), and security.protocol"
+)
+_TLS_FIX = (
+    "check that ssl.truststore.* holds the CA that signed the broker's certificate, that the broker's "
+    "certificate names the host you connect to (or ssl.endpoint.identification.algorithm= to skip the "
+    "check), and that the client certificate (ssl.keystore.*) is one the broker trusts"
+)
+
+
 def _only_known(settings: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in settings.items() if k in defaults}
 
 
 def wait_for_broker(
-    bootstrap_servers: str, *, timeout_s: float = 15.0, settings: Mapping[str, Any] | None = None
+    bootstrap_servers: str,
+    *,
+    timeout_s: float = 15.0,
+    settings: Mapping[str, Any] | None = None,
+    client: str | None = None,
 ) -> None:
     """Return once a metadata request to ``bootstrap_servers`` succeeds.
+
+    Sent by kafka-python, or by librdkafka when the confluent client is asked for by name
+    (:func:`librdkafka_only` of ``client``).
 
     Raises:
         BrokerUnavailable: when no broker answers within ``timeout_s`` (default 15 s).
     """
+    if librdkafka_only(client):
+        with Kafka(bootstrap_servers, settings=settings, timeout_s=timeout_s, client="confluent") as kafka:
+            kafka.topics()
+        return
     extra = _only_known(python_client_config({**_PROCESS_SETTINGS, **client_settings(settings)}),
                         KafkaConsumer.DEFAULT_CONFIG)
     try:
@@ -413,7 +462,8 @@ class Kafka:
         timeout_s: bound on each admin or offset request (default 30 s).
         client: the client of the hot paths (:func:`resolve_client`; default ``$DMK_KAFKA_CLIENT`` or auto).
             A setting librdkafka has no equivalent for keeps ``"auto"`` on kafka-python and is an error
-            with ``"confluent"``.
+            with ``"confluent"``. ``"confluent"`` asked for by name (here or in ``$DMK_KAFKA_CLIENT``) also
+            sends the admin, offset and group requests through librdkafka (:attr:`librdkafka_only`).
 
     Not thread-safe: give each thread (and each Spark task) its own handle.
     """
@@ -444,6 +494,9 @@ class Kafka:
                 )
             if untranslated:
                 self.client = "kafka-python"
+        self.librdkafka_only = self.client == "confluent" and librdkafka_only(client)
+        """Whether every request of this handle goes through librdkafka (no kafka-python client is opened)."""
+        self._rd_admin: Any = None
         self._admin: KafkaAdminClient | None = None
         self._offsets_consumer: KafkaConsumer | None = None
         self._reader: KafkaConsumer | None = None
@@ -468,9 +521,57 @@ class Kafka:
         with _diagnosed(self.bootstrap_servers, self.settings):
             return KafkaConsumer(**merged)
 
+    def _rdadmin(self) -> Any:
+        """The librdkafka admin client of a :attr:`librdkafka_only` handle (kit._rdadmin.RdAdmin, opened once)."""
+        if self._rd_admin is None:
+            from kit._rdadmin import RdAdmin
+
+            self._rd_admin = RdAdmin(self.bootstrap_servers, self._rd_properties, self.timeout_s)
+        return self._rd_admin
+
+    def _rd_failed(self, exc: Any, operation: str, last_observed: object = None) -> Exception:
+        """The kit's error for a librdkafka admin request that failed (``exc``: kit._rdadmin.RdAdminError)."""
+        from kit._rdadmin import connection_problem
+
+        problem = connection_problem(exc)
+        reason = security.redact_text(str(exc), security.secret_values(self.settings))
+        if problem == "authentication":
+            return KafkaConnectionRefused(self.bootstrap_servers, "authentication", reason, _AUTH_FIX)
+        if problem == "tls":
+            return KafkaConnectionRefused(self.bootstrap_servers, "tls", reason, _TLS_FIX)
+        if exc.unknown_topic and isinstance(last_observed, str):
+            return UnknownTopic(last_observed, self.bootstrap_servers)
+        if exc.timed_out:
+            return KafkaTimeout(operation=operation, timeout_s=self.timeout_s, last_observed=last_observed)
+        return ConfigError(f"{operation} failed on {self.bootstrap_servers}: {exc.name}: {reason}")
+
+    def _rd_metadata(self) -> Any:
+        from kit._rdadmin import RdAdminError
+
+        try:
+            return self._rdadmin().metadata()
+        except RdAdminError as exc:
+            failure = self._rd_failed(exc, "asking for metadata")
+            if isinstance(failure, KafkaTimeout):
+                raise BrokerUnavailable(
+                    self.bootstrap_servers, f"nothing answered within {self.timeout_s:g} s ({exc})"
+                ) from exc
+            raise failure from exc
+
+    def _rd_list(self, tps: list[TopicPartition], spec: str, timestamp_ms: int = 0) -> dict[TopicPartition, int]:
+        from kit._rdadmin import RdAdminError
+
+        try:
+            found = self._rdadmin().list_offsets([(tp.topic, tp.partition) for tp in tps], spec, timestamp_ms)
+        except RdAdminError as exc:
+            raise self._rd_failed(
+                exc, f"listing {spec} offsets", [str(tp) for tp in tps] if not exc.unknown_topic else tps[0].topic
+            ) from exc
+        return {TopicPartition(t, p): offset for (t, p), offset in found.items()}
+
     @property
     def admin(self) -> KafkaAdminClient:
-        """The kafka-python admin client (opened on first use)."""
+        """The kafka-python admin client (opened on first use; a :attr:`librdkafka_only` handle never uses it)."""
         if self._admin is None:
             with _diagnosed(self.bootstrap_servers, self.settings):
                 self._admin = KafkaAdminClient(**{
@@ -509,6 +610,7 @@ class Kafka:
             if client is not None:
                 client.close()
         self._admin = self._offsets_consumer = self._reader = None
+        self._rd_admin = None  # librdkafka's admin client has no close(): it ends with its last reference
 
     def __enter__(self) -> Kafka:
         return self
@@ -520,6 +622,8 @@ class Kafka:
 
     def topics(self) -> set[str]:
         """Names of the topics on the cluster (internal ones included)."""
+        if self.librdkafka_only:
+            return set(self._rd_metadata().topics)
         return set(self.admin.list_topics())
 
     def partitions(self, topic: str) -> list[int]:
@@ -528,6 +632,11 @@ class Kafka:
         Raises:
             UnknownTopic: when the topic does not exist.
         """
+        if self.librdkafka_only:
+            found = self._rd_metadata().topics.get(topic)
+            if found is None or found.error is not None or not found.partitions:
+                raise UnknownTopic(topic, self.bootstrap_servers)
+            return sorted(found.partitions)
         try:
             described = self.admin.describe_topics([topic])
         except UnknownTopicOrPartitionError as exc:
@@ -548,18 +657,43 @@ class Kafka:
         if partitions < 1:
             msg = f"a topic needs at least 1 partition, got {partitions}"
             raise ConfigError(msg)
-        try:
-            self.admin.create_topics([NewTopic(topic, partitions, 1)])
-            created = True
-        except TopicAlreadyExistsError:
-            if not exist_ok:
-                msg = f"topic {topic!r} already exists"
-                raise ConfigError(msg) from None
-            created = False
+        if self.librdkafka_only:
+            created = self._rd_create_topic(topic, partitions)
+        else:
+            try:
+                self.admin.create_topics([NewTopic(topic, partitions, 1)])
+                created = True
+            except TopicAlreadyExistsError:
+                created = False
+        if not created and not exist_ok:
+            msg = f"topic {topic!r} already exists"
+            raise ConfigError(msg)
         actual = self._wait_for_partitions(topic)
         if len(actual) != partitions:
             raise TopicConfigurationMismatch(topic, expected=partitions, actual=len(actual))
         return created
+
+    def _rd_create_topic(self, topic: str, partitions: int) -> bool:
+        from kit._rdadmin import NoController, RdAdminError
+
+        registered = _TOPIC_ADMINS.get(self.bootstrap_servers)
+        if registered is not None:  # librdkafka's mock cluster: its C API, as its protocol has no CreateTopics
+            with contextlib.suppress(UnknownTopic):
+                self.partitions(topic)
+                return False
+            registered.create_topic(topic, partitions)
+            return True
+        try:
+            return bool(self._rdadmin().create_topic(topic, partitions))
+        except NoController:
+            msg = (
+                f"the cluster at {self.bootstrap_servers} names no controller, so it cannot create topic {topic!r} "
+                "(librdkafka's mock cluster has no CreateTopics). Fix: create it through the EmbeddedBroker that "
+                "started the mock (create_topic), in the same process as this handle"
+            )
+            raise ConfigError(msg) from None
+        except RdAdminError as exc:
+            raise self._rd_failed(exc, f"creating topic {topic!r}") from exc
 
     def _wait_for_partitions(self, topic: str) -> list[int]:
         deadline = time.monotonic() + self.timeout_s
@@ -573,8 +707,30 @@ class Kafka:
 
     def delete_topic(self, topic: str) -> None:
         """Delete ``topic`` if it exists."""
+        if self.librdkafka_only:
+            self._rd_delete_topic(topic)
+            return
         with contextlib.suppress(UnknownTopicOrPartitionError):
             self.admin.delete_topics([topic])
+
+    def _rd_delete_topic(self, topic: str) -> None:
+        from kit._rdadmin import NoController, RdAdminError
+
+        registered = _TOPIC_ADMINS.get(self.bootstrap_servers)
+        if registered is not None:  # librdkafka's mock cluster: its C API, as its protocol has no DeleteTopics
+            if topic in self.topics():
+                registered.delete_topic(topic)
+            return
+        try:
+            self._rdadmin().delete_topic(topic)
+        except NoController:
+            msg = (
+                f"the cluster at {self.bootstrap_servers} names no controller, so it cannot delete topic {topic!r}. "
+                "Fix: delete it through the EmbeddedBroker that started the mock (delete_topic)"
+            )
+            raise ConfigError(msg) from None
+        except RdAdminError as exc:
+            raise self._rd_failed(exc, f"deleting topic {topic!r}") from exc
 
     # -- offsets ---------------------------------------------------------------------------------------
 
@@ -598,6 +754,8 @@ class Kafka:
         return {tp: self._first_offset(tp, listed[tp]) if listed[tp] > 0 else 0 for tp in tps}
 
     def _list_beginnings(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+        if self.librdkafka_only:
+            return self._rd_list(tps, "earliest")
         try:
             return _listed(self._offsets().beginning_offsets, tps)
         except KafkaTimeoutError as exc:
@@ -658,16 +816,19 @@ class Kafka:
             KafkaTimeout: when a partition's leader does not answer within the handle's ``timeout_s``.
         """
         tps = self.topic_partitions(what)
-        consumer = self._offsets()
-        if holding and self.client != "confluent" and all(holding.get(tp, -1) >= 0 for tp in tps):
-            with contextlib.suppress(OffsetOutOfRangeError):
-                return self._high_watermarks(consumer, {tp: holding[tp] for tp in tps})
-        try:
-            listed = _listed(consumer.end_offsets, tps)
-        except KafkaTimeoutError as exc:
-            raise KafkaTimeout(
-                operation="listing offsets", timeout_s=self.timeout_s, last_observed=[str(tp) for tp in tps]
-            ) from exc
+        if self.librdkafka_only:
+            listed = self._rd_list(tps, "latest")
+        else:
+            consumer = self._offsets()
+            if holding and self.client != "confluent" and all(holding.get(tp, -1) >= 0 for tp in tps):
+                with contextlib.suppress(OffsetOutOfRangeError):
+                    return self._high_watermarks(consumer, {tp: holding[tp] for tp in tps})
+            try:
+                listed = _listed(consumer.end_offsets, tps)
+            except KafkaTimeoutError as exc:
+                raise KafkaTimeout(
+                    operation="listing offsets", timeout_s=self.timeout_s, last_observed=[str(tp) for tp in tps]
+                ) from exc
         listed_beginnings = self._list_beginnings(tps)
         # Listed at or below its beginning, a partition looks empty: on Apache Kafka it is (retention took every
         # record), on Tansu it may not be (see beginning_offsets), so its first record is looked for first.
@@ -726,17 +887,21 @@ class Kafka:
         tps = self.topic_partitions(what)
         if not tps:
             return {}
-        try:
-            answers = self._offsets().offsets_for_times({tp: timestamp_ms for tp in tps})
-        except KafkaTimeoutError as exc:
-            raise KafkaTimeout(
-                operation="looking up offsets by timestamp", timeout_s=self.timeout_s, last_observed=timestamp_ms
-            ) from exc
+        if self.librdkafka_only:
+            listed = self._rd_list(tps, "timestamp", timestamp_ms)
+            candidates = {tp: offset if offset >= 0 else None for tp, offset in listed.items()}
+        else:
+            try:
+                answers = self._offsets().offsets_for_times({tp: timestamp_ms for tp in tps})
+            except KafkaTimeoutError as exc:
+                raise KafkaTimeout(
+                    operation="looking up offsets by timestamp", timeout_s=self.timeout_s, last_observed=timestamp_ms
+                ) from exc
+            candidates = {tp: answer.offset if answer is not None else None for tp, answer in answers.items()}
         beginnings, ends = self.beginning_offsets(tps), self.end_offsets(tps)
         found: dict[TopicPartition, int | None] = {}
         for tp in tps:
-            answer = answers.get(tp)
-            candidate = answer.offset if answer is not None else None
+            candidate = candidates.get(tp)
             if candidate is not None and self._first_at_or_after(tp, candidate, timestamp_ms, beginnings[tp], ends[tp]):
                 found[tp] = candidate
                 continue
@@ -785,6 +950,10 @@ class Kafka:
 
         if not offsets:
             return {}
+        if self.librdkafka_only:
+            refused = self._rdadmin().commit_group_offsets(
+                group_id, {(tp.topic, tp.partition): o for tp, o in offsets.items()})
+            return {TopicPartition(t, p): error for (t, p), error in refused.items()}
         request = {tp: OffsetAndMetadata(int(o), "", -1) for tp, o in offsets.items()}
         result = self.admin.alter_group_offsets(group_id, request)
         refused = {tp: error.__name__ for tp, error in result.items() if error is not NoError}
@@ -792,7 +961,18 @@ class Kafka:
         return refused
 
     def group_offsets(self, group_id: str) -> dict[TopicPartition, int]:
-        """Every offset committed by consumer group ``group_id`` (partitions with none are absent)."""
+        """Every offset committed by consumer group ``group_id`` (partitions with none are absent).
+
+        librdkafka's mock cluster answers this request (an OffsetFetch naming no partitions) with no partitions.
+        """
+        if self.librdkafka_only:
+            from kit._rdadmin import RdAdminError
+
+            try:
+                committed = self._rdadmin().group_offsets(group_id)
+            except RdAdminError as exc:
+                raise self._rd_failed(exc, f"fetching the offsets of group {group_id!r}") from exc
+            return {TopicPartition(t, p): o for (t, p), o in committed.items()}
         listed = self.admin.list_group_offsets({group_id: None}).get(group_id, {})
         return {TopicPartition(tp.topic, tp.partition): c.offset for tp, c in listed.items() if c.offset != -1}
 

@@ -53,7 +53,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
 
 from kit.errors import OffsetOutOfRange
-from kit.kafka import Kafka, TopicPartition
+from kit.kafka import Kafka, TopicPartition, librdkafka_only
 from modern._options import EARLIEST, LATEST, OffsetSpec, SinkSettings, SourceSettings
 from modern.errors import KafkaDataLoss, KafkaOptionError, KafkaSinkError
 
@@ -127,8 +127,11 @@ class _Offsets:
             # pattern selects. librdkafka 2.16 kills the process (SIGSEGV in its own threads) when a topic it
             # is fetching from is deleted, which a subscribePattern query must survive (failOnDataLoss); the
             # Python source runner dying ended such a query with an EOFException in latestOffset. The reads,
-            # one short-lived consumer per range, keep the fast client.
-            self._kafka = Kafka(self.settings.bootstrap_servers, settings=self.settings.client, client="kafka-python")
+            # one short-lived consumer per range, keep the fast client. The confluent client asked for by name
+            # (kit.kafka.librdkafka_only) keeps this handle on librdkafka too: its admin client never fetches and its
+            # high-watermark look-ups open a consumer each, so no librdkafka consumer outlives a look-up either.
+            client = None if librdkafka_only() else "kafka-python"
+            self._kafka = Kafka(self.settings.bootstrap_servers, settings=self.settings.client, client=client)
         return self._kafka
 
     def close(self) -> None:

@@ -34,9 +34,9 @@ TEST_BROKER_ENV = "DMK_TEST_BROKER"
 """Which embedded broker the session's Kafka tests use: ``tansu`` (default) or ``mock`` (librdkafka's mock cluster)."""
 
 KAFKA_PYTHON_REASON = (
-    "needs kafka-python (the kit's topic admin, offset look-ups and group offsets go through it, even with "
-    "DMK_KAFKA_CLIENT=confluent), which cannot connect to librdkafka's mock cluster (DMK_TEST_BROKER=mock): "
-    "kafka-python cannot decode the mock's ApiVersions answer"
+    "needs kafka-python (a kafka-python client, or kit handles on DMK_KAFKA_CLIENT=auto, whose topic admin, offset "
+    "look-ups and group offsets go through it), which cannot connect to librdkafka's mock cluster "
+    "(DMK_TEST_BROKER=mock): kafka-python cannot decode the mock's ApiVersions answer"
 )
 
 
@@ -49,13 +49,39 @@ def session_broker_kind() -> str:
     return kind
 
 
+_CLIENT_BEFORE: list[str | None] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """On the mock, ``DMK_KAFKA_CLIENT=confluent`` for the whole session, before any Spark JVM starts (its Python
+    workers inherit it): every kit handle is then on librdkafka alone (:func:`kit.kafka.librdkafka_only`), and the
+    mock's topics are created through its C API (:func:`kit.kafka.register_topic_admin`)."""
+    if session_broker_kind() == "mock":
+        _CLIENT_BEFORE.append(os.environ.get(CLIENT_ENV))
+        os.environ[CLIENT_ENV] = "confluent"
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Give ``DMK_KAFKA_CLIENT`` back its value from before the session."""
+    if _CLIENT_BEFORE:
+        before = _CLIENT_BEFORE.pop()
+        if before is None:
+            os.environ.pop(CLIENT_ENV, None)
+        else:
+            os.environ[CLIENT_ENV] = before
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On the mock, skip every test that uses the session broker and is not marked ``librdkafka_only``."""
+    """On the mock, skip every test that uses the session broker and is not marked ``librdkafka_only``, and the
+    kafka-python run of those that are (``kafka_client`` parameter)."""
     if session_broker_kind() != "mock":
         return
     skip = pytest.mark.skip(reason=KAFKA_PYTHON_REASON)
     for item in items:
-        if "kafka_broker" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("librdkafka_only"):
+        if "kafka_broker" not in getattr(item, "fixturenames", ()):
+            continue
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if not item.get_closest_marker("librdkafka_only") or params.get("kafka_client") == "kafka-python":
             item.add_marker(pytest.mark.kafka_python)
             item.add_marker(skip)
 

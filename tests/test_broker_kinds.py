@@ -2,8 +2,8 @@
 
 The tests marked ``librdkafka_only`` use the session broker through librdkafka alone, so they run on Tansu (the
 default) and on the mock (``DMK_TEST_BROKER=mock pytest -m librdkafka_only``). They run the kit's own
-``Kafka.beginning_offsets``, ``end_offsets`` and ``read_range`` on the confluent client, with the ListOffsets
-requests its kafka-python half would send sent by librdkafka instead (kafka-python cannot connect to the mock), on a
+``Kafka.beginning_offsets``, ``end_offsets`` and ``read_range`` on a handle that asked for the confluent client by
+name, so that its ListOffsets requests too go through librdkafka (kafka-python cannot connect to the mock), on a
 broker whose ListOffsets is exact: the same offsets and records on both kinds, after multi-record batches, after two
 concurrent producers, and (the mock only) above a log start moved by DeleteRecords or by retention.
 """
@@ -22,8 +22,15 @@ from confluent_kafka import TopicPartition as RdTopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from kit.broker import EmbeddedBroker, KafkaEndpoint, kafka_or_embedded
-from kit.errors import BrokerError, BrokerUnavailable, OffsetOutOfRange
-from kit.kafka import Kafka, TopicPartition, wait_for_broker
+from kit.errors import (
+    BrokerError,
+    BrokerUnavailable,
+    ConfigError,
+    OffsetOutOfRange,
+    TopicConfigurationMismatch,
+    UnknownTopic,
+)
+from kit.kafka import Kafka, TopicPartition, register_topic_admin, wait_for_broker
 from tests._procs import _alive, _wait_gone
 
 REPO = Path(__file__).resolve().parents[1]
@@ -74,10 +81,59 @@ def test_a_mock_that_fails_to_start_is_a_clear_error(monkeypatch: pytest.MonkeyP
     assert not broker.running
 
 
+@pytest.fixture
+def no_kafka_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any kafka-python client the kit opens fails the test at once (instead of timing out on the mock)."""
+    import kit.kafka
+
+    def refused(*_args: object, **_kwargs: object) -> None:
+        pytest.fail("the kit opened a kafka-python client on its librdkafka path")
+
+    for name in ("KafkaConsumer", "KafkaAdminClient", "KafkaProducer"):
+        monkeypatch.setattr(kit.kafka, name, refused)
+
+
+def test_a_confluent_handle_administers_the_mock_and_looks_up_offsets_without_kafka_python(
+    no_kafka_python: None,
+) -> None:
+    # client="confluent" by name: topics, partitions, creation (through the mock's C API: its protocol has none),
+    # ListOffsets earliest/latest/by time, group offsets and deletion all through librdkafka.
+    with EmbeddedBroker(kind="mock") as broker, Kafka(broker.bootstrap_servers, client="confluent", timeout_s=10) as kafka:
+        assert kafka.librdkafka_only
+        wait_for_broker(broker.bootstrap_servers, timeout_s=5, client="confluent")
+        assert kafka.create_topic("orders", 3) is True
+        assert kafka.create_topic("orders", 3) is False
+        with pytest.raises(TopicConfigurationMismatch):
+            kafka.create_topic("orders", 2)
+        assert kafka.partitions("orders") == [0, 1, 2] and "orders" in kafka.topics()
+        with pytest.raises(UnknownTopic):
+            kafka.partitions("missing")
+        assert "missing" not in kafka.topics()  # asking about a topic does not create it (the mock would)
+        acked = _send(broker.bootstrap_servers, "orders", [b"%d" % i for i in range(30)], linger_ms=20,
+                      timestamps=[1_000 + i for i in range(30)])
+        assert acked == list(range(30))
+        tps = [TopicPartition("orders", p) for p in range(3)]
+        assert kafka.beginning_offsets("orders") == dict.fromkeys(tps, 0)
+        assert kafka.end_offsets("orders") == {tps[0]: 30, tps[1]: 0, tps[2]: 0}
+        # The mock answers ListOffsets by timestamp with -1: the kit scans and finds the exact record.
+        assert kafka.offsets_for_time("orders", 1_012) == {tps[0]: 12, tps[1]: None, tps[2]: None}
+        assert kafka.commit_group_offsets("g", {tps[0]: 7}) == {}
+        assert [r.offset for r in kafka.read_range("orders", 0, 28, 30)] == [28, 29]
+        kafka.delete_topic("orders")
+        kafka.delete_topic("orders")  # a missing topic is fine
+        assert "orders" not in kafka.topics()
+    # Without the broker that started it (another process), a handle cannot create a topic on the mock.
+    with EmbeddedBroker(kind="mock") as broker:
+        register_topic_admin(broker.bootstrap_servers, None)
+        with Kafka(broker.bootstrap_servers, client="confluent", timeout_s=5) as kafka, \
+                pytest.raises(ConfigError, match="names no controller"):
+            kafka.create_topic("orders", 1)
+
+
 def test_kafka_python_cannot_connect_to_the_mock() -> None:
     # The limitation the kafka_python marker states: on the mock, the kit's kafka-python half gets nowhere.
     with EmbeddedBroker(kind="mock") as broker, pytest.raises(BrokerUnavailable):
-        wait_for_broker(broker.bootstrap_servers, timeout_s=3)
+        wait_for_broker(broker.bootstrap_servers, timeout_s=3, client="kafka-python")
 
 
 # -- the session broker, whichever kind (librdkafka clients only) ----------------------------------------------
@@ -85,32 +141,31 @@ def test_kafka_python_cannot_connect_to_the_mock() -> None:
 
 @pytest.fixture
 def rd_topic(kafka_endpoint: KafkaEndpoint) -> Iterator[Callable[[int], str]]:
-    """``rd_topic(partitions)``: a new topic on the session broker; on the mock through its C API."""
+    """``rd_topic(partitions)``: a new topic on the session broker, made by a librdkafka handle of the kit (on the
+    mock through its C API, which the EmbeddedBroker registered)."""
     created: list[str] = []
+    kafka = Kafka(kafka_endpoint.bootstrap_servers, client="confluent", timeout_s=20)
 
     def make(partitions: int = 1) -> str:
         name = f"kinds_{uuid.uuid4().hex[:10]}"
-        if kafka_endpoint.broker is not None and kafka_endpoint.broker.kind == "mock":
-            kafka_endpoint.broker.create_topic(name, partitions)
-        else:
-            with Kafka(kafka_endpoint.bootstrap_servers) as kafka:
-                kafka.create_topic(name, partitions)
+        kafka.create_topic(name, partitions)
         created.append(name)
         return name
 
     yield make
-    if kafka_endpoint.broker is not None and kafka_endpoint.broker.kind == "mock":
-        for name in created:
-            kafka_endpoint.broker.delete_topic(name)
+    for name in created:
+        kafka.delete_topic(name)
+    kafka.close()
 
 
-def _send(bootstrap: str, topic: str, values: list[bytes], linger_ms: int) -> list[int]:
+def _send(bootstrap: str, topic: str, values: list[bytes], linger_ms: int,
+          timestamps: list[int] | None = None) -> list[int]:
     """Send ``values`` to partition 0 through the kit's librdkafka sender; the acknowledged offsets."""
     acked: list[int] = []
     errors: list[BaseException] = []
     sender = Kafka(bootstrap, client="confluent").sender(linger_ms=linger_ms)
-    for value in values:
-        sender.send(topic, key=None, value=value, partition=0,
+    for i, value in enumerate(values):
+        sender.send(topic, key=None, value=value, partition=0, timestamp_ms=timestamps[i] if timestamps else None,
                     on_done=lambda _p, offset, error: errors.append(error) if error else acked.append(offset))
     assert sender.flush(30) == 0
     sender.close()
@@ -125,31 +180,10 @@ def _listed(bootstrap: str, topic: str) -> tuple[int, int]:
                  for spec in (OffsetSpec.earliest(), OffsetSpec.latest()))
 
 
-class _RdListOffsets:
-    """The ListOffsets requests of the kit's offset look-ups (``Kafka._offsets()``, kafka-python), sent through
-    librdkafka to the same broker instead: kafka-python cannot connect to the mock. The answers are the broker's."""
-
-    def __init__(self, bootstrap: str) -> None:
-        self._admin = AdminClient({"bootstrap.servers": bootstrap})
-
-    def _list(self, tps: list[TopicPartition], spec: OffsetSpec) -> dict[TopicPartition, int]:
-        asked = {RdTopicPartition(tp.topic, tp.partition): spec for tp in tps}
-        answers = self._admin.list_offsets(asked, request_timeout=10)
-        return {TopicPartition(rd.topic, rd.partition): future.result(10).offset for rd, future in answers.items()}
-
-    def beginning_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
-        return self._list(tps, OffsetSpec.earliest())
-
-    def end_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
-        return self._list(tps, OffsetSpec.latest())
-
-
 @pytest.fixture
-def kit_kafka(kafka_endpoint: KafkaEndpoint, monkeypatch: pytest.MonkeyPatch) -> Iterator[Kafka]:
-    """The kit's handle on the session broker, on the confluent client, its ListOffsets sent by librdkafka."""
+def kit_kafka(kafka_endpoint: KafkaEndpoint, no_kafka_python: None) -> Iterator[Kafka]:
+    """The kit's handle on the session broker, the confluent client asked for by name: librdkafka alone."""
     with Kafka(kafka_endpoint.bootstrap_servers, client="confluent", timeout_s=20) as kafka:
-        offsets = _RdListOffsets(kafka_endpoint.bootstrap_servers)
-        monkeypatch.setattr(kafka, "_offsets", lambda: offsets)
         yield kafka
 
 

@@ -15,6 +15,7 @@ from kit.kafka import Kafka
 from kit.replay import _due_seconds
 
 ON_BOTH_CLIENTS = pytest.mark.usefixtures("kafka_client")
+ON_BOTH_BROKERS = pytest.mark.librdkafka_only  # librdkafka alone on DMK_KAFKA_CLIENT=confluent: also on the mock
 
 BASE_MS = 1_700_000_000_000
 RECORDS = [  # partition, timestamp, key, value, headers: null keys and values, non-UTF-8 bytes, repeated headers
@@ -47,6 +48,7 @@ def _fields(frame: pd.DataFrame) -> list[tuple]:
 
 @pytest.mark.kafka
 @ON_BOTH_CLIENTS
+@ON_BOTH_BROKERS
 @pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
 def test_capture_then_replay_then_capture_gives_identical_records(
     bootstrap_servers: str, topic_factory, tmp_path: Path, suffix: str
@@ -70,6 +72,7 @@ def test_capture_then_replay_then_capture_gives_identical_records(
 
 @pytest.mark.kafka
 @ON_BOTH_CLIENTS
+@ON_BOTH_BROKERS
 def test_positions_and_limits_choose_the_records(bootstrap_servers: str, topic_factory, tmp_path: Path) -> None:
     topic = topic_factory(2)
     records = [(i % 2, BASE_MS + 1_000 * i, f"k{i}".encode(), f"v{i}".encode(), []) for i in range(10)]
@@ -94,6 +97,7 @@ def test_positions_and_limits_choose_the_records(bootstrap_servers: str, topic_f
 
 @pytest.mark.kafka
 @ON_BOTH_CLIENTS
+@ON_BOTH_BROKERS
 def test_the_cli_captures_and_replays_a_capture(bootstrap_servers: str, topic_factory, tmp_path: Path) -> None:
     source, copy = topic_factory(3), topic_factory(3)
     _produce(bootstrap_servers, source)
@@ -111,6 +115,7 @@ def test_the_cli_captures_and_replays_a_capture(bootstrap_servers: str, topic_fa
 
 @pytest.mark.kafka
 @ON_BOTH_CLIENTS
+@ON_BOTH_BROKERS
 def test_a_changed_or_broken_capture_is_refused_by_name(bootstrap_servers: str, topic_factory, tmp_path: Path) -> None:
     topic = topic_factory(3)
     _produce(bootstrap_servers, topic)

@@ -1,29 +1,43 @@
-"""kit.kafka on a real broker: topic admin, exact end offsets, exact range reads, on both Kafka clients."""
+"""kit.kafka on a real broker: topic admin, exact end offsets, exact range reads, on both Kafka clients.
+
+The tests marked ``librdkafka_only`` produce through the kit's sender, so that with ``DMK_KAFKA_CLIENT=confluent``
+nothing but librdkafka talks to the broker: they also run on librdkafka's mock cluster
+(``DMK_TEST_BROKER=mock pytest -m librdkafka_only``), their kafka-python runs skipped there.
+"""
 
 from __future__ import annotations
 
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaConsumer, TopicPartition
 
 from kit.errors import ConfigError, OffsetOutOfRange, TopicConfigurationMismatch, UnknownTopic
 from kit.kafka import Kafka, client_settings, key_partition, resolve_client
 
 pytestmark = pytest.mark.usefixtures("kafka_client")
+ON_BOTH_BROKERS = pytest.mark.librdkafka_only
+
+
+def _send(bootstrap_servers: str, records: list[dict], *, linger_ms: int = 50) -> None:
+    """Send ``records`` (``Sender.send`` keyword arguments) through the kit's sender of the test's client."""
+    sender = Kafka(bootstrap_servers).sender(linger_ms=linger_ms, batch_size=1 << 20)
+    try:
+        for record in records:
+            sender.send(**record)
+        assert sender.flush(30.0) == 0
+    finally:
+        sender.close()
 
 
 def _produce(bootstrap_servers: str, topic: str, per_partition: dict[int, int], *, linger_ms: int = 50) -> None:
     """Produce ``n`` records to each partition, batched (several records per produce request)."""
-    producer = KafkaProducer(bootstrap_servers=bootstrap_servers, linger_ms=linger_ms, batch_size=1 << 20)
-    for partition, n in per_partition.items():
-        for i in range(n):
-            producer.send(
-                topic, key=f"k{i % 7}".encode(), value=f"p{partition}-{i}".encode(), partition=partition,
-                headers=[("h", str(i).encode())],
-            )
-    producer.flush()
-    producer.close()
+    _send(bootstrap_servers, [
+        {"topic": topic, "key": f"k{i % 7}".encode(), "value": f"p{partition}-{i}".encode(), "partition": partition,
+         "headers": [("h", str(i).encode())]}
+        for partition, n in per_partition.items() for i in range(n)
+    ], linger_ms=linger_ms)
 
 
+@ON_BOTH_BROKERS
 def test_plain_end_offsets_are_wrong_on_tansu_but_kit_end_offsets_are_exact(
     bootstrap_servers: str, kafka: Kafka, topic_factory
 ) -> None:
@@ -51,13 +65,14 @@ def test_plain_end_offsets_are_wrong_on_tansu_but_kit_end_offsets_are_exact(
     assert listed[tps[2]] == 1
 
 
+@ON_BOTH_BROKERS
 def test_read_range_gives_every_field_the_same_on_both_clients(bootstrap_servers: str, kafka: Kafka, topic_factory) -> None:
     topic = topic_factory(partitions=1)
-    producer = KafkaProducer(bootstrap_servers=bootstrap_servers, linger_ms=20)
-    producer.send(topic, key=b"k", value=b"v", partition=0, timestamp_ms=1_700_000_000_123, headers=[("h", b"1")])
-    producer.send(topic, key=None, value=b"", partition=0, timestamp_ms=1_700_000_000_124)
-    producer.flush()
-    producer.close()
+    _send(bootstrap_servers, [
+        {"topic": topic, "key": b"k", "value": b"v", "partition": 0, "timestamp_ms": 1_700_000_000_123,
+         "headers": [("h", b"1")]},
+        {"topic": topic, "key": None, "value": b"", "partition": 0, "timestamp_ms": 1_700_000_000_124},
+    ], linger_ms=20)
     records = list(kafka.read_range(topic, 0, 0, 2))
     got = [(r.topic, r.partition, r.offset, r.timestamp, r.timestamp_type, r.key, r.value, list(r.headers)) for r in records]
     assert got == [
@@ -79,6 +94,7 @@ def test_the_client_is_chosen_by_argument_or_environment(kafka_client: str, monk
         resolve_client("rdkafka")
 
 
+@ON_BOTH_BROKERS
 def test_end_offsets_follow_further_produces(bootstrap_servers: str, kafka: Kafka, topic_factory) -> None:
     topic = topic_factory(partitions=2)
     assert kafka.end_offsets(topic) == {TopicPartition(topic, 0): 0, TopicPartition(topic, 1): 0}
@@ -89,6 +105,7 @@ def test_end_offsets_follow_further_produces(bootstrap_servers: str, kafka: Kafk
     assert kafka.beginning_offsets(topic) == {TopicPartition(topic, 0): 0, TopicPartition(topic, 1): 0}
 
 
+@ON_BOTH_BROKERS
 def test_offsets_are_exact_where_tansu_lists_them_out_of_offset_order(
     bootstrap_servers: str, kafka: Kafka, topic_factory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -100,15 +117,20 @@ def test_offsets_are_exact_where_tansu_lists_them_out_of_offset_order(
     for _ in range(2):
         _produce(bootstrap_servers, topic, {0: 3, 1: 3, 2: 1})
     tp0, tp1, tp2 = (TopicPartition(topic, p) for p in range(3))
-    consumer = kafka._offsets()
     earliest, latest = {tp0: 3, tp1: 3, tp2: 1}, {tp0: 1, tp1: 4, tp2: 1}
-    monkeypatch.setattr(consumer, "beginning_offsets", lambda tps: {tp: earliest[tp] for tp in tps})
-    monkeypatch.setattr(consumer, "end_offsets", lambda tps: {tp: latest[tp] for tp in tps})
+    if kafka.librdkafka_only:  # the ListOffsets requests go through librdkafka's admin client
+        listed = {"earliest": earliest, "latest": latest}
+        monkeypatch.setattr(kafka, "_rd_list", lambda tps, spec: {tp: listed[spec][tp] for tp in tps})
+    else:
+        consumer = kafka._offsets()
+        monkeypatch.setattr(consumer, "beginning_offsets", lambda tps: {tp: earliest[tp] for tp in tps})
+        monkeypatch.setattr(consumer, "end_offsets", lambda tps: {tp: latest[tp] for tp in tps})
     assert kafka.beginning_offsets(topic) == {tp0: 0, tp1: 0, tp2: 0}
     assert kafka.end_offsets(topic) == {tp0: 6, tp1: 6, tp2: 2}
     assert [r.offset for r in kafka.read_range(topic, 0, 0, 6)] == [0, 1, 2, 3, 4, 5]
 
 
+@ON_BOTH_BROKERS
 def test_end_offsets_fetched_where_records_are_held_are_exact(
     bootstrap_servers: str, kafka: Kafka, topic_factory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -131,6 +153,7 @@ def test_end_offsets_fetched_where_records_are_held_are_exact(
     assert kafka.end_offsets(topic, holding={tp0: 499, tp1: 119}) == {tp0: 505, tp1: 120}
 
 
+@ON_BOTH_BROKERS
 def test_read_range_is_exact(bootstrap_servers: str, kafka: Kafka, topic_factory) -> None:
     topic = topic_factory(partitions=2)
     _produce(bootstrap_servers, topic, {0: 1000, 1: 10})
@@ -186,6 +209,7 @@ def test_a_handle_reads_a_topic_deleted_and_created_again(bootstrap_servers: str
     assert done.stdout.split("\n")[-2] == "2 ['new-0', 'new-1']"
 
 
+@ON_BOTH_BROKERS
 def test_read_range_past_the_end_is_out_of_range(bootstrap_servers: str, kafka: Kafka, topic_factory) -> None:
     topic = topic_factory(partitions=1)
     _produce(bootstrap_servers, topic, {0: 20})
@@ -219,6 +243,7 @@ def test_read_range_rejects_bad_ranges(kafka: Kafka) -> None:
         kafka.read_range("t", 0, -1, 4)
 
 
+@ON_BOTH_BROKERS
 def test_offset_look_ups_during_a_read_leave_the_read_exact(bootstrap_servers: str, kafka: Kafka, topic_factory) -> None:
     # A read looks up the end when a fetch comes back empty; a look-up must not move the read's position.
     topic = topic_factory(partitions=2)
@@ -229,6 +254,7 @@ def test_offset_look_ups_during_a_read_leave_the_read_exact(bootstrap_servers: s
     assert [first.offset, *(r.offset for r in records)] == list(range(100, 30_000))
 
 
+@ON_BOTH_BROKERS
 def test_topic_admin(kafka: Kafka, topic_factory) -> None:
     topic = topic_factory(partitions=3, create=False)
     assert kafka.create_topic(topic, 3) is True
@@ -263,16 +289,16 @@ def test_key_partition_matches_kafkas_default_partitioner() -> None:
     assert {key_partition(f"u{i}".encode(), 4) for i in range(100)} == {0, 1, 2, 3}
 
 
+@ON_BOTH_BROKERS
 def test_offsets_for_time_is_exact_even_where_the_broker_is_not(bootstrap_servers: str, kafka: Kafka, topic_factory) -> None:
     topic = topic_factory(partitions=2)
-    producer = KafkaProducer(bootstrap_servers=bootstrap_servers, linger_ms=20)
-    for i in range(10):
-        producer.send(topic, value=b"x", partition=0, timestamp_ms=1_000_000 + 1000 * i)
-    producer.send(topic, value=b"y", partition=1, timestamp_ms=5_000_000)
-    producer.flush()
-    producer.close()
+    _send(bootstrap_servers, [
+        *({"topic": topic, "key": None, "value": b"x", "partition": 0, "timestamp_ms": 1_000_000 + 1000 * i}
+          for i in range(10)),
+        {"topic": topic, "key": None, "value": b"y", "partition": 1, "timestamp_ms": 5_000_000},
+    ], linger_ms=20)
     tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
-    # Tansu answers ListOffsets-by-timestamp with offset 0 whatever the time; the result must not.
+    # Tansu answers ListOffsets-by-timestamp with offset 0 whatever the time, the mock -1; the result must not.
     assert kafka.offsets_for_time(topic, 1_004_500) == {tp0: 5, tp1: 0}
     assert kafka.offsets_for_time([tp0], 1_000_000) == {tp0: 0}
     assert kafka.offsets_for_time([tp0], 1_009_000) == {tp0: 9}

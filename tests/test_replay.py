@@ -1,4 +1,8 @@
-"""Replay on a real broker: every record lands once, where and when it should."""
+"""Replay on a real broker: every record lands once, where and when it should.
+
+Marked ``librdkafka_only``: on ``DMK_KAFKA_CLIENT=confluent`` the replay and the checks use librdkafka alone, so the
+module also runs on librdkafka's mock cluster (``DMK_TEST_BROKER=mock``; the kafka-python runs are skipped there).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from kit.errors import ConfigError, ReplayError, TopicConfigurationMismatch
 from kit.kafka import Kafka, key_partition
 from kit.replay import PRODUCED_AT_HEADER, ReplaySettings, TokenBucket, replay
 
-pytestmark = [pytest.mark.kafka, pytest.mark.usefixtures("kafka_client")]
+pytestmark = [pytest.mark.kafka, pytest.mark.usefixtures("kafka_client"), pytest.mark.librdkafka_only]
 
 
 @pytest.fixture(scope="module")
