@@ -27,6 +27,26 @@ PRELOADED = ("pandas", "pyarrow", "kit.events", "kit.dataset", "kit.kafka", "kit
 """What a worker of the kit's jobs imports anyway (the engines' workload modules import these)."""
 
 
+def warm() -> None:
+    """Do once, here, what a worker's first dead-letter write did in every forked worker.
+
+    A task that meets malformed records writes them with :func:`kit.sink.write_keyed`: an Arrow table to pandas,
+    ``hash_pandas_object``, ``to_parquet``. Their first call in a process imports more modules (pyarrow's pandas
+    compatibility layer, pandas' Arrow extension types, ``concurrent.futures``) and sets up pyarrow's Parquet
+    writer: 150-400 ms of CPU in each new worker on this machine (under load), and Spark forks new workers all
+    through a run. Nothing is written: the file's bytes stay in memory.
+    """
+    import pandas as pd
+    import pyarrow as pa
+
+    from kit.sink import encode_batch
+
+    rows = pa.table({"topic": ["t"], "partition": pa.array([0], pa.int32()), "offset": [0], "reason": ["r"]})
+    frame = rows.to_pandas()
+    pd.util.hash_pandas_object(frame, index=False)
+    encode_batch(-1, frame)
+
+
 if __name__ == "__main__":
     for name in PRELOADED:
         importlib.import_module(name)
@@ -35,5 +55,6 @@ if __name__ == "__main__":
     # no bytecode): 83-86 ms of CPU per worker here, after the imports above. It starts no thread when imported.
     if len(sys.argv) > 1 and sys.argv[1].startswith("pyspark"):
         importlib.import_module(sys.argv[1])
+    warm()
     gc.freeze()
     daemon.manager()

@@ -22,6 +22,10 @@ def test_python_workers_run_this_interpreter(spark) -> None:
     # Forked from kit._worker_daemon, which imported pandas before forking.
     preloaded = spark.sparkContext.parallelize(range(2), 2).map(lambda _: "pandas" in __import__("sys").modules).collect()
     assert preloaded == [True, True]
+    # ... and had written a dead-letter file's bytes once (kit._worker_daemon.warm): what that loads is there too.
+    warmed = spark.sparkContext.parallelize(range(2), 2).map(
+        lambda _: "pyarrow.pandas_compat" in __import__("sys").modules).collect()
+    assert warmed == [True, True]
     assert spark.sparkContext.master == resolve_master()
     # One state/shuffle partition per core on a local master, as many as tasks of a DStream batch.
     assert spark.conf.get("spark.sql.shuffle.partitions") == str(spark.sparkContext.defaultParallelism) == "2"

@@ -1,0 +1,179 @@
+"""A batch's cost on each engine, with each part of the compare path switched on or off.
+
+Usage::
+
+    python benchmarks/compare_batch_cost.py --engine modern [--profile messy] [--event-log]
+        [--records 20000] [--partitions 4] [--per-batch 800] [--conf KEY=VALUE ...]
+
+Pre-loads ``--records`` records of the dataset profile (``clean``: the bench's; ``messy``: ``dmk compare``'s,
+1 % malformed records that the parse writes to the dead-letter output) into a topic on the embedded broker,
+then runs ``running_counts`` over it through the engine's own entry point (``Engine.start``, as the driver of
+``dmk compare`` and the bench both do) with the batch cap of ``--per-batch`` records (``maxOffsetsPerTrigger``;
+legacy: ``maxRatePerPartition`` for 1 s batches), optionally with the event log ``dmk compare`` writes
+(``--event-log``). Prints one JSON line: the median processing time of the batches with records after the first
+three (start-up), their median records, (modern) the median of each ``durationMs`` phase, and the CPU time
+the run's processes (this one, the JVM, its Python workers; not the broker) spent per steady batch: on a
+machine other work is loading, a batch's wall time stretches with the load, its CPU time much less. The output
+is checked against the oracle.
+
+Run it alternately with a part on and off (A/B, several times) to see what the part costs a batch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from compare.bench import _ends, _matches_oracle, produce  # noqa: E402
+from compare.engines import get_engine  # noqa: E402
+from compare.measure import event_log_conf  # noqa: E402
+from kit import workloads  # noqa: E402
+from kit.broker import EmbeddedBroker  # noqa: E402
+from kit.dataset import DatasetSpec, generate  # noqa: E402
+from kit.engine import DriverConfig  # noqa: E402
+from kit.kafka import Kafka  # noqa: E402
+from kit.sink import read_batches  # noqa: E402
+
+STARTUP_BATCHES = 3
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _tree_cpu_s(root: int, skip: set[int]) -> float:
+    """CPU seconds of ``root`` and its descendants (live ones, and the dead ones their parents reaped).
+
+    A process in ``skip`` is left out with its descendants.
+    """
+    children: dict[int, list[int]] = {}
+    times: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid, ppid = int(entry), int(fields[1])
+        children.setdefault(ppid, []).append(pid)
+        times[pid] = sum(int(f) for f in fields[11:15]) / _TICK  # utime, stime, cutime, cstime
+    total, stack = 0.0, [root]
+    while stack:
+        pid = stack.pop()
+        if pid in skip:
+            continue
+        total += times.get(pid, 0.0)
+        stack.extend(children.get(pid, []))
+    return total
+
+
+class _CpuSampler:
+    """The process tree's CPU seconds (less the sampler's own), sampled every ``period_s`` with the wall clock (ms)."""
+
+    def __init__(self, skip: set[int], period_s: float = 1.0) -> None:
+        self.skip, self.period_s = skip, period_s
+        self.samples: list[tuple[int, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        # Less this thread's own CPU: reading /proc for every process of the machine is not the engine's work.
+        while not self._stop.is_set():
+            self.samples.append((time.time_ns() // 1_000_000,
+                                 _tree_cpu_s(os.getpid(), self.skip) - time.thread_time()))
+            self._stop.wait(self.period_s)
+
+    def __enter__(self) -> _CpuSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def between(self, start_ms: int, end_ms: int) -> float:
+        """CPU seconds spent between the samples nearest ``start_ms`` and ``end_ms``."""
+        def at(when: int) -> float:
+            return min(self.samples, key=lambda s: abs(s[0] - when))[1]
+        return at(end_ms) - at(start_ms)
+
+
+def main() -> None:
+    """Run the engine over the pre-loaded topic and print the JSON line (see the module docstring)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engine", choices=("legacy", "modern"), required=True)
+    parser.add_argument("--profile", choices=("clean", "messy"), default="clean")
+    parser.add_argument("--event-log", action="store_true")
+    parser.add_argument("--records", type=int, default=20_000)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--per-batch", type=int, default=800)
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)")
+    args = parser.parse_args()
+    dataset = DatasetSpec.from_profile(args.profile, records=args.records, seed=11, events_per_second=500,
+                                       lateness_margin_ms=4_000, users=300, partitions=args.partitions,
+                                       too_late_fraction=0.0)
+    frame = generate(dataset)
+    values = frame["value"].tolist()
+    engine = get_engine(args.engine)
+    job = workloads.job_id("running_counts")
+    with EmbeddedBroker() as broker, tempfile.TemporaryDirectory(prefix="dmk-compare-batch-cost-") as work:
+        topic = "batch-cost"
+        with Kafka(broker.bootstrap_servers) as kafka:
+            kafka.create_topic(topic, args.partitions)
+        produce(broker.bootstrap_servers, topic, values, args.partitions)
+        out = Path(work) / "out"
+        conf = dict(c.split("=", 1) for c in args.conf)
+        if args.event_log:
+            conf.update(event_log_conf(out))
+        config = DriverConfig(
+            engine=args.engine, bootstrap_servers=broker.bootstrap_servers, topics={"events": topic},
+            out_dir=str(out), checkpoint_dir=f"{work}/checkpoint", dataset=dataset,
+            jobs=(("running_counts", "default"),), timeout_s=1_800, partitions=args.partitions,
+            max_rate_per_partition=max(1, args.per_batch // args.partitions),
+            source_options={"maxOffsetsPerTrigger": args.per_batch}, spark_conf=conf,
+        )
+        spark = engine.session(config)
+        try:
+            started = time.monotonic()
+            with _CpuSampler(skip={broker.pid} if getattr(broker, "pid", None) else set()) as cpu:
+                run = engine.start(spark, config, recover=True)
+                try:
+                    # No batch after the end offsets (running_counts closes nothing later): a legacy run that
+                    # fell behind would otherwise wait out its queue of empty batches.
+                    run.await_offsets(_ends(topic, len(values), args.partitions), timeout_s=1_800,
+                                      extra_batches=0)
+                finally:
+                    run.stop()
+            seconds = time.monotonic() - started
+            spans = engine.batch_spans(out, job)
+            busy = spans[spans["records"] > 0].iloc[STARTUP_BATCHES:]
+            phases = engine.batch_phases(out, job)
+            result = {
+                "engine": args.engine, "profile": args.profile, "event_log": args.event_log, "conf": args.conf,
+                "batches": int(len(busy)), "records_median": float(busy["records"].median()),
+                "batch_ms_median": float(busy["processing_ms"].median()), "run_s": round(seconds, 1),
+                "cpu_ms_per_batch": round(1000 * cpu.between(int(busy["started_ms"].iloc[0]),
+                                                             int(busy["ended_ms"].iloc[-1])) / max(len(busy), 1)),
+                "load_average": os.getloadavg()[0],
+                "matches_oracle": _matches_oracle(workloads.get("running_counts"), read_batches(out / job), frame,
+                                                  dataset),
+            }
+            if not phases.empty:
+                numeric = phases.select_dtypes("number").iloc[STARTUP_BATCHES:]
+                result["phases_ms_median"] = {c: float(statistics.median(numeric[c].dropna()))
+                                              for c in numeric.columns if numeric[c].notna().any()}
+            print(json.dumps(result))
+        finally:
+            spark.stop()
+
+
+if __name__ == "__main__":
+    main()
