@@ -208,8 +208,10 @@ def _check_command(side: str, command: str, output: str, kind: str = "kafka") ->
         needed.insert(0, "bootstrap")
     missing = [p for p in needed if p not in names]
     if missing:
+        quorum = missing[0] == "bootstrap" and "zookeeper" not in names
         msg = (f"--{side} never names {{{missing[0]}}}: the job could not find its "
-               f"{'Kafka' if missing[0] == 'bootstrap' else 'input' if missing[0] == 'topic' else 'output'}; "
+               f"{'Kafka' if missing[0] == 'bootstrap' else 'input' if missing[0] == 'topic' else 'output'}"
+               f"{' ({zookeeper} instead for a createStream quorum)' if quorum else ''}; "
                f"pass it as an argument, e.g. \"python job.py {' '.join('{' + p + '}' for p in needed)} "
                "{checkpoint}\"")
         raise ConfigError(msg, field=side, expected=needed, actual=sorted(names))
