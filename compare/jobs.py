@@ -74,12 +74,12 @@ __all__ = [
 
 PLACEHOLDERS = ("bootstrap", "topic", "output_topic", "output_dir", "output_dsn", "output_table", "checkpoint",
                 "socket_host", "socket_port", "input_dir", "zookeeper")
-"""What a job command may name: the Kafka (``zookeeper`` too: the quorum a ``KafkaUtils.createStream`` job
-names, for which the stand-in reads the run's Kafka, as no ZooKeeper runs), the replayed input topic, a fresh
-output topic, a fresh output
+"""What a job command may name: the Kafka, the replayed input topic, a fresh output topic, a fresh output
 directory, the output database and the job's own table in it (``--output sql:DSN#TABLE``: ``TABLE_legacy``,
 ``TABLE_modern``), a fresh checkpoint directory, and the inputs other than Kafka: the job's own socket server
-(``socket_host``, ``socket_port``) and the directory its input files are written into (``input_dir``)."""
+(``socket_host``, ``socket_port``) and the directory its input files are written into (``input_dir``). And
+``zookeeper``: the quorum a ``KafkaUtils.createStream`` job names. No ZooKeeper runs; its value is the Kafka's
+address, and the stand-in gives the job's receiver the run's Kafka whatever quorum it names."""
 MODES = ("final", "all", "batches")
 INPUT_KINDS = ("kafka", "socket", "files", "queue")
 """How a job reads the capture: a Kafka topic, lines from a socket, lines in files written into a directory, or

@@ -13,7 +13,9 @@
 * the job's inputs are fed by the harness (``dmk compare-jobs``): ``socketTextStream`` connects to
   ``$DMK_SOCKET`` (``host:port``) whatever host and port the job names, ``textFileStream`` watches
   ``$DMK_INPUT_DIR``, ``queueStream`` gets the elements of ``$DMK_QUEUE_FILE`` (a JSON list of batches,
-  one RDD each) instead of the job's own RDDs. Each input the job opens is noted in ``inputs.jsonl``;
+  one RDD each) instead of the job's own RDDs, and ``KafkaUtils.createStream`` reads the run's Kafka
+  (``$DMK_BOOTSTRAP``) from its input topic's start whatever quorum it names (:func:`_fed_receiver_params`).
+  Each input the job opens is noted in ``inputs.jsonl``;
 * printed output is recorded as rows in ``printed.jsonl`` beside the progress file, with its batch
   (``batch_ms``) and its stream (``FILE:LINE`` of the call): every element of a ``pprint()``ed DStream
   (all of them; the console shows the first ``num`` as Spark's ``pprint`` does), and every line the job
@@ -47,6 +49,7 @@ _LOCK = threading.Lock()
 _PROGRESS: list[Path] = []
 _LINES = [0]  # elements delivered so far by the line/element inputs (socket, files, queue, receiver)
 _IN_RECEIVER = [0]  # > 0 while createStream builds its receiver (Spark's socket receiver on the kit's bridge)
+_HERE = (os.sep + "pyspark" + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep)
 
 
 def _fed_receiver_params(params: dict[str, Any], security: Mapping[str, Any]) -> dict[str, Any]:
@@ -71,7 +74,6 @@ def _fed_receiver_params(params: dict[str, Any], security: Mapping[str, Any]) ->
               file=sys.stderr, flush=True)
     fed["auto.offset.reset"] = "smallest"
     return fed
-_HERE = (os.sep + "pyspark" + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep)
 
 
 def _caller() -> str:
