@@ -73,11 +73,13 @@ __all__ = [
 ]
 
 PLACEHOLDERS = ("bootstrap", "topic", "output_topic", "output_dir", "output_dsn", "output_table", "checkpoint",
-                "socket_host", "socket_port", "input_dir")
+                "socket_host", "socket_port", "input_dir", "zookeeper")
 """What a job command may name: the Kafka, the replayed input topic, a fresh output topic, a fresh output
 directory, the output database and the job's own table in it (``--output sql:DSN#TABLE``: ``TABLE_legacy``,
 ``TABLE_modern``), a fresh checkpoint directory, and the inputs other than Kafka: the job's own socket server
-(``socket_host``, ``socket_port``) and the directory its input files are written into (``input_dir``)."""
+(``socket_host``, ``socket_port``) and the directory its input files are written into (``input_dir``). And
+``zookeeper``: the quorum a ``KafkaUtils.createStream`` job names. No ZooKeeper runs; its value is the Kafka's
+address, and the stand-in gives the job's receiver the run's Kafka whatever quorum it names."""
 MODES = ("final", "all", "batches")
 INPUT_KINDS = ("kafka", "socket", "files", "queue")
 """How a job reads the capture: a Kafka topic, lines from a socket, lines in files written into a directory, or
@@ -150,6 +152,11 @@ class JobsSettings:
         if self.rate_rps is not None and self.speed is not None:
             msg = "give --rate or --speed, not both"
             raise ConfigError(msg, field="rate", expected="one of them", actual=(self.rate_rps, self.speed))
+        if self.input_kinds["modern"] == "queue":
+            msg = ("--input-kind queue cannot feed the modern job: PySpark has no MemoryStream (nor any in-memory "
+                   "streaming source) to fill; feed its rewrite files instead, --input-kind queue,files, read with "
+                   "format(\"text\") from {input_dir}")
+            raise ConfigError(msg, field="input_kind", expected="files for the modern job", actual=self.input_kind)
         for side, command in (("legacy", self.legacy), ("modern", self.modern)):
             _check_command(side, command, self.output, self.input_kinds[side])
 
@@ -180,7 +187,8 @@ def _placeholder_kind(side: str, command: str) -> str:
         return "files"
     if "topic" in names:
         return "kafka"
-    msg = (f"--{side} names no input: pass {{topic}} (Kafka), {{socket_host}} {{socket_port}} (socketTextStream, "
+    msg = (f"--{side} names no input: pass {{topic}} (Kafka; with {{bootstrap}}, or {{zookeeper}} for createStream), "
+           "{socket_host} {socket_port} (socketTextStream, "
            "format('socket')) or {input_dir} (textFileStream, file sources) in its command, or --input-kind "
            "queue|socket|files for a queueStream, socket or directory the job opens itself (the stand-in feeds it)")
     raise ConfigError(msg, field=side, expected=("{topic}", "{socket_port}", "{input_dir}"), actual=sorted(names))
@@ -193,15 +201,17 @@ def _check_command(side: str, command: str, output: str, kind: str = "kafka") ->
         known = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
         msg = f"--{side} names {{{unknown[0]}}}; the placeholders are {known}"
         raise ConfigError(msg, field=side, expected=PLACEHOLDERS, actual=unknown)
-    needed = ["bootstrap", "topic"] if kind == "kafka" else []
+    needed = ["zookeeper" if "zookeeper" in names else "bootstrap", "topic"] if kind == "kafka" else []
     if not _is_printed(output):
         needed.append({"topic": "output_topic", "dir": "output_dir"}.get(output, "output_table"))
     if output == "topic" and "bootstrap" not in needed:
         needed.insert(0, "bootstrap")
     missing = [p for p in needed if p not in names]
     if missing:
+        quorum = missing[0] == "bootstrap" and "zookeeper" not in names
         msg = (f"--{side} never names {{{missing[0]}}}: the job could not find its "
-               f"{'Kafka' if missing[0] == 'bootstrap' else 'input' if missing[0] == 'topic' else 'output'}; "
+               f"{'Kafka' if missing[0] == 'bootstrap' else 'input' if missing[0] == 'topic' else 'output'}"
+               f"{' ({zookeeper} instead for a createStream quorum)' if quorum else ''}; "
                f"pass it as an argument, e.g. \"python job.py {' '.join('{' + p + '}' for p in needed)} "
                "{checkpoint}\"")
         raise ConfigError(msg, field=side, expected=needed, actual=sorted(names))
@@ -422,7 +432,8 @@ class ScriptEngine:
         """The values of the command's placeholders for ``config`` (its single input topic)."""
         (topic,) = config.topics.values()
         dsn, table = _sql_output(self.output) if self.output.startswith("sql:") else ("", "dmk_output")
-        return {"bootstrap": config.bootstrap_servers, "topic": topic, "output_topic": f"{topic}.{self.name}.out",
+        return {"bootstrap": config.bootstrap_servers, "zookeeper": config.bootstrap_servers, "topic": topic,
+                "output_topic": f"{topic}.{self.name}.out",
                 "output_dir": str(Path(config.out_dir) / "output"), "output_dsn": dsn,
                 "output_table": f"{table}_{self.name}", "checkpoint": config.checkpoint_dir,
                 **(self.feed.placeholders() if self.feed is not None else
@@ -435,7 +446,7 @@ class ScriptEngine:
         argv = shlex.split(self.command.format(**self.placeholders(config)))
         runner = [sys.executable, "-m", "compare.jobrun", "--engine", self.kind,
                   "--progress", str(self.progress_path(out)), *argv[1:]]
-        env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
+        env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "DMK_BOOTSTRAP": config.bootstrap_servers,
                "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
         if config.kafka_security:
             env[KAFKA_SECURITY_ENV] = json.dumps(dict(config.kafka_security))
@@ -777,7 +788,15 @@ def align_batches(
     union; ``input ranges[n-1]`` is batch ``n``'s ``(from, until)`` in records or lines. Batches that
     consumed nothing new belong with the batch that reached their position; batches after the last common
     cut get the number after the last.
+
+    When the jobs count their input differently (a ``createStream`` job counts records, ``lines``; its
+    rewrite's Kafka source reports offsets per partition), the cuts are compared by the records consumed in
+    all: the input topic is new for each job, so its offsets are the records' numbers from 0.
     """
+    slots = {frozenset(slot for _, cut in batches for slot, _ in cut) for batches in cuts.values()}
+    if len({s for s in slots if s}) > 1:
+        cuts = {side: [(key, (("records", sum(v for _, v in cut)),)) for key, cut in batches]
+                for side, batches in cuts.items()}
     sets = [{cut for _, cut in batches if sum(v for _, v in cut) > 0} for batches in cuts.values()]
     common = set.intersection(*sets) if sets else set()
     positions = sorted({sum(v for _, v in cut) for cut in common})
@@ -948,7 +967,12 @@ def _run_side(
     sent_ms: list[int] = []
     try:
         run.await_started(settings.timeout_s, opened=kind != "kafka" and not engine.batches_by_clock)
-        run.check_input(kind)
+        try:
+            run.check_input(kind)
+        except ConfigError as exc:  # raised once the other job has run too, so both jobs' logs are there to read
+            refused = pd.DataFrame()
+            refused.attrs["error"] = exc
+            return refused, {}
         speed = None if settings.rate_rps is not None else settings.speed or 1e9
         if kind == "kafka":
             parts = [ordered.iloc[c[0]:c[-1] + 1] for c in chunks if c] if by_batch else [ordered]

@@ -13,7 +13,9 @@
 * the job's inputs are fed by the harness (``dmk compare-jobs``): ``socketTextStream`` connects to
   ``$DMK_SOCKET`` (``host:port``) whatever host and port the job names, ``textFileStream`` watches
   ``$DMK_INPUT_DIR``, ``queueStream`` gets the elements of ``$DMK_QUEUE_FILE`` (a JSON list of batches,
-  one RDD each) instead of the job's own RDDs. Each input the job opens is noted in ``inputs.jsonl``;
+  one RDD each) instead of the job's own RDDs, and ``KafkaUtils.createStream`` reads the run's Kafka
+  (``$DMK_BOOTSTRAP``) from its input topic's start whatever quorum it names (:func:`_fed_receiver_params`).
+  Each input the job opens is noted in ``inputs.jsonl``;
 * printed output is recorded as rows in ``printed.jsonl`` beside the progress file, with its batch
   (``batch_ms``) and its stream (``FILE:LINE`` of the call): every element of a ``pprint()``ed DStream
   (all of them; the console shows the first ``num`` as Spark's ``pprint`` does), and every line the job
@@ -33,7 +35,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +48,32 @@ _RANGES: dict[int, list[list[Any]]] = {}
 _LOCK = threading.Lock()
 _PROGRESS: list[Path] = []
 _LINES = [0]  # elements delivered so far by the line/element inputs (socket, files, queue, receiver)
+_IN_RECEIVER = [0]  # > 0 while createStream builds its receiver (Spark's socket receiver on the kit's bridge)
 _HERE = (os.sep + "pyspark" + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep)
+
+
+def _fed_receiver_params(params: dict[str, Any], security: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``createStream`` job's ``kafkaParams`` under ``dmk compare-jobs``: it reads the run's Kafka, all of it.
+
+    The job names a ZooKeeper quorum; 2.4's receiver found the brokers there. The kit's receiver keeps its
+    group's offsets in Kafka and ignores the quorum, so the brokers are the run's Kafka (``$DMK_BOOTSTRAP``) unless
+    the job names brokers itself. The input topic is new for the run and fed only once the job reads, so the
+    group starts from its beginning (``auto.offset.reset`` ``smallest``): with 2.4's default ``largest`` the
+    records replayed while the group is still joining (seconds) would be skipped. The run's Kafka security
+    settings are added as for the direct stream, the job's own keys winning.
+    """
+    kafka = os.environ.get("DMK_BOOTSTRAP")
+    if not kafka:
+        return params
+    fed = {**security, **params}
+    if not (fed.get("metadata.broker.list") or fed.get("bootstrap.servers")):
+        fed["metadata.broker.list"] = kafka
+    if str(fed.get("auto.offset.reset", "largest")) != "smallest":
+        print(f"dmk: createStream reads its new input topic from the start (auto.offset.reset smallest, not "
+              f"{fed.get('auto.offset.reset', 'largest')!r}): the harness feeds it only once the job reads",
+              file=sys.stderr, flush=True)
+    fed["auto.offset.reset"] = "smallest"
+    return fed
 
 
 def _caller() -> str:
@@ -216,9 +243,20 @@ def install(progress_path: str | Path) -> None:
         return stream
 
     create_receiver = revived.KafkaUtils.createStream
+    receiver_args = tuple(inspect.signature(create_receiver).parameters)  # 2.4's, in order
 
     def create_stream(*args: Any, **kwargs: Any) -> Any:
-        stream = create_receiver(*args, **kwargs)
+        named = {**dict(zip(receiver_args, args, strict=False)), **kwargs}  # a surplus argument: its TypeError
+        params = named.get("kafkaParams")
+        if params is None or isinstance(params, Mapping):  # anything else: createStream's own TypeError
+            named["kafkaParams"] = _fed_receiver_params(dict(params or {}), security)
+        with _LOCK:
+            _IN_RECEIVER[0] += 1
+        try:
+            stream = create_receiver(*args[len(receiver_args):], **named)
+        finally:
+            with _LOCK:
+                _IN_RECEIVER[0] -= 1
         stream.foreachRDD(_count_elements)
         _write("inputs.jsonl", {"kind": "kafka", "at": _caller()})
         return stream
@@ -236,6 +274,8 @@ def install(progress_path: str | Path) -> None:
     queue_stream = StreamingContext.queueStream
 
     def socket_stream(self: Any, hostname: str, port: int, *args: Any, **kwargs: Any) -> Any:
+        if _IN_RECEIVER[0]:  # createStream's own receiver reads its bridge, not the job's socket input
+            return socket_text_stream(self, hostname, port, *args, **kwargs)
         fed = os.environ.get("DMK_SOCKET")
         if fed:
             hostname, _, port_text = fed.rpartition(":")

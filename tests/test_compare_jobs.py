@@ -241,3 +241,160 @@ def test_a_modern_script_reads_and_writes_format_kafka_in_batch_too(
     assert "format('kafka') is served by the kit's kafka-py source and sink" in done.stderr
     with Kafka(kafka_broker) as kafka:
         assert sum(kafka.end_offsets(topic).values()) == 3
+
+
+# -- bad input of the inputs other than Kafka, printed output and --mode batches: jobs without Spark ---------
+
+_FAKE = '''"""A job without Spark: reads the harness's socket and reports its batches as the stand-ins would."""
+import json, os, socket, sys, time
+from pathlib import Path
+
+side, behaviour, checkpoint = sys.argv[1:4]
+out = Path(checkpoint).parent / side  # the run directory's side: where the stand-ins write
+
+
+def write(name, row):
+    with open(out / name, "a") as f:
+        f.write(json.dumps(row) + "\\n")
+
+
+write("inputs.jsonl", {"kind": "files" if behaviour == "reads-files" else "socket", "at": "fake.py:13"})
+connection = None
+if behaviour != "reads-files":
+    host, port = os.environ["DMK_SOCKET"].rsplit(":", 1)
+    connection = socket.create_connection((host, int(port)))
+    connection.settimeout(0.3)
+lines, first, pending = 0, True, b""
+while True:
+    batch_ms = int(time.time() * 1000)
+    data = b""
+    try:
+        data = connection.recv(1 << 20) if connection is not None else time.sleep(0.3) or b""
+    except socket.timeout:
+        pass
+    pending += data
+    complete, newline, pending = pending.rpartition(b"\\n")
+    got = complete.decode().split("\\n") if newline else []
+    before, lines = lines, lines + len(got)
+    if behaviour == "prints" and (got or first):  # each line numbered: the same rows however they were cut
+        write("printed.jsonl", {"stream": "fake.py:30", "kind": "line", "batch_ms": batch_ms, "line": "-" * 43})
+        for number, line in enumerate(got, start=before + 1):
+            write("printed.jsonl", {"stream": "fake.py:30", "kind": "row", "batch_ms": batch_ms,
+                                    "values": [number, line], "names": None})
+    if side == "legacy" or got or first:  # a DStream job's batches come by the clock; a query's with data
+        write("progress.jsonl", {"batch_ms": batch_ms, "completed_ms": int(time.time() * 1000),
+                                 "records": lines - before, "ranges": [["lines", 0, before, lines]]})
+    first = False
+'''
+
+
+def _fake_pair(tmp_path: Path, legacy: str, modern: str) -> list[str]:
+    fake = tmp_path / "fake.py"
+    fake.write_text(_FAKE)
+    return ["--legacy", f"python {fake} legacy {legacy} {{checkpoint}} {{socket_host}} {{socket_port}}",
+            "--modern", f"python {fake} modern {modern} {{checkpoint}} {{socket_host}} {{socket_port}}"]
+
+
+def _lines_capture(path: Path, lines: list[str]) -> Path:
+    from kit.capture import CAPTURE_FORMAT, _write
+    from kit.dataset import _manifest_path, _sha256
+
+    n = len(lines)
+    _write(path, "jsonl", {"partition": [0] * n, "offset": list(range(n)), "timestamp_ms": [1_700_000_000_000] * n,
+                           "timestamp_type": ["CreateTime"] * n, "key": [None] * n,
+                           "value": [line.encode() for line in lines], "headers": [[] for _ in lines]})
+    _manifest_path(path).write_text(json.dumps({"format": CAPTURE_FORMAT, "sha256": _sha256(path)}))
+    return path
+
+
+def _fake_run(tmp_path: Path, kafka_broker: str, capture: Path, legacy: str, modern: str, *extra: str) -> int:
+    return main(["compare-jobs", "--input", str(capture), "--key", "_1", "--output", "printed", "--out",
+                 str(tmp_path / "run"), "--bootstrap-servers", kafka_broker, "--timeout", "60",
+                 *_fake_pair(tmp_path, legacy, modern), *extra])
+
+
+def _error(capsys: pytest.CaptureFixture[str]) -> str:
+    """The CLI's error: its one line on stderr besides the progress bars."""
+    lines = [line for line in capsys.readouterr().err.splitlines() if not line.startswith(("feed ", "replay "))]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def _both_logs(run: Path) -> bool:
+    return all((run / side / "job.log").read_text().startswith("--- ") for side in ("legacy", "modern"))
+
+
+@pytest.mark.kafka
+def test_the_fake_jobs_compare_equal_so_their_errors_below_are_the_inputs(
+    kafka_broker: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capture = _lines_capture(tmp_path / "w.jsonl", ["a b a", "c", "b b"])
+    assert _fake_run(tmp_path, kafka_broker, capture, "prints", "prints", "--mode", "all") == 0
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["jobs"]["legacy"]["rows_compared"] == 3 and metrics["jobs"]["legacy"]["input_kind"] == "socket"
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("silent", ["legacy", "modern"])
+def test_a_printed_output_where_a_job_printed_nothing_is_a_one_line_error(
+    kafka_broker: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], silent: str
+) -> None:
+    capture = _lines_capture(tmp_path / "w.jsonl", ["a b a", "c"])
+    behaviours = {"legacy": "prints", "modern": "prints", silent: "silent"}
+    assert _fake_run(tmp_path, kafka_broker, capture, behaviours["legacy"], behaviours["modern"]) == 2
+    err = _error(capsys)
+    assert f"the {silent} job printed nothing" in err
+    assert "choose another --output (topic, dir, sql:...)" in err and str(tmp_path / "run" / silent / "job.log") in err
+    assert _both_logs(tmp_path / "run")  # raised once both had run
+
+
+@pytest.mark.kafka
+def test_a_job_that_reads_another_input_kind_is_refused_once_both_ran(
+    kafka_broker: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capture = _lines_capture(tmp_path / "w.jsonl", ["a b a", "c"])
+    assert _fake_run(tmp_path, kafka_broker, capture, "reads-files", "prints") == 2
+    err = _error(capsys)
+    assert "the legacy job reads no socket input, which is what it was given; it opened files at fake.py:13" in err
+    assert "pass --input-kind files" in err
+    assert _both_logs(tmp_path / "run")
+    # The modern job was run to its end all the same: its log and its printed rows are there to read.
+    assert (tmp_path / "run" / "modern" / "printed.jsonl").exists()
+
+
+@pytest.mark.kafka
+def test_mode_batches_where_no_batch_consumed_input_is_a_one_line_error(
+    kafka_broker: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capture = _lines_capture(tmp_path / "empty.jsonl", [])
+    assert _fake_run(tmp_path, kafka_broker, capture, "prints", "prints", "--mode", "batches") == 2
+    err = _error(capsys)
+    assert "--mode batches: the legacy job reported no batch that consumed input" in err
+    assert "use --mode final or all" in err and _both_logs(tmp_path / "run")
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--mode", "batches", "--output", "dir"], "--mode batches needs outputs whose batch is known"),
+    (["--input-kind", "queue"], "--input-kind queue cannot feed the modern job: PySpark has no MemoryStream"),
+    (["--input-kind", "socket,pipe"], "--input-kind must be one of kafka, socket, files, queue"),
+])
+def test_bad_input_kinds_and_modes_are_refused_before_anything_runs(
+    tmp_path: Path, extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["compare-jobs", "--input", "x.jsonl", "--key", "_1", "--out", str(tmp_path / "run"),
+                 "--legacy", "python a.py {input_dir} {output_dir}", "--modern", "python b.py {input_dir} {output_dir}",
+                 *extra])
+    assert code == 2 and message in " ".join(capsys.readouterr().err.split())
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_createstream_job_names_its_quorum_with_the_zookeeper_placeholder() -> None:
+    from compare.jobs import JobsSettings
+
+    settings = JobsSettings(input_file="x.jsonl", key=("_1",), out_dir=Path("run"), output="printed",
+                            legacy="python kafka_wordcount.py {zookeeper} {topic}",
+                            modern="python new.py {bootstrap} {topic}")
+    assert settings.input_kinds == {"legacy": "kafka", "modern": "kafka"}
+    with pytest.raises(ConfigError, match=r"--legacy never names \{bootstrap\}"):
+        JobsSettings(input_file="x.jsonl", key=("_1",), out_dir=Path("run"), output="printed",
+                     legacy="python job.py localhost:2181 {topic}", modern="python new.py {bootstrap} {topic}")

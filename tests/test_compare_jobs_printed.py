@@ -1,7 +1,8 @@
 """``dmk compare-jobs`` on print-only jobs fed by a socket, a directory, a queue and Kafka (slow: two JVMs each).
 
 The jobs (tests/print_jobs/) are ours, written with the constructs of Spark 2.4's streaming examples
-(``socketTextStream``, ``textFileStream``, ``queueStream``, ``createDirectStream``, ``pprint``); their rewrites
+(``socketTextStream``, ``textFileStream``, ``queueStream``, ``createDirectStream``, ``createStream``, ``pprint``);
+their rewrites
 print each micro-batch's counts from ``foreachBatch``, and a wrong one prints running totals to the console
 sink. The captures are written here, not captured from a broker, except the Kafka one's replay.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+import socket
 from pathlib import Path
 
 import pytest
@@ -86,8 +88,13 @@ def test_a_running_total_rewrite_is_caught_in_the_batch_it_first_differs(
     words: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(REPO)
-    code, metrics = _compare(tmp_path / "run", words, f"{JOBS}/legacy_words.py socket {{socket_host}} {{socket_port}}",
-                             f"{JOBS}/modern_running.py socket {{socket_host}} {{socket_port}}")
+    with socket.create_server(("127.0.0.1", 0)) as taken:  # the DStream job names a port in use on the machine
+        port = taken.getsockname()[1]
+        code, metrics = _compare(tmp_path / "run", words, f"{JOBS}/legacy_words.py socket 127.0.0.1 {port}",
+                                 f"{JOBS}/modern_running.py socket {{socket_host}} {{socket_port}}",
+                                 "--input-kind", "socket")
+    # Fed all the same: its socketTextStream was pointed at the harness's own server.
+    assert metrics["jobs"]["legacy"]["input_kind"] == "socket"
     assert code == 1 and not metrics["equivalent"]
     first = metrics["batches"]["first_differing"]
     # Batch 1's counts are its running totals too; batch 2 is the first where they differ, in every word.
@@ -132,3 +139,27 @@ def test_a_kafka_job_that_only_pprints_equals_its_rewrite(
                              kafka_broker)
     assert code == 0 and metrics["equivalent"], (tmp_path / "run" / "report.md").read_text()
     assert metrics["batches"]["compared"] == 3
+
+
+@pytest.mark.slow
+@pytest.mark.kafka
+def test_a_createstream_job_named_by_its_quorum_equals_its_rewrite_batch_by_batch(
+    kafka_broker: str, words: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REPO)
+    code, metrics = _compare(tmp_path / "run", words, f"{JOBS}/legacy_receiver.py {{zookeeper}} {{topic}}",
+                             f"{JOBS}/modern_words.py kafka {{bootstrap}} {{topic}}", "--bootstrap-servers",
+                             kafka_broker)
+    assert code == 0 and metrics["equivalent"], (tmp_path / "run" / "report.md").read_text()
+    from kit.capture import read_capture
+
+    expected = _per_batch_counts([v.decode() for v in read_capture(words)["value"]], 100)
+    # Three batches of 100 records, aligned by the receiver's record count and the query's offsets.
+    assert metrics["batches"]["compared"] == 3
+    assert metrics["jobs"]["legacy"]["rows_compared"] == sum(len(b) for b in expected)
+    log = (tmp_path / "run" / "legacy" / "job.log").read_text()
+    assert "createStream reads its new input topic from the start" in log
+    progress = [json.loads(line) for line in (tmp_path / "run" / "legacy" / "progress.jsonl").read_text().splitlines()]
+    # Each record counted once: the receiver's own socket is not an input of the job's.
+    assert max(r["ranges"][0][3] for r in progress) == 300
+    assert all(len(r["ranges"]) == 1 and r["ranges"][0][0] == "lines" for r in progress)

@@ -312,3 +312,31 @@ def test_the_legacy_standins_own_foreachrdd_functions_pickle_into_a_checkpoint(n
     registered = standin._recording_prints(_on_kafka_rdds("uid", _with_time(own), False), "job.py:1")
     restored = cloudpickle.loads(cloudpickle.dumps(registered))
     assert callable(restored) and getattr(standin, name) is own and own._dmk_own
+
+
+def test_a_receivers_record_count_aligns_with_a_queries_offsets_per_partition() -> None:
+    """createStream's batches count records ("lines"); its rewrite's Kafka source reports offsets per partition."""
+    receiver = batch_cuts(_progress(("1", [["lines", 0, 0, 0]]), ("2", [["lines", 0, 0, 100]]),
+                                    ("3", [["lines", 0, 100, 150]]), ("4", [["lines", 0, 150, 200]])))
+    query = [(f"q/{i}", cut) for i, (_, cut) in enumerate(batch_cuts(_progress(
+        ("0", [["t", 0, 0, 60], ["t", 1, 0, 40]]), ("1", [["t", 0, 60, 120], ["t", 1, 40, 80]]))))]
+    numbered, ranges = align_batches({"legacy": receiver, "modern": query})
+    assert ranges == [(0, 100), (100, 200)]
+    assert numbered["legacy"] == {"1": 1, "2": 1, "3": 2, "4": 2} and numbered["modern"] == {"q/0": 1, "q/1": 2}
+
+
+def test_a_createstream_job_reads_the_runs_kafka_from_its_start(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from legacy.standin import _fed_receiver_params
+
+    monkeypatch.setenv("DMK_BOOTSTRAP", "127.0.0.1:9999")
+    # kafka_wordcount.py passes no kafkaParams: 2.4 found the brokers through the quorum.
+    assert _fed_receiver_params({}, {}) == {"metadata.broker.list": "127.0.0.1:9999", "auto.offset.reset": "smallest"}
+    assert "auto.offset.reset smallest, not 'largest'" in capsys.readouterr().err
+    own = {"bootstrap.servers": "b:1", "auto.offset.reset": "smallest", "security.protocol": "SSL"}
+    assert _fed_receiver_params(own, {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN"}) == {
+        **own, "sasl.mechanism": "PLAIN"}  # the job's own keys win over the run's security settings
+    assert capsys.readouterr().err == ""
+    monkeypatch.delenv("DMK_BOOTSTRAP")
+    assert _fed_receiver_params({"group.id": "g"}, {}) == {"group.id": "g"}  # not under compare-jobs: as written

@@ -2,6 +2,8 @@
 
 * ``legacy_words.py KIND ...``: a DStream word count per batch, printed with ``pprint()``, reading a socket
   (``socket HOST PORT``), a directory (``files DIR``) or Kafka (``kafka BOOTSTRAP TOPIC``);
+* ``legacy_receiver.py ZK_QUORUM TOPIC``: the same count per batch, reading Kafka through ``createStream``
+  (a receiver named by its ZooKeeper quorum, no brokers), printed with ``pprint()``;
 * ``legacy_queue.py``: ``queueStream`` of its own RDDs, ``x % 10`` counted per batch, printed with ``pprint()``;
 * ``modern_words.py KIND ...``: the rewrite, per micro-batch in ``foreachBatch``, printing each pair;
 * ``modern_running.py KIND ...``: a WRONG rewrite: ``groupBy().count()`` to the console sink, a running total.
