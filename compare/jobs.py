@@ -193,7 +193,8 @@ def _check_command(side: str, command: str, output: str, kind: str = "kafka") ->
         known = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
         msg = f"--{side} names {{{unknown[0]}}}; the placeholders are {known}"
         raise ConfigError(msg, field=side, expected=PLACEHOLDERS, actual=unknown)
-    needed = ["bootstrap", "topic"] if kind == "kafka" else []
+    # --input-kind kafka with neither placeholder: the job names its own Kafka, redirected by the stand-ins.
+    needed = ["bootstrap", "topic"] if kind == "kafka" and names & {"bootstrap", "topic"} else []
     if not _is_printed(output):
         needed.append({"topic": "output_topic", "dir": "output_dir"}.get(output, "output_table"))
     if output == "topic" and "bootstrap" not in needed:
@@ -441,6 +442,9 @@ class ScriptEngine:
             env[KAFKA_SECURITY_ENV] = json.dumps(dict(config.kafka_security))
         if self.feed is not None:
             env.update(self.feed.env())
+        if (self.feed is None or self.feed.kind == "kafka") and "{topic}" not in self.command:
+            # a Kafka job naming its own brokers and topics: the stand-ins redirect them to the replayed topic
+            env.update(DMK_KAFKA_BOOTSTRAP=config.bootstrap_servers, DMK_KAFKA_TOPIC=self.placeholders(config)["topic"])
         with open(out / "job.log", "ab") as log:
             log.write(f"--- {' '.join(argv)}\n".encode())
             log.flush()

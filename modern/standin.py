@@ -180,6 +180,9 @@ def install(progress_path: str | Path) -> None:
             path = directory or path
             _write(path_, "inputs.jsonl", {"kind": "files", "at": _caller()})
         elif source == _KAFKA:
+            servers, topic = os.environ.get("DMK_KAFKA_BOOTSTRAP"), os.environ.get("DMK_KAFKA_TOPIC")
+            if servers and topic:  # a job naming its own Kafka (compare-jobs: no {bootstrap} {topic} given)
+                self.option("kafka.bootstrap.servers", servers).option("subscribe", topic)
             _write(path_, "inputs.jsonl", {"kind": "kafka", "at": _caller()})
         return stream_load(self, path, format, *args, **kwargs)
 
