@@ -632,7 +632,12 @@ def _header(line: str) -> bool:
     """A line of pprint's or the console sink's frame, not of the data: dashes, ``Time: ...``, ``Batch: N``, ``...``."""
     text = line.strip()
     return (not text or set(text) == {"-"} or text == "..." or text.startswith(("Time: ", "only showing top"))
-            or (text.startswith("Batch: ") and text[7:].isdigit()))
+            or (text.startswith("Batch: ") and text[7:].isdigit()) or _TIME_BANNER.fullmatch(text) is not None)
+
+
+_TIME_BANNER = re.compile(r"[-=*#~ ]*(Time:? *)?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?[-=*#~ ]*")
+"""A line that is only a time stamp, framed or not (``----- 2026-11-27 13:05:20 -----``, a foreachRDD function's
+``print("--- %s ---" % time)``): a batch's header like pprint's ``Time:`` line, the clock of one run."""
 
 
 def _literal(text: str) -> Any:

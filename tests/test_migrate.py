@@ -822,3 +822,14 @@ def test_verify_picks_the_draft_s_stream_printed_at_the_job_s_line(tmp_path: Pat
     for line in printed:  # the same statement, after the carried runtime
         assert text.splitlines()[_draft_line(str(job), str(path), line) - 1] == lines[line - 1]
         assert _draft_line(str(job), str(path), line) > line
+
+
+def test_a_printed_batch_time_banner_is_a_header_not_a_row() -> None:
+    """A foreachRDD function printing ``"----- %s -----" % time`` (each run's clock), then a show() table."""
+    from compare.jobs import printed_rows
+
+    lines = ["----------- 2026-11-27 13:05:20 -----------", "+----+----------+", "|word|word_count|",
+             "+----+----------+", "|  to|         2|", "+----+----------+", "2026-11-27 13:05:20 spark"]
+    entries = [{"stream": "job.py:9", "batch_ms": 1000, "kind": "line", "line": line} for line in lines]
+    assert printed_rows(entries) == [("1000", ["to", 2], ["word", "word_count"]),
+                                     ("1000", ["2026-11-27 13:05:20 spark"], None)]  # not only a time: data
