@@ -833,3 +833,33 @@ def test_a_printed_batch_time_banner_is_a_header_not_a_row() -> None:
     entries = [{"stream": "job.py:9", "batch_ms": 1000, "kind": "line", "line": line} for line in lines]
     assert printed_rows(entries) == [("1000", ["to", 2], ["word", "word_count"]),
                                      ("1000", ["2026-11-27 13:05:20 spark"], None)]  # not only a time: data
+
+
+def test_a_draft_names_each_output_by_the_job_s_own_line() -> None:
+    """The runtime keeps where the job declared each output; the modern stand-in names a pprint's rows by it."""
+    import inspect
+
+    from migrate import microbatch
+    from modern.standin import _declared_output
+
+    class Context:
+        _interval_ms, _streams, _outputs = 1000, [], []  # type: ignore[var-annotated]
+
+    stream = microbatch.MicroBatchStream(Context(), lambda t: None)
+    here = inspect.currentframe()
+    assert here is not None
+    stream.pprint()
+    stream.foreachRDD(lambda rdd: None)
+    stream.saveAsTextFiles("out")
+    line = here.f_lineno
+    assert [declared for _, _, declared in Context._outputs] == [
+        f"test_migrate.py:{line - 3}", f"test_migrate.py:{line - 2}", f"test_migrate.py:{line - 1}"]
+
+    def run_batch() -> str | None:
+        declared_at = "draft.py:42"  # what the runtime's loop over the outputs holds  # noqa: F841
+        return take_and_print()
+
+    def take_and_print() -> str | None:
+        return _declared_output(inspect.currentframe())
+
+    assert run_batch() == "draft.py:42" and take_and_print() is None
