@@ -62,6 +62,7 @@ class Hint:
         external: the external system the job's output goes to: not verified (said so), nothing is run.
         mode: compare-jobs' ``--mode`` (default: ``final`` for output that re-emits state or windows, else
             ``batches``).
+        more: further ``(output, mode)`` to verify (a job printing several streams): all must be proven equal.
         fresh: absolute local directories the job checkpoints in, removed before its run (as on a machine where
             it never ran: a draft resumes from a query checkpoint it finds there).
         note: what the hint is based on.
@@ -73,6 +74,7 @@ class Hint:
     output: str | None = None
     external: str | None = None
     mode: str | None = None
+    more: tuple[tuple[str, str | None], ...] = ()
     fresh: tuple[str, ...] = ()
     note: str = ""
 
@@ -99,8 +101,8 @@ HINTS: dict[str, Hint] = {
     "wordcount_tofile.py": Hint(external="files under file:///home/cloudera/Desktop/out/, an absolute directory of its "
                                 "author's machine (compare-jobs reads outputs under {output_dir})"),
     "public/jojimpv__sparkdemo__p07.py": Hint(
-        output="printed:17", mode="batches", fresh=("/tmp/ssc2",),
-        note="two pprints: per-line counts (line 17) and countByWindow(10, 2) (line 18); compared: line 17's"),
+        output="printed:17", mode="batches", more=(("printed:18", "final"),), fresh=("/tmp/ssc2",),
+        note="two pprints: per-line counts (line 17), per batch; countByWindow(10, 2) (line 18), its last window"),
 }
 
 
@@ -215,26 +217,31 @@ def measure(local: str, job: Path, helpers: list[Path], out: Path, broker: str |
         for base, text in ((original, helper.read_text()), (drafted, _draft_text(helper))):
             (base / path).parent.mkdir(parents=True, exist_ok=True)
             (base / path).write_text(text)
-    for directory in hint.fresh:
-        shutil.rmtree(directory, ignore_errors=True)
     capture = write_capture(run / "capture.jsonl", capture_values(hint.capture))
     args = hint.args if hint.args is not None else default_args(plan)
     kinds = {"socket": "socket", "files": "files", "queue": "queue"}
     input_kind_option = kinds.get(kind, "kafka") if "{" + "topic}" not in args and "socket_port" not in args \
         and "input_dir" not in args else None
-    settings = VerifySettings(
-        job=str(original / "job.py"), input_file=str(capture), key=hint.key, out_dir=run / "verify", args=args,
-        draft_path=drafted / "draft.py", input_kind=input_kind_option, batch_records=20, bootstrap_servers=broker,
-        timeout_s=timeout_s, output=hint.output, mode=hint.mode or _mode(plan, hint))
     here = os.getcwd()
-    work = run / "cwd"  # relative checkpoint directories ("checkpoint") land here, apart from other jobs'
-    work.mkdir()
-    os.chdir(work)
-    try:
-        verdict = verify(settings, write_draft=lambda _job: draft.text)
-    finally:
-        os.chdir(here)
-    runs, why = _draft_ran(run / "verify", verdict.status, verdict.detail)
+    for number, (output, mode) in enumerate(((hint.output, hint.mode or _mode(plan, hint)), *hint.more)):
+        for directory in hint.fresh:
+            shutil.rmtree(directory, ignore_errors=True)
+        settings = VerifySettings(
+            job=str(original / "job.py"), input_file=str(capture), key=hint.key, out_dir=run / f"verify{number}",
+            args=args, draft_path=drafted / "draft.py", input_kind=input_kind_option, batch_records=20,
+            bootstrap_servers=broker, timeout_s=timeout_s, output=output, mode=mode)
+        work = run / f"cwd{number}"  # relative checkpoint directories ("checkpoint") land here, apart from others'
+        work.mkdir()
+        os.chdir(work)
+        try:
+            verdict = verify(settings, write_draft=lambda _job: draft.text)
+        finally:
+            os.chdir(here)
+        if verdict.status != EQUAL:
+            break
+    runs, why = _draft_ran(run / f"verify{number}", verdict.status, verdict.detail)
+    if verdict.status != EQUAL and output:
+        why = f"{output}: {why}"
     if python2 and verdict.status != EQUAL:
         why = f"Python 2-era code ({', '.join(python2)}); {why}"
     return Row(local, kind, runs, verdict.status, why if verdict.status != EQUAL else "")
