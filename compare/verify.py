@@ -151,7 +151,7 @@ def verify(
     chosen = output.partition(":")[2]
     if output.startswith("printed:") and chosen.isdigit():
         output = f"printed:{chosen},{_draft_line(settings.job, rewrite, int(chosen))}"
-    mode = settings.mode or ("batches" if output == "printed" else "final")
+    mode = settings.mode or ("batches" if output.startswith("printed") else "final")
     try:
         jobs = JobsSettings(
             input_file=settings.input_file, key=settings.key, out_dir=out / "compare", mode=mode, output=output,
