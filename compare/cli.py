@@ -643,7 +643,7 @@ def _verify_migration(args: argparse.Namespace, plan: Any, text: str) -> int:
         out_dir=Path(args.verify_out or f"runs/verify-{time.strftime('%Y%m%dT%H%M%S')}"), args=args.args or "",
         mode=args.mode, modern=args.modern, draft_path=Path(args.out) if args.out else None,
         input_kind=args.input_kind, batch_records=args.batch_records, bootstrap_servers=args.bootstrap_servers,
-        timeout_s=args.timeout,
+        timeout_s=args.timeout, output=args.output,
     )
     progress, update = _compare_progress()
     with progress:
@@ -1076,6 +1076,8 @@ def build_parser() -> argparse.ArgumentParser:
     mig.add_argument("--args", metavar='"ARGS"', help='with --verify: both jobs\' arguments, with compare-jobs\' '
                      'placeholders, e.g. "{bootstrap} {topic}", "{socket_host} {socket_port}", "{input_dir}"')
     mig.add_argument("--input-kind", metavar="KIND[,KIND]", help="with --verify: compare-jobs' --input-kind")
+    mig.add_argument("--output", metavar="OUTPUT", help="with --verify: compare-jobs' --output (default: from --args); "
+                     "printed:LINE compares the stream the job prints at LINE with the draft's of the same line")
     mig.add_argument("--batch-records", type=int, metavar="N", help="with --verify: compare-jobs' --batch-records")
     mig.add_argument("--verify-out", metavar="DIR", help="with --verify: run directory (default runs/verify-<time>)")
     mig.add_argument("--timeout", type=float, default=600.0, help="with --verify: bound on each wait, in seconds")

@@ -201,7 +201,9 @@ def _check_command(side: str, command: str, output: str, kind: str = "kafka") ->
         known = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
         msg = f"--{side} names {{{unknown[0]}}}; the placeholders are {known}"
         raise ConfigError(msg, field=side, expected=PLACEHOLDERS, actual=unknown)
-    needed = ["zookeeper" if "zookeeper" in names else "bootstrap", "topic"] if kind == "kafka" else []
+    # --input-kind kafka with no Kafka placeholder: the job names its own Kafka, redirected by the stand-ins.
+    fed = names & {"bootstrap", "topic", "zookeeper"}
+    needed = ["zookeeper" if "zookeeper" in names else "bootstrap", "topic"] if kind == "kafka" and fed else []
     if not _is_printed(output):
         needed.append({"topic": "output_topic", "dir": "output_dir"}.get(output, "output_table"))
     if output == "topic" and "bootstrap" not in needed:
@@ -452,6 +454,9 @@ class ScriptEngine:
             env[KAFKA_SECURITY_ENV] = json.dumps(dict(config.kafka_security))
         if self.feed is not None:
             env.update(self.feed.env())
+        if (self.feed is None or self.feed.kind == "kafka") and "{topic}" not in self.command:
+            # a Kafka job naming its own brokers and topics: the stand-ins redirect them to the replayed topic
+            env.update(DMK_KAFKA_BOOTSTRAP=config.bootstrap_servers, DMK_KAFKA_TOPIC=self.placeholders(config)["topic"])
         with open(out / "job.log", "ab") as log:
             log.write(f"--- {' '.join(argv)}\n".encode())
             log.flush()
@@ -639,7 +644,12 @@ def _header(line: str) -> bool:
     """A line of pprint's or the console sink's frame, not of the data: dashes, ``Time: ...``, ``Batch: N``, ``...``."""
     text = line.strip()
     return (not text or set(text) == {"-"} or text == "..." or text.startswith(("Time: ", "only showing top"))
-            or (text.startswith("Batch: ") and text[7:].isdigit()))
+            or (text.startswith("Batch: ") and text[7:].isdigit()) or _TIME_BANNER.fullmatch(text) is not None)
+
+
+_TIME_BANNER = re.compile(r"[-=*#~ ]*(Time:? *)?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?[-=*#~ ]*")
+"""A line that is only a time stamp, framed or not (``----- 2026-11-27 13:05:20 -----``, a foreachRDD function's
+``print("--- %s ---" % time)``): a batch's header like pprint's ``Time:`` line, the clock of one run."""
 
 
 def _literal(text: str) -> Any:

@@ -54,6 +54,8 @@ class VerifySettings:
         batch_records: compare-jobs' ``--batch-records``.
         bootstrap_servers: a Kafka to use; None starts the embedded broker.
         timeout_s: bound on each wait.
+        output: compare-jobs' ``--output`` (default: inferred from ``args``); ``printed:LINE`` picks the printed
+            stream of the original's line LINE, and the draft's stream of the same line.
     """
 
     job: str
@@ -68,6 +70,7 @@ class VerifySettings:
     batch_records: int | None = None
     bootstrap_servers: str | None = None
     timeout_s: float = 600.0
+    output: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -108,6 +111,15 @@ def _output_of(args: str) -> str:
     return "printed"
 
 
+def _draft_line(job: str, rewrite: str, line: int) -> int:
+    """The line of the rewrite holding the job's line ``line`` (a draft carries the job's code after its runtime)."""
+    wanted = Path(job).read_text(encoding="utf-8").splitlines()[line - 1].strip()
+    lines = Path(rewrite).read_text(encoding="utf-8").splitlines()
+    marker = next((n for n, text in enumerate(lines) if text.startswith("# ---- end of the runtime")), 0)
+    found = [n + 1 for n, text in enumerate(lines) if n >= marker and text.strip() == wanted]
+    return found[0] if len(found) == 1 else line
+
+
 def verify(
     settings: VerifySettings, *, write_draft: Callable[[str], str] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
@@ -135,8 +147,11 @@ def verify(
         except KitError as exc:
             return Verdict(CANNOT, f"no draft could be written: {exc}", out, str(path))
         rewrite = str(path)
-    output = _output_of(settings.args)
-    mode = settings.mode or ("batches" if output == "printed" else "final")
+    output = settings.output or _output_of(settings.args)
+    chosen = output.partition(":")[2]
+    if output.startswith("printed:") and chosen.isdigit():
+        output = f"printed:{chosen},{_draft_line(settings.job, rewrite, int(chosen))}"
+    mode = settings.mode or ("batches" if output.startswith("printed") else "final")
     try:
         jobs = JobsSettings(
             input_file=settings.input_file, key=settings.key, out_dir=out / "compare", mode=mode, output=output,

@@ -209,6 +209,25 @@ def _batch_completed(batch_ms: int, records: int) -> None:
             log.write(json.dumps(row) + "\n")
 
 
+def _kafka_fed(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """A direct stream on its own brokers and topics, redirected to ``DMK_KAFKA_BOOTSTRAP``/``DMK_KAFKA_TOPIC``.
+
+    compare-jobs sets them for a job that names its own Kafka (no ``{bootstrap} {topic}`` in its command).
+    """
+    servers, topic = os.environ.get("DMK_KAFKA_BOOTSTRAP"), os.environ.get("DMK_KAFKA_TOPIC")
+    if not (servers and topic):
+        return args, kwargs
+    ssc, _topics, params = (list(args[:3]) + [None] * 3)[:3]
+    kwargs.pop("topics", None)
+    params = kwargs.pop("kafkaParams", params)
+    kept = {k: v for k, v in dict(params or {}).items() if k not in ("metadata.broker.list", "bootstrap.servers")}
+    rest = list(args[3:])
+    if rest:
+        rest[0] = None  # fromOffsets: of the job's own topics
+    kwargs.pop("fromOffsets", None)
+    return (ssc, [topic], {**kept, "metadata.broker.list": servers}, *rest), kwargs
+
+
 def install(progress_path: str | Path) -> None:
     """Make ``pyspark.streaming.kafka`` the kit's module and report completed batches to ``progress_path``.
 
@@ -233,6 +252,7 @@ def install(progress_path: str | Path) -> None:
     security = json.loads(os.environ.get(KAFKA_SECURITY_ENV) or "{}")
 
     def create_direct_stream(*args: Any, **kwargs: Any) -> Any:
+        args, kwargs = _kafka_fed(args, kwargs)
         if security and len(args) >= 3:
             args = (*args[:2], {**security, **args[2]}, *args[3:])
         elif security and "kafkaParams" in kwargs:

@@ -39,6 +39,7 @@ import operator as _operator
 import os as _os
 import pickle as _pickle
 import shutil as _shutil
+import sys as _sys
 import tempfile as _tempfile
 import time as _time
 import urllib.parse as _urlparse
@@ -52,6 +53,12 @@ def _seconds_ms(duration: _Any) -> int:
 
 def _utf8(data: _Any) -> _Any:
     return None if data is None else bytes(data).decode("utf-8")
+
+
+def _declared_at() -> str:
+    """``FILE:LINE`` of the job's call of the output operation calling this (what its printed output is named by)."""
+    frame = _sys._getframe(2)
+    return f"{_os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
 
 
 def _call_with_time(func: _Any, arity: int) -> _Any:
@@ -357,7 +364,10 @@ class MicroBatchStream:
     # ---- output operations: run in the order the job declared them, every micro-batch
     def foreachRDD(self, func: _Any) -> None:  # noqa: N802
         """The job's ``func(rdd)`` or ``func(time, rdd)`` on every batch."""
-        self._ssc._outputs.append((self, _call_with_time(func, 2)))
+        self._output(func, _declared_at())
+
+    def _output(self, func: _Any, declared_at: str) -> None:
+        self._ssc._outputs.append((self, _call_with_time(func, 2), declared_at))
 
     def pprint(self, num: int = 10) -> None:
         """The first ``num`` elements of every batch, printed as DStream.pprint printed them."""
@@ -373,7 +383,7 @@ class MicroBatchStream:
                 print("...")
             print("")
 
-        self.foreachRDD(take_and_print)
+        self._output(take_and_print, _declared_at())
 
     def saveAsTextFiles(self, prefix: str, suffix: _Any = None) -> None:  # noqa: N802
         """Every batch as text files in ``prefix-<time in ms>[.suffix]``."""
@@ -384,7 +394,7 @@ class MicroBatchStream:
             if not _os.path.exists(path):  # a micro-batch re-run after a restart: already written
                 rdd.saveAsTextFile(path)
 
-        self.foreachRDD(save)
+        self._output(save, _declared_at())
 
 
 class MicroBatchContext:
@@ -561,10 +571,14 @@ class MicroBatchContext:
                 if rdd is not None and not rdd.is_cached:
                     rdd.persist()
                     rdd.count()
-            for stream, func in self._outputs:
+            for stream, func, declared_at in self._outputs:  # (a local: what names a draft's printed stream)
                 rdd = stream._rdd(t)
                 if rdd is not None:
-                    func(_datetime.datetime.fromtimestamp(t / 1000.0), rdd)
+                    try:
+                        func(_datetime.datetime.fromtimestamp(t / 1000.0), rdd)
+                    except Exception as exc:
+                        exc.add_note(f"in the job's output operation at {declared_at}")
+                        raise
             kept: dict[int, int] = {}
             for stream, ms in self._remembered:
                 kept[id(stream)] = max(ms, kept.get(id(stream), 0))

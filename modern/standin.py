@@ -65,6 +65,22 @@ def _write(progress: Path, name: str, row: dict[str, Any]) -> None:
         out.write(json.dumps(row, default=repr) + "\n")
 
 
+def _declared_output(frame: Any) -> str | None:
+    """A ``dmk migrate`` draft's pprint: the job's ``FILE:LINE`` of it (its runtime's ``declared_at``), else None.
+
+    A draft runs all of a job's outputs in one foreachBatch; each is named by its own line, as the DStream job's
+    are by the legacy stand-in, so a job printing several streams can be compared stream by stream.
+    """
+    for _ in range(8):
+        if frame is None:
+            return None
+        declared = frame.f_locals.get("declared_at")
+        if isinstance(declared, str):
+            return declared
+        frame = frame.f_back
+    return None
+
+
 _BATCH = threading.local()  # the foreachBatch call running in this thread (its batch, its printed lines)
 
 
@@ -180,6 +196,9 @@ def install(progress_path: str | Path) -> None:
             path = directory or path
             _write(path_, "inputs.jsonl", {"kind": "files", "at": _caller()})
         elif source == _KAFKA:
+            servers, topic = os.environ.get("DMK_KAFKA_BOOTSTRAP"), os.environ.get("DMK_KAFKA_TOPIC")
+            if servers and topic:  # a job naming its own Kafka (compare-jobs: no {bootstrap} {topic} given)
+                self.option("kafka.bootstrap.servers", servers).option("subscribe", topic)
             _write(path_, "inputs.jsonl", {"kind": "kafka", "at": _caller()})
         return stream_load(self, path, format, *args, **kwargs)
 
@@ -258,9 +277,10 @@ def install(progress_path: str | Path) -> None:
         if context is None or sys._getframe(1).f_code.co_name != "take_and_print":
             return rdd_take(self, num)
         everything = self.collect()
+        stream = _declared_output(sys._getframe(1)) or context["stream"]
         for element in everything:
             values, names = _values(element)
-            _write(path_, "printed.jsonl", {"stream": context["stream"], "kind": "row", "writer": context["writer"],
+            _write(path_, "printed.jsonl", {"stream": stream, "kind": "row", "writer": context["writer"],
                                             "batch_id": context["batch_id"], "values": values, "names": names})
         shown = min(num - 1, len(everything))
         # pprint's lines (frame, elements, "...", blank) are recorded as the rows above, not again as lines.

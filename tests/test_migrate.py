@@ -770,3 +770,96 @@ def test_the_review_looks_for_the_counterpart_of_an_unresolved_call(tmp_path: Pa
         "foreachBatch (line 4)")
     assert not items[(17, "DStream.updateStateByKey")].addressed
     assert items[(17, "DStream.updateStateByKey")].evidence.startswith("none of: agg + groupBy")
+
+
+def test_a_direct_stream_on_the_job_s_own_kafka_is_redirected_to_the_fed_topic(monkeypatch: pytest.MonkeyPatch) -> None:
+    """compare-jobs --input-kind kafka without {bootstrap} {topic}: the legacy stand-in reads the replayed topic."""
+    from legacy.standin import _kafka_fed
+
+    ssc = object()
+    params = {"metadata.broker.list": "localhost:9092", "group.id": "g"}
+    assert _kafka_fed((ssc, ["own"], params), {}) == ((ssc, ["own"], params), {})  # nothing to redirect to
+    monkeypatch.setenv("DMK_KAFKA_BOOTSTRAP", "127.0.0.1:39092")
+    monkeypatch.setenv("DMK_KAFKA_TOPIC", "dmk-jobs-1-legacy")
+    assert _kafka_fed((ssc, ["own", "other"], params), {}) == (
+        (ssc, ["dmk-jobs-1-legacy"], {"group.id": "g", "metadata.broker.list": "127.0.0.1:39092"}), {})
+    # fromOffsets name the job's own topics: dropped, positionally or by name; the decoders stay.
+    decode = str.upper
+    assert _kafka_fed((ssc, ["own"], {"bootstrap.servers": "b:1"}, {"own": 5}, decode), {"valueDecoder": decode}) == (
+        (ssc, ["dmk-jobs-1-legacy"], {"metadata.broker.list": "127.0.0.1:39092"}, None, decode),
+        {"valueDecoder": decode})
+    assert _kafka_fed((ssc,), {"topics": ["own"], "kafkaParams": params, "fromOffsets": {}})[0][1] == [
+        "dmk-jobs-1-legacy"]
+
+
+def test_compare_jobs_takes_a_kafka_job_that_names_its_own_topic_with_input_kind_kafka(tmp_path: Path) -> None:
+    from compare.jobs import JobsSettings
+    from kit.errors import ConfigError
+
+    job = f"python {REPO}/tests/print_jobs/legacy_own_kafka.py"
+    settings = JobsSettings(input_file="c.jsonl", key=("_1",), legacy=job, modern="python draft.py", out_dir=tmp_path,
+                            output="printed", mode="batches", input_kind="kafka")
+    assert settings.input_kinds == {"legacy": "kafka", "modern": "kafka"}
+    # Naming one of {bootstrap} {topic} and not the other is still the mistake it was.
+    with pytest.raises(ConfigError, match=r"never names \{topic\}"):
+        JobsSettings(input_file="c.jsonl", key=("_1",), legacy=f"{job} {{bootstrap}}", modern="python d.py",
+                     out_dir=tmp_path, output="printed", input_kind="kafka")
+    with pytest.raises(ConfigError, match="names no input"):  # without --input-kind: which input is not guessed
+        JobsSettings(input_file="c.jsonl", key=("_1",), legacy=job, modern="python d.py", out_dir=tmp_path,
+                     output="printed")
+
+
+def test_verify_picks_the_draft_s_stream_printed_at_the_job_s_line(tmp_path: Path) -> None:
+    from compare.verify import _draft_line
+
+    job = REPO / "tests" / "migrate_jobs" / "windowed_wordcount.py"
+    text = draft(analyse(job))
+    path = tmp_path / "draft.py"
+    path.write_text(text)
+    lines = job.read_text().splitlines()
+    printed = [n for n, line in enumerate(lines, 1) if ".pprint()" in line]
+    assert len(printed) >= 2
+    for line in printed:  # the same statement, after the carried runtime
+        assert text.splitlines()[_draft_line(str(job), str(path), line) - 1] == lines[line - 1]
+        assert _draft_line(str(job), str(path), line) > line
+
+
+def test_a_printed_batch_time_banner_is_a_header_not_a_row() -> None:
+    """A foreachRDD function printing ``"----- %s -----" % time`` (each run's clock), then a show() table."""
+    from compare.jobs import printed_rows
+
+    lines = ["----------- 2026-11-27 13:05:20 -----------", "+----+----------+", "|word|word_count|",
+             "+----+----------+", "|  to|         2|", "+----+----------+", "2026-11-27 13:05:20 spark"]
+    entries = [{"stream": "job.py:9", "batch_ms": 1000, "kind": "line", "line": line} for line in lines]
+    assert printed_rows(entries) == [("1000", ["to", 2], ["word", "word_count"]),
+                                     ("1000", ["2026-11-27 13:05:20 spark"], None)]  # not only a time: data
+
+
+def test_a_draft_names_each_output_by_the_job_s_own_line() -> None:
+    """The runtime keeps where the job declared each output; the modern stand-in names a pprint's rows by it."""
+    import inspect
+
+    from migrate import microbatch
+    from modern.standin import _declared_output
+
+    class Context:
+        _interval_ms, _streams, _outputs = 1000, [], []  # type: ignore[var-annotated]
+
+    stream = microbatch.MicroBatchStream(Context(), lambda t: None)
+    here = inspect.currentframe()
+    assert here is not None
+    stream.pprint()
+    stream.foreachRDD(lambda rdd: None)
+    stream.saveAsTextFiles("out")
+    line = here.f_lineno
+    assert [declared for _, _, declared in Context._outputs] == [
+        f"test_migrate.py:{line - 3}", f"test_migrate.py:{line - 2}", f"test_migrate.py:{line - 1}"]
+
+    def run_batch() -> str | None:
+        declared_at = "draft.py:42"  # what the runtime's loop over the outputs holds  # noqa: F841
+        return take_and_print()
+
+    def take_and_print() -> str | None:
+        return _declared_output(inspect.currentframe())
+
+    assert run_batch() == "draft.py:42" and take_and_print() is None

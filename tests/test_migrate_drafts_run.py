@@ -12,6 +12,7 @@ input's batch comes minutes later.
 from __future__ import annotations
 
 import ast
+import json
 import os
 import queue
 import re
@@ -391,3 +392,52 @@ def test_the_orders_draft_is_proven_equal_by_compare_jobs(assert_jobs_equivalent
         "python examples/orders/legacy_job.py {bootstrap} {topic} {output_topic} {checkpoint}",
         f"python {script} {{bootstrap}} {{topic}} {{output_topic}} {{checkpoint}}", captured, key="customer")
     assert result.equivalent
+
+
+@pytest.mark.kafka
+def test_a_job_on_its_own_kafka_is_proven_equal_to_its_draft(tmp_path: Path, kafka_broker: str,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Brokers and topic are the job's constants (no argv): --verify feeds both through the stand-ins' redirect."""
+    from benchmarks.migrate_drafts_corpus import write_capture
+    from compare.verify import EQUAL, VerifySettings, verify
+
+    monkeypatch.chdir(tmp_path)
+    job = REPO / "tests" / "print_jobs" / "legacy_own_kafka.py"
+    lines = [" ".join(["to", "be", "or", "not"][: 1 + i % 4]) for i in range(30)]
+    capture = write_capture(tmp_path / "words.jsonl", lines)
+    verdict = verify(VerifySettings(job=str(job), input_file=str(capture), key=("_1",), out_dir=tmp_path / "run",
+                                    input_kind="kafka", batch_records=15, bootstrap_servers=kafka_broker,
+                                    timeout_s=WAIT_S), write_draft=lambda path: draft_text(Path(path)))
+    assert verdict.status == EQUAL, verdict.detail
+    metrics = json.loads((tmp_path / "run" / "compare" / "metrics.json").read_text())
+    # Two batches of 15 lines, each side's per-batch counts: 4 words in each batch.
+    assert metrics["batches"]["compared"] == 2
+    assert metrics["jobs"]["legacy"]["rows_compared"] == metrics["jobs"]["modern"]["rows_compared"] == 8
+
+
+def test_one_of_a_draft_s_two_printed_streams_is_proven_equal_by_its_line(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """printed:LINE picks the original's stream at LINE and the draft's stream of the same line."""
+    from benchmarks.migrate_drafts_corpus import write_capture
+    from compare.verify import EQUAL, VerifySettings, verify
+
+    monkeypatch.chdir(tmp_path)
+    job = REPO / "tests" / "print_jobs" / "legacy_two_streams.py"
+    line = next(n for n, text in enumerate(job.read_text().splitlines(), 1) if "reduceByKey(add).pprint()" in text)
+    capture = write_capture(tmp_path / "words.jsonl", ["a b a", "b c", "a", "c c d"] * 5)
+    verdict = verify(VerifySettings(job=str(job), input_file=str(capture), key=("_1",), out_dir=tmp_path / "run",
+                                    args="{socket_host} {socket_port}", batch_records=10, output=f"printed:{line}",
+                                    timeout_s=WAIT_S), write_draft=lambda path: draft_text(Path(path)))
+    assert verdict.status == EQUAL, verdict.detail
+    metrics = json.loads((tmp_path / "run" / "compare" / "metrics.json").read_text())
+    assert metrics["jobs"]["legacy"]["printed_stream"] == f"legacy_two_streams.py:{line}"
+    assert metrics["jobs"]["modern"]["printed_stream"].startswith("draft.py:")
+    # Two batches of 10 lines, each holding a, b, c and d: their counts, not the lines' count.
+    assert metrics["batches"]["compared"] == 2 and metrics["jobs"]["modern"]["rows_compared"] == 8
+
+
+def draft_text(job: Path) -> str:
+    """The draft of ``job``, which runs as written."""
+    result = make_draft(analyse(job))
+    assert result.runs, result.unresolved
+    return result.text
