@@ -624,11 +624,20 @@ BATCH = "__batch"
 """The column of a printed row's batch (``batch_ms`` of a DStream batch, ``query_id/batch_id`` of a query's)."""
 
 
+_TIME = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?")
+"""A date-time as ``str(datetime)`` prints it: a batch's time (``time`` of ``foreachRDD(f(time, rdd))``)."""
+
+
 def _header(line: str) -> bool:
-    """A line of pprint's or the console sink's frame, not of the data: dashes, ``Time: ...``, ``Batch: N``, ``...``."""
+    """A line of pprint's or the console sink's frame, not of the data.
+
+    Dashes, ``Time: ...``, ``Batch: N``, ``...``, or a batch's time between punctuation only
+    (``========= 2026-11-27 10:00:01 =========``).
+    """
     text = line.strip()
     return (not text or set(text) == {"-"} or text == "..." or text.startswith(("Time: ", "only showing top"))
-            or (text.startswith("Batch: ") and text[7:].isdigit()))
+            or (text.startswith("Batch: ") and text[7:].isdigit())
+            or (_TIME.search(text) is not None and not any(c.isalnum() for c in _TIME.sub("", text))))
 
 
 def _literal(text: str) -> Any:
@@ -674,7 +683,8 @@ def printed_rows(entries: list[dict[str, Any]]) -> list[tuple[str, list[Any], li
         table.pop(stream, None)
         if _header(line):
             continue
-        value = _literal(text)
+        # Two runs happen at different times: a date-time in a printed line (a batch's time) compares as <time>.
+        value = _literal(_TIME.sub("<time>", text))
         if isinstance(value, dict):
             rows.append((batch, list(value.values()), [str(k) for k in value]))
         elif isinstance(value, (tuple, list)):

@@ -87,6 +87,16 @@ def test_printed_lines_become_rows_and_frames_are_skipped() -> None:
                     ("q1/3", ["x", 1], None), ("q1/3", [7], None), ("q1/3", ["plain text"], None)]
 
 
+def test_a_printed_batch_time_is_a_header_alone_and_masked_in_a_line() -> None:
+    """Two runs happen at different times: the batch time a job prints (sql_network_wordcount's header,
+    recoverable_network_wordcount's "Counts at time ...") must not make their lines differ."""
+    lines = ["========= 2026-01-01 10:00:01 =========", "Counts at time 2026-01-01 10:00:02.500000 [('a', 1)]",
+             "2026-01-01 10:00:03 and more", "2026-01-01"]
+    entries = [{"stream": "job.py:5", "kind": "line", "batch_ms": 1, "line": line} for line in lines]
+    assert [v for _, v, _ in printed_rows(entries)] == [
+        ["Counts at time <time> [('a', 1)]"], ["<time> and more"], ["2026-01-01"]]
+
+
 def _printed(path: Path, entries: list[dict]) -> None:
     path.mkdir(parents=True, exist_ok=True)
     (path / "printed.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
