@@ -153,6 +153,17 @@ EXPECTED: dict[str, list[tuple[int, str]]] = {
         (30, "DStream.countByWindow"), (30, "DStream.pprint"), (32, "StreamingContext.start"),
         (33, "StreamingContext.awaitTermination"),
     ],
+    f"{JOBS}/hashtag_counts.py": [
+        (17, "StreamingContext(sc, batchDuration)"), (18, "StreamingContext.socketTextStream"), (19, "DStream.flatMap"),
+        (19, "DStream.filter"), (20, "DStream.map"), (20, "DStream.reduceByKey"), (21, "DStream.pprint"),
+        (22, "StreamingContext.start"), (23, "StreamingContext.awaitTermination"),
+    ],
+    f"{JOBS}/running_word_totals.py": [
+        (18, "StreamingContext(sc, batchDuration)"), (19, "StreamingContext.checkpoint"),
+        (20, "StreamingContext.textFileStream"), (20, "DStream.flatMap"), (20, "DStream.filter"), (21, "DStream.map"),
+        (21, "DStream.updateStateByKey"), (22, "DStream.pprint"), (23, "StreamingContext.start"),
+        (24, "StreamingContext.awaitTermination"),
+    ],
 }
 
 
