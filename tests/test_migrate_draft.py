@@ -277,3 +277,15 @@ def test_a_lifted_draft_prints_dstream_s_pprint_text(capsys: pytest.CaptureFixtu
         "-------------------------------------------\n('#a', 3)\n('#b', 1)\n...\n\n"
         "-------------------------------------------\nTime: 2026-11-27 10:00:02\n"
         "-------------------------------------------\n('#a', 3)\n('#b', 1)\n('#c', 2)\n\n")
+
+
+def test_the_runtime_queues_elements_as_compare_jobs_feeds_a_queue() -> None:
+    """queueStream's files: JSON where it reads back the same, else a pickle; a fed line reads as its JSON value."""
+    from migrate.microbatch import _queue_element, _queue_line
+
+    elements = [7, "x", 2.5, [1, 2], {"a": 1}, (1, "a"), None, "pickle:not one"]
+    lines = [_queue_line(e) for e in elements]
+    assert lines[:5] == ["7", '"x"', "2.5", "[1, 2]", '{"a": 1}']
+    assert lines[5].startswith("pickle:") and lines[7] == "\"pickle:not one\""  # a tuple is not JSON's list
+    assert [_queue_element(line) for line in lines] == elements
+    assert [_queue_element(line) for line in ["7", "to be or not", '"7"']] == [7, "to be or not", "7"]
