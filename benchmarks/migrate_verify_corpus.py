@@ -9,7 +9,7 @@ DataFrame code or the carried runtime, ``migrate.draft.make_draft``), the verdic
 the command. Settings are inferred from the job's source (its input: Kafka, socket, directory, queue; a
 stateful ``updateStateByKey`` job is compared on its final rows, others batch by batch) unless
 :data:`SETTINGS` names the job (Spark 2.4's examples that take more arguments or print every batch, even
-empty ones). The jobs are never committed (docs/migrate.md#proven-equal-spark-s-examples).
+empty ones). The jobs are never committed (docs/migrate.md#proven-equal-sparks-examples).
 """
 
 from __future__ import annotations
