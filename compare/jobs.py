@@ -345,10 +345,11 @@ class ScriptRun:
                 if done_at is None and (all(reached.get(tp, 0) >= end for tp, end in wanted.items()) or (
                         lines is None and reached.get(("lines", 0), -1) >= sum(wanted.values()))):
                     done_at = i  # a Kafka receiver stream (createStream) counts records, not offsets
-            if done_at is not None and (ended or extra_batches == 0 or (
-                len(batches) - 1 - done_at >= extra_batches if self.engine.batches_by_clock
-                else time.monotonic() - changed >= QUIET_S
-            )):
+            # A query has settled once quiet, or once that many batches ran after (a dmk migrate draft's query
+            # runs one every interval, as DStreams did, so it is never quiet).
+            if done_at is not None and (ended or extra_batches == 0 or len(batches) - 1 - done_at >= extra_batches
+                                        or (not self.engine.batches_by_clock
+                                            and time.monotonic() - changed >= QUIET_S)):
                 return
             if ended:
                 msg = (f"the {self.engine.name} job ended (exit code 0) before it consumed its input: it reached "

@@ -322,3 +322,31 @@ def test_the_legacy_standins_own_foreachrdd_functions_pickle_into_a_checkpoint(n
     registered = standin._recording_prints(_on_kafka_rdds("uid", _with_time(own), False), "job.py:1")
     restored = cloudpickle.loads(cloudpickle.dumps(registered))
     assert callable(restored) and getattr(standin, name) is own and own._dmk_own
+
+
+def test_a_query_that_runs_a_batch_every_interval_settles_after_its_extra_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dmk migrate draft's query runs a micro-batch every interval (as DStreams did): never quiet for QUIET_S."""
+    import subprocess
+    import sys
+
+    import compare.jobs as jobs
+    from kit.errors import RunTimeout
+
+    monkeypatch.setattr(jobs, "QUIET_S", 1000.0)
+    engine = jobs.ScriptEngine("modern", "python job.py", output="printed")
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        run = jobs.ScriptRun(engine, process, tmp_path)
+        progress = engine.progress_path(tmp_path)
+        lines = [["lines", 0, 0, 300]], [["lines", 0, 300, 300]]
+        progress.write_text(json.dumps({"ranges": lines[0]}) + "\n" + json.dumps({"ranges": lines[1]}) + "\n")
+        with pytest.raises(RunTimeout):  # one batch after the input's end: not settled (and not quiet)
+            run.await_offsets({}, lines=300, timeout_s=1, extra_batches=2)
+        with progress.open("a") as out:
+            out.write(json.dumps({"ranges": lines[1]}) + "\n")
+        run.await_offsets({}, lines=300, timeout_s=5, extra_batches=2)  # two batches after: settled
+    finally:
+        process.kill()
+        process.wait()
