@@ -357,10 +357,11 @@ class ScriptRun:
                 if done_at is None and (all(reached.get(tp, 0) >= end for tp, end in wanted.items()) or (
                         lines is None and reached.get(("lines", 0), -1) >= sum(wanted.values()))):
                     done_at = i  # a Kafka receiver stream (createStream) counts records, not offsets
-            if done_at is not None and (ended or extra_batches == 0 or (
-                len(batches) - 1 - done_at >= extra_batches if self.engine.batches_by_clock
-                else time.monotonic() - changed >= QUIET_S
-            )):
+            # A query has settled once quiet, or once that many batches ran after (a dmk migrate draft's query
+            # runs one every interval, as DStreams did, so it is never quiet).
+            if done_at is not None and (ended or extra_batches == 0 or len(batches) - 1 - done_at >= extra_batches
+                                        or (not self.engine.batches_by_clock
+                                            and time.monotonic() - changed >= QUIET_S)):
                 return
             if ended:
                 msg = (f"the {self.engine.name} job ended (exit code 0) before it consumed its input: it reached "
@@ -640,16 +641,20 @@ BATCH = "__batch"
 """The column of a printed row's batch (``batch_ms`` of a DStream batch, ``query_id/batch_id`` of a query's)."""
 
 
+_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:\.\d+)?")
+"""A date-time as ``str(datetime)`` prints it: a batch's time (``time`` of ``foreachRDD(f(time, rdd))``)."""
+
+
 def _header(line: str) -> bool:
-    """A line of pprint's or the console sink's frame, not of the data: dashes, ``Time: ...``, ``Batch: N``, ``...``."""
+    """A line of pprint's or the console sink's frame, not of the data.
+
+    Dashes, ``Time: ...``, ``Batch: N``, ``...``, or a batch's time between punctuation only
+    (``========= 2026-11-27 10:00:01 =========``).
+    """
     text = line.strip()
     return (not text or set(text) == {"-"} or text == "..." or text.startswith(("Time: ", "only showing top"))
-            or (text.startswith("Batch: ") and text[7:].isdigit()) or _TIME_BANNER.fullmatch(text) is not None)
-
-
-_TIME_BANNER = re.compile(r"[-=*#~ ]*(Time:? *)?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?[-=*#~ ]*")
-"""A line that is only a time stamp, framed or not (``----- 2026-11-27 13:05:20 -----``, a foreachRDD function's
-``print("--- %s ---" % time)``): a batch's header like pprint's ``Time:`` line, the clock of one run."""
+            or (text.startswith("Batch: ") and text[7:].isdigit())
+            or (_TIME.search(text) is not None and not any(c.isalnum() for c in _TIME.sub("", text))))
 
 
 def _literal(text: str) -> Any:
@@ -695,7 +700,8 @@ def printed_rows(entries: list[dict[str, Any]]) -> list[tuple[str, list[Any], li
         table.pop(stream, None)
         if _header(line):
             continue
-        value = _literal(text)
+        # Two runs happen at different times: a date-time in a printed line (a batch's time) compares as <time>.
+        value = _literal(_TIME.sub("<time>", text))
         if isinstance(value, dict):
             rows.append((batch, list(value.values()), [str(k) for k in value]))
         elif isinstance(value, (tuple, list)):

@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["column", "is_sum", "per_record_columns"]
+__all__ = ["column", "is_sum", "per_record", "per_record_columns"]
 
 _F_OPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 _ARITH = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Mod: "%"}
@@ -89,7 +89,7 @@ def per_record_columns(tree: ast.Module, sites: Iterable[tuple[ast.AST, str]]) -
                 other = model(node.args[0], depth + 1)
                 result = base if base == other else None
             elif construct in ("DStream.map", "DStream.filter", "DStream.flatMap") and base is not None:
-                translated = _per_record(node, construct[len("DStream."):], base)
+                translated = per_record(node, construct[len("DStream."):], base)
                 if translated is not None:
                     found[id(node)], result = translated
         seen[id(node)] = result
@@ -101,7 +101,7 @@ def per_record_columns(tree: ast.Module, sites: Iterable[tuple[ast.AST, str]]) -
     return found
 
 
-def _per_record(node: ast.Call, method: str, model: Any) -> tuple[str, Any] | None:
+def per_record(node: ast.Call, method: str, model: Any) -> tuple[str, Any] | None:
     """The DataFrame code of one per-record call and the model of what it yields, or None."""
     function = node.args[0] if node.args else None
     if not isinstance(function, ast.Lambda) or len(function.args.args) != 1:
@@ -168,6 +168,12 @@ def _compare(node: ast.Compare, param: str, model: Any) -> str | None:
     left = column(node.left, param, model)
     right_node = node.comparators[0]
     op = type(node.ops[0])
+    if op in (ast.In, ast.NotIn) and isinstance(_const(node.left), str):  # '#' in word: a substring test
+        within = column(right_node, param, model)
+        if within is None or not within.startswith('F.col("value")'):
+            return None
+        test = f"{within}.contains({_py(_const(node.left))})"
+        return test if op is ast.In else f"~{test}"
     if op in (ast.In, ast.NotIn) and isinstance(right_node, (ast.Tuple, ast.List, ast.Set)):
         values = [_const(e) for e in right_node.elts]
         if left is None or any(v is None for v in values):

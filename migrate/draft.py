@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from migrate import microbatch
 from migrate.analysis import MigrationPlan, _Site
+from migrate.lift import lift
 
 __all__ = ["Draft", "draft", "make_draft"]
 
@@ -60,10 +61,13 @@ class Draft:
         text: the draft's source (it parses; it runs as written when ``unresolved`` is empty).
         unresolved: what the draft cannot carry, one ``line N: construct: why`` each; the draft refuses to start
             while any is left.
+        lifted: the idioms lifted to DataFrame code when the whole job was lifted (:mod:`migrate.lift`); empty
+            for a draft that carries the runtime.
     """
 
     text: str
     unresolved: tuple[str, ...]
+    lifted: tuple[str, ...] = ()
 
     @property
     def runs(self) -> bool:
@@ -76,14 +80,21 @@ def draft(plan: MigrationPlan) -> str:
     return make_draft(plan).text
 
 
-def make_draft(plan: MigrationPlan) -> Draft:
-    """The draft of a DStream job: its own code, run per micro-batch by the carried runtime.
+def make_draft(plan: MigrationPlan, *, lifting: bool = True) -> Draft:
+    """The draft of a DStream job: lifted to DataFrame code, or its own code run by the carried runtime.
+
+    Lifted (:func:`migrate.lift.lift`) when every streaming statement of the job is a known idiom; else the
+    job's own code, run per micro-batch by the carried runtime.
 
     The result always parses (``ast.parse``); a draft with :attr:`Draft.unresolved` parts stops at its start
-    with a message naming them.
+    with a message naming them. ``lifting=False`` always writes the runtime draft.
     """
     tree = ast.parse(plan.source)
     unresolved = _unresolved(plan)
+    if lifting and not unresolved:
+        lifted = lift(plan)
+        if lifted is not None:
+            return Draft(text=lifted.text, unresolved=(), lifted=lifted.idioms)
     lines = plan.source.splitlines()
     edits: dict[int, tuple[int, list[str]]] = {}  # first line (0-based) -> (last line, replacement)
     for node in ast.walk(tree):

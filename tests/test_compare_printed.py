@@ -87,6 +87,16 @@ def test_printed_lines_become_rows_and_frames_are_skipped() -> None:
                     ("q1/3", ["x", 1], None), ("q1/3", [7], None), ("q1/3", ["plain text"], None)]
 
 
+def test_a_printed_batch_time_is_a_header_alone_and_masked_in_a_line() -> None:
+    """Two runs happen at different times: the batch time a job prints (sql_network_wordcount's header,
+    recoverable_network_wordcount's "Counts at time ...") must not make their lines differ."""
+    lines = ["========= 2026-01-01 10:00:01 =========", "Counts at time 2026-01-01 10:00:02.500000 [('a', 1)]",
+             "2026-01-01 10:00:03 and more", "2026-01-01"]
+    entries = [{"stream": "job.py:5", "kind": "line", "batch_ms": 1, "line": line} for line in lines]
+    assert [v for _, v, _ in printed_rows(entries)] == [
+        ["Counts at time <time> [('a', 1)]"], ["<time> and more"], ["2026-01-01"]]
+
+
 def _printed(path: Path, entries: list[dict]) -> None:
     path.mkdir(parents=True, exist_ok=True)
     (path / "printed.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
@@ -340,3 +350,31 @@ def test_a_createstream_job_reads_the_runs_kafka_from_its_start(
     assert capsys.readouterr().err == ""
     monkeypatch.delenv("DMK_BOOTSTRAP")
     assert _fed_receiver_params({"group.id": "g"}, {}) == {"group.id": "g"}  # not under compare-jobs: as written
+
+
+def test_a_query_that_runs_a_batch_every_interval_settles_after_its_extra_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dmk migrate draft's query runs a micro-batch every interval (as DStreams did): never quiet for QUIET_S."""
+    import subprocess
+    import sys
+
+    import compare.jobs as jobs
+    from kit.errors import RunTimeout
+
+    monkeypatch.setattr(jobs, "QUIET_S", 1000.0)
+    engine = jobs.ScriptEngine("modern", "python job.py", output="printed")
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        run = jobs.ScriptRun(engine, process, tmp_path)
+        progress = engine.progress_path(tmp_path)
+        lines = [["lines", 0, 0, 300]], [["lines", 0, 300, 300]]
+        progress.write_text(json.dumps({"ranges": lines[0]}) + "\n" + json.dumps({"ranges": lines[1]}) + "\n")
+        with pytest.raises(RunTimeout):  # one batch after the input's end: not settled (and not quiet)
+            run.await_offsets({}, lines=300, timeout_s=1, extra_batches=2)
+        with progress.open("a") as out:
+            out.write(json.dumps({"ranges": lines[1]}) + "\n")
+        run.await_offsets({}, lines=300, timeout_s=5, extra_batches=2)  # two batches after: settled
+    finally:
+        process.kill()
+        process.wait()

@@ -29,8 +29,9 @@ def _job_code(text: str) -> str:
 def test_every_draft_parses_compiles_and_carries_the_job(path: Path) -> None:
     source = path.read_text(encoding="utf-8")
     plan = analyse(path)
-    result = make_draft(plan)
+    result = make_draft(plan, lifting=False)  # the runtime draft; lifted ones: test_lifted_*
     compile(result.text, str(path), "exec")
+    compile(make_draft(plan).text, str(path), "exec")
     # The job's own lines are all there, in order, but for its pyspark.streaming imports (kept as "# was:" comments).
     streaming = set()
     for node in ast.walk(ast.parse(source)):
@@ -54,7 +55,7 @@ def test_which_repository_jobs_run_as_written() -> None:
 
 
 def test_the_imports_are_bound_to_the_runtime_and_the_rest_kept() -> None:
-    text = draft(analyse(JOBS / "direct_kafka_wordcount.py"))
+    text = make_draft(analyse(JOBS / "direct_kafka_wordcount.py"), lifting=False).text
     assert ("from __future__ import print_function\n\n"
             "# Structured Streaming draft of " + str(JOBS / "direct_kafka_wordcount.py") + ",\n") in text
     assert ("# was: from pyspark.streaming import StreamingContext\nStreamingContext = MicroBatchContext\n"
@@ -160,3 +161,131 @@ def test_calls_on_untraced_streams_keep_the_draft_from_starting() -> None:
     assert not made.runs
     assert sorted({int(item.split(":")[0].removeprefix("line ")) for item in made.unresolved}) == untraced
     assert all("could not trace" in item for item in made.unresolved)
+
+
+# -- lifted drafts (migrate/lift.py): a job made only of known idioms becomes DataFrame code -----------------
+
+
+def _main_block(text: str) -> str:
+    return text[text.index('if __name__ == "__main__":'):]
+
+
+def test_a_per_batch_count_is_lifted_to_a_foreachbatch_aggregation() -> None:
+    result = make_draft(analyse(JOBS / "hashtag_counts.py"))
+    assert result.runs and result.lifted
+    assert "MicroBatchContext" not in result.text and "begin runtime" not in result.text
+    assert _main_block(result.text) == '''if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        print("Usage: hashtag_counts.py <host> <port>", file=sys.stderr)
+        sys.exit(2)
+    sc = SparkContext(appName="HashtagCounts")
+    # was: ssc = StreamingContext(sc, 1)
+    spark = SparkSession.builder.getOrCreate()
+    # DStream's reduceByKey used the default parallelism: so do the aggregations here.
+    spark.conf.set("spark.sql.shuffle.partitions", str(spark.sparkContext.defaultParallelism))
+    # was: posts = ssc.socketTextStream(sys.argv[1], int(sys.argv[2]))
+    posts = spark.readStream.format("socket").option("host", sys.argv[1]).option("port", int(sys.argv[2])).load()
+    # was: tags = posts.flatMap(lambda post: post.split(" ")).filter(lambda w: "#" in w)
+    tags = posts.select(F.explode(F.split(F.col("value"), " ")).alias("value")).where(F.col("value").contains("#"))
+    # was: counts = tags.map(lambda tag: (tag, 1)).reduceByKey(add)
+    counts = tags.select(F.col("value").alias("_1"), F.lit(1).alias("_2"))
+    # was: counts.pprint(5)
+    def print_batch_1(batch_df, batch_id):
+        """This micro-batch's result, per batch as the DStream's reduceByKey was, printed as pprint."""
+        result = batch_df.groupBy("_1").count().withColumnRenamed("count", "_2")
+        take_and_print(batch_time(), result.rdd.map(tuple), 5)
+
+    writer_1 = (counts.writeStream.outputMode('append')
+                .trigger(processingTime="1 seconds").foreachBatch(print_batch_1))
+    # was: ssc.start()
+    query_1 = writer_1.start()
+    # was: ssc.awaitTermination()
+    query_1.awaitTermination()
+'''
+    # The streaming imports are gone; the job's other imports, argv handling and SparkContext stay.
+    assert "# was: from pyspark.streaming import StreamingContext (the draft uses no DStream)\n" in result.text
+    assert "from operator import add\n" in result.text
+    assert "'x' in w → contains" in " ".join(result.lifted)
+
+
+def test_updatestatebykey_with_a_count_fold_is_a_complete_mode_aggregation() -> None:
+    result = make_draft(analyse(JOBS / "running_word_totals.py"))
+    assert result.lifted
+    block = _main_block(result.text)
+    assert ('    totals = words.select(F.lower(F.col("value")).alias("_1"), F.lit(1).alias("_2")).groupBy("_1")'
+            '.agg(F.count("_2").alias("_2"))\n') in block
+    assert "writer_1 = (totals.writeStream.outputMode('complete')\n" in block
+    assert 'spark.readStream.format("text").load(sys.argv[1])' in block
+    # It never restored from its checkpoint (no getOrCreate), so neither does the query: no checkpointLocation.
+    assert not [line for line in block.splitlines() if "checkpointLocation" in line and not line.strip().startswith("#")]
+    assert "# was: ssc.checkpoint(\"/tmp/running-word-totals\")\n" in block
+    assert any("already in the directory" in idiom for idiom in result.lifted)
+
+
+def test_an_initial_rdd_is_merged_by_the_same_fold() -> None:
+    block = _main_block(make_draft(analyse(JOBS / "stateful_network_wordcount.py")).text)
+    assert '''    def print_batch_1(batch_df, batch_id):
+        """Every key's running result (complete mode: all keys each batch, as updateStateByKey emitted them)."""
+        initial = spark.createDataFrame(initialStateRDD).toDF("_1", "_2")
+        merged = batch_df.alias("b").join(initial.alias("i"), "_1", "full_outer")
+        result = merged.select("_1", (F.coalesce("b._2", F.lit(0)) + F.coalesce("i._2", F.lit(0))).alias("_2"))
+        take_and_print(batch_time(), result.rdd.map(tuple), 10)
+''' in block
+
+
+def test_a_kafka_direct_stream_is_lifted_to_the_kafka_source() -> None:
+    source = (JOBS / "direct_kafka_wordcount.py").read_text(encoding="utf-8")
+    # Its spark.streaming.* settings (backpressure, maxRatePerPartition) have no setting of the query: not lifted.
+    assert not make_draft(analyse_source(source, "job.py")).lifted
+    conf = source[source.index("    conf = ("):source.index("    sc = SparkContext(conf=conf)")]
+    block = _main_block(make_draft(analyse_source(source.replace(conf, ""), "job.py")).text)
+    assert ('    kvs = spark.readStream.format("kafka").option("kafka.bootstrap.servers", brokers)'
+            '.option("subscribe", topic).option("startingOffsets", "latest").load()\n') in block
+    assert '    lines = kvs.select(F.col("value").cast("string").alias("value"))\n' in block
+    assert '.trigger(processingTime="2 seconds")' in block
+
+
+@pytest.mark.parametrize("source", [
+    # foreachRDD, a window, an unrecognised fold, a second output: the runtime runs them as written.
+    "lines = ssc.socketTextStream('h', 1)\nlines.foreachRDD(print)\n",
+    "lines = ssc.socketTextStream('h', 1)\nlines.window(10, 2).pprint()\n",
+    "lines = ssc.socketTextStream('h', 1)\nlines.map(lambda w: (w, 1)).updateStateByKey(lambda new, old: max(new))"
+    ".pprint()\n",
+    "lines = ssc.socketTextStream('h', 1)\nlines.pprint()\nlines.count().pprint()\n",
+    "lines = ssc.socketTextStream('h', 1)\nparsed = lines.map(lambda l: json.loads(l))\nparsed.pprint()\n",
+])
+def test_what_is_not_a_known_idiom_keeps_the_runtime(source: str) -> None:
+    job = ("from pyspark import SparkContext\nfrom pyspark.streaming import StreamingContext\nsc = SparkContext()\n"
+           "ssc = StreamingContext(sc, 1)\n" + source + "ssc.start()\nssc.awaitTermination()\n")
+    result = make_draft(analyse_source(job, "job.py"))
+    assert not result.lifted and "# ---- begin runtime ----" in result.text
+
+
+def test_a_lifted_draft_prints_dstream_s_pprint_text(capsys: pytest.CaptureFixture[str]) -> None:
+    text = make_draft(analyse(JOBS / "hashtag_counts.py")).text
+    namespace: dict = {}
+    exec(compile(text[:text.index('if __name__ == "__main__":')], "draft", "exec"), namespace)  # helpers only
+
+    class Taken:
+        def take(self, n: int) -> list:
+            return [("#a", 3), ("#b", 1), ("#c", 2)][:n]
+
+    namespace["take_and_print"]("2026-11-27 10:00:01", Taken(), 2)
+    namespace["take_and_print"]("2026-11-27 10:00:02", Taken())
+    assert capsys.readouterr().out == (
+        "-------------------------------------------\nTime: 2026-11-27 10:00:01\n"
+        "-------------------------------------------\n('#a', 3)\n('#b', 1)\n...\n\n"
+        "-------------------------------------------\nTime: 2026-11-27 10:00:02\n"
+        "-------------------------------------------\n('#a', 3)\n('#b', 1)\n('#c', 2)\n\n")
+
+
+def test_the_runtime_queues_elements_as_compare_jobs_feeds_a_queue() -> None:
+    """queueStream's files: JSON where it reads back the same, else a pickle; a fed line reads as its JSON value."""
+    from migrate.microbatch import _queue_element, _queue_line
+
+    elements = [7, "x", 2.5, [1, 2], {"a": 1}, (1, "a"), None, "pickle:not one"]
+    lines = [_queue_line(e) for e in elements]
+    assert lines[:5] == ["7", '"x"', "2.5", "[1, 2]", '{"a": 1}']
+    assert lines[5].startswith("pickle:") and lines[7] == "\"pickle:not one\""  # a tuple is not JSON's list
+    assert [_queue_element(line) for line in lines] == elements
+    assert [_queue_element(line) for line in ["7", "to be or not", '"7"']] == [7, "to be or not", "7"]
