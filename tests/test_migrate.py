@@ -75,11 +75,17 @@ EXPECTED: dict[str, list[tuple[int, str]]] = {
         (31, "StreamingContext(sc, batchDuration)"), (33, "DStream.pprint"), (34, "StreamingContext.start"),
         (35, "StreamingContext.awaitTermination"), (36, "StreamingContext.stop"),
     ],
-    f"{JOBS}/direct_kafka_wordcount.py": [
-        (28, "spark.streaming.backpressure.enabled"), (29, "spark.streaming.kafka.maxRatePerPartition"),
-        (31, "StreamingContext(sc, batchDuration)"), (34, "KafkaUtils.createDirectStream"), (35, "DStream.map"),
-        (36, "DStream.flatMap"), (37, "DStream.map"), (38, "DStream.reduceByKey"), (39, "DStream.pprint"),
-        (41, "StreamingContext.start"), (42, "StreamingContext.awaitTermination"),
+    f"{JOBS}/kafka_direct_word_counts.py": [
+        (20, "spark.streaming.backpressure.enabled"), (21, "spark.streaming.kafka.maxRatePerPartition"),
+        (23, "StreamingContext(sc, batchDuration)"), (24, "KafkaUtils.createDirectStream"), (25, "DStream.map"),
+        (26, "DStream.flatMap"), (27, "DStream.map"), (27, "DStream.reduceByKey"), (28, "DStream.pprint"),
+        (29, "StreamingContext.start"), (30, "StreamingContext.awaitTermination"),
+    ],
+    f"{JOBS}/checkpointed_word_counts.py": [
+        (36, "StreamingContext(sc, batchDuration)"), (37, "StreamingContext.checkpoint"),
+        (38, "StreamingContext.socketTextStream"), (39, "DStream.flatMap"), (40, "DStream.map"),
+        (40, "DStream.reduceByKey"), (60, "DStream.foreachRDD"), (68, "StreamingContext.getOrCreate"),
+        (70, "StreamingContext.start"), (71, "StreamingContext.awaitTermination"),
     ],
     f"{JOBS}/every_construct.py": [
         (10, "spark.streaming.receiver.maxRate"), (11, "spark.streaming.receiver.writeAheadLog.enable"),
@@ -106,22 +112,16 @@ EXPECTED: dict[str, list[tuple[int, str]]] = {
         (61, "StreamingContext.start"), (63, "StreamingContext.awaitTermination"),
         (65, "StreamingContext.stop(stopGraceFully=True)"),
     ],
-    f"{JOBS}/network_wordcount.py": [
-        (23, "StreamingContext(sc, batchDuration)"), (25, "StreamingContext.socketTextStream"),
-        (26, "DStream.flatMap"), (27, "DStream.map"), (28, "DStream.reduceByKey"), (29, "DStream.pprint"),
-        (31, "StreamingContext.start"), (32, "StreamingContext.awaitTermination"),
+    f"{JOBS}/socket_word_counts.py": [
+        (19, "StreamingContext(sc, batchDuration)"), (20, "StreamingContext.socketTextStream"),
+        (21, "DStream.flatMap"), (22, "DStream.map"), (23, "DStream.reduceByKey"), (24, "DStream.pprint"),
+        (25, "StreamingContext.start"), (26, "StreamingContext.awaitTermination"),
     ],
-    f"{JOBS}/recoverable_network_wordcount.py": [
-        (43, "StreamingContext(sc, batchDuration)"), (44, "StreamingContext.checkpoint"),
-        (48, "StreamingContext.socketTextStream"), (49, "DStream.flatMap"), (50, "DStream.map"),
-        (50, "DStream.reduceByKey"), (73, "DStream.foreachRDD"), (83, "StreamingContext.getOrCreate"),
-        (85, "StreamingContext.start"), (86, "StreamingContext.awaitTermination"),
-    ],
-    f"{JOBS}/stateful_network_wordcount.py": [
-        (27, "StreamingContext(sc, batchDuration)"), (28, "StreamingContext.checkpoint"),
-        (36, "StreamingContext.socketTextStream"), (37, "DStream.flatMap"), (38, "DStream.map"),
-        (39, "DStream.updateStateByKey"), (41, "DStream.pprint"), (43, "StreamingContext.start"),
-        (44, "StreamingContext.awaitTermination"),
+    f"{JOBS}/stateful_word_totals.py": [
+        (23, "StreamingContext(sc, batchDuration)"), (24, "StreamingContext.checkpoint"),
+        (26, "StreamingContext.socketTextStream"), (27, "DStream.flatMap"), (28, "DStream.map"),
+        (28, "DStream.updateStateByKey"), (29, "DStream.pprint"), (30, "StreamingContext.start"),
+        (31, "StreamingContext.awaitTermination"),
     ],
     f"{JOBS}/unknown_constructs.py": [
         (8, "spark.streaming.kafka.consumer.cache.enabled"), (9, "StreamingContext(sc, batchDuration)"),
@@ -288,7 +288,7 @@ def test_the_traps_each_construct_names() -> None:
     assert with_inverse.playbook == (  # type: ignore[attr-defined]
         "docs/playbook.md#reducebykeyandwindow-with-and-without-inverse")
     assert without.playbook == "docs/playbook.md#processing-time-is-not-event-time"  # type: ignore[attr-defined]
-    stateful = _by_construct(f"{JOBS}/stateful_network_wordcount.py")
+    stateful = _by_construct(f"{JOBS}/stateful_word_totals.py")
     update = stateful["DStream.updateStateByKey"]
     assert update.note.startswith("State re-emission vs update mode")  # type: ignore[attr-defined]
     assert update.playbook == "docs/playbook.md#running_counts" and update.automatic is False  # type: ignore[attr-defined]
@@ -298,7 +298,7 @@ def test_the_traps_each_construct_names() -> None:
         "docs/playbook.md#loss-after-a-restart-receivers")
     assert catalogue["StreamingContext.getOrCreate"].note.startswith(  # type: ignore[attr-defined]
         "Checkpoint incompatibility")
-    rates = _by_construct(f"{JOBS}/direct_kafka_wordcount.py")
+    rates = _by_construct(f"{JOBS}/kafka_direct_word_counts.py")
     assert rates["spark.streaming.kafka.maxRatePerPartition"].note.startswith("Rate limits")  # type: ignore[attr-defined]
     assert "maxOffsetsPerTrigger" in rates["spark.streaming.kafka.maxRatePerPartition"].counterpart  # type: ignore[attr-defined]
     assert rates["StreamingContext(sc, batchDuration)"].counterpart.startswith("SparkSession; the batch interval "
@@ -310,8 +310,8 @@ def test_per_record_functions_are_automatic_exactly_when_the_draft_translates_th
     # json.loads has no column expression (from_json needs a schema): that map, and what follows it, are manual.
     assert [(f.line, f.automatic) for f in findings if f.construct in ("DStream.map", "DStream.filter")] == [
         (56, False), (57, False), (58, False)]
-    findings = analyse(REPO / f"{JOBS}/network_wordcount.py").findings
-    assert [(f.construct, f.automatic) for f in findings if f.line in (26, 27, 28)] == [
+    findings = analyse(REPO / f"{JOBS}/socket_word_counts.py").findings
+    assert [(f.construct, f.automatic) for f in findings if f.line in (21, 22, 23)] == [
         ("DStream.flatMap", True), ("DStream.map", True), ("DStream.reduceByKey", False)]
 
 
@@ -364,7 +364,7 @@ def test_unknown_constructs_are_reported_not_skipped() -> None:
 
 
 def test_json_output_has_exactly_the_issue_s_shape(capsys: pytest.CaptureFixture[str]) -> None:
-    job = f"{JOBS}/network_wordcount.py"
+    job = f"{JOBS}/socket_word_counts.py"
     assert main(["migrate", str(REPO / job), "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert list(document) == ["job", "draft_runs", "verified", "summary", "findings"]
@@ -381,7 +381,7 @@ def test_json_output_has_exactly_the_issue_s_shape(capsys: pytest.CaptureFixture
     assert [(f["line"], f["construct"]) for f in document["findings"]] == EXPECTED[job]
     socket = document["findings"][1]
     assert socket == {
-        "line": 25,
+        "line": 20,
         "construct": "StreamingContext.socketTextStream",
         "counterpart": 'spark.readStream.format("socket").option("host", h).option("port", p).load() (one column, '
                        "value)",
@@ -393,7 +393,7 @@ def test_json_output_has_exactly_the_issue_s_shape(capsys: pytest.CaptureFixture
 
 
 def test_markdown_plan(capsys: pytest.CaptureFixture[str]) -> None:
-    job = str(REPO / f"{JOBS}/stateful_network_wordcount.py")
+    job = str(REPO / f"{JOBS}/stateful_word_totals.py")
     assert main(["migrate", job]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
@@ -402,8 +402,8 @@ def test_markdown_plan(capsys: pytest.CaptureFixture[str]) -> None:
                         "was not run.")
     assert lines[4] == "| line | construct | Structured Streaming | status | playbook | check |"
     rows = [line for line in lines if re.match(r"^\| \d+ \|", line)]
-    assert [int(row.split("|")[1]) for row in rows] == [line for line, _ in EXPECTED[f"{JOBS}/stateful_network_wordcount.py"]]
-    assert rows[5].startswith("| 39 | `DStream.updateStateByKey` | groupBy(key).agg(...) in update mode; arbitrary "
+    assert [int(row.split("|")[1]) for row in rows] == [line for line, _ in EXPECTED[f"{JOBS}/stateful_word_totals.py"]]
+    assert rows[5].startswith("| 28 | `DStream.updateStateByKey` | groupBy(key).agg(...) in update mode; arbitrary "
                               "state: applyInPandasWithState or transformWithStateInPandas (RocksDB state store) | "
                               "manual | [running_counts](docs/playbook.md#running_counts) | State re-emission vs update mode")
 
@@ -481,7 +481,7 @@ def test_a_missing_job_is_one_error_with_exit_code_2(tmp_path: Path, capsys: pyt
     err = " ".join(capsys.readouterr().err.split())
     assert f"dmk migrate: error: cannot read the DStream job '{tmp_path / 'nope.py'}'" in err
     assert "Give the path of the DStream job's .py file." in err
-    job = str(REPO / f"{JOBS}/network_wordcount.py")
+    job = str(REPO / f"{JOBS}/socket_word_counts.py")
     assert main(["migrate", job, "--modern", str(tmp_path / "new.py")]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert f"cannot read the Structured Streaming job (--modern) '{tmp_path / 'new.py'}'" in err
@@ -509,11 +509,11 @@ def test_the_job_is_never_imported_or_run(tmp_path: Path, capsys: pytest.Capture
 def test_the_dmk_console_script(tmp_path: Path) -> None:
     dmk = Path(sys.executable).parent / "dmk"  # the console script pip installed beside this Python
     out = tmp_path / "draft.py"
-    run = subprocess.run([str(dmk), "migrate", f"{JOBS}/recoverable_network_wordcount.py", "--json", "--out", str(out)],
+    run = subprocess.run([str(dmk), "migrate", f"{JOBS}/checkpointed_word_counts.py", "--json", "--out", str(out)],
                          capture_output=True, text=True, cwd=REPO, timeout=120)
     assert run.returncode == 0, run.stderr
     document = json.loads(run.stdout)
-    assert [(f["line"], f["construct"]) for f in document["findings"]] == EXPECTED[f"{JOBS}/recoverable_network_wordcount.py"]
+    assert [(f["line"], f["construct"]) for f in document["findings"]] == EXPECTED[f"{JOBS}/checkpointed_word_counts.py"]
     ast.parse(out.read_text())
 
 

@@ -17,8 +17,8 @@ from migrate.draft import make_draft
 REPO = Path(__file__).resolve().parent.parent
 JOBS = REPO / "tests" / "migrate_jobs"
 ALL_JOBS = sorted([*JOBS.glob("*.py"), *(REPO / "examples").rglob("*.py")])
-RUNS = {"direct_kafka_wordcount.py", "network_wordcount.py", "recoverable_network_wordcount.py",
-        "stateful_network_wordcount.py", "windowed_wordcount.py", "legacy_job.py"}
+RUNS = {"kafka_direct_word_counts.py", "socket_word_counts.py", "checkpointed_word_counts.py",
+        "stateful_word_totals.py", "windowed_wordcount.py", "legacy_job.py"}
 
 
 def _job_code(text: str) -> str:
@@ -55,12 +55,13 @@ def test_which_repository_jobs_run_as_written() -> None:
 
 
 def test_the_imports_are_bound_to_the_runtime_and_the_rest_kept() -> None:
-    text = make_draft(analyse(JOBS / "direct_kafka_wordcount.py"), lifting=False).text
-    assert ("from __future__ import print_function\n\n"
-            "# Structured Streaming draft of " + str(JOBS / "direct_kafka_wordcount.py") + ",\n") in text
+    text = make_draft(analyse(JOBS / "kafka_direct_word_counts.py"), lifting=False).text
+    assert ('so the plan has rate settings to report.\n"""\n\n'  # after the module's docstring
+            "# Structured Streaming draft of " + str(JOBS / "kafka_direct_word_counts.py") + ",\n") in text
     assert ("# was: from pyspark.streaming import StreamingContext\nStreamingContext = MicroBatchContext\n"
             "# was: from pyspark.streaming.kafka import KafkaUtils\nKafkaUtils = MicroBatchKafka\n") in text
-    assert 'kvs = KafkaUtils.createDirectStream(ssc, [topic], {"metadata.broker.list": brokers})\n' in text
+    assert ('    records = KafkaUtils.createDirectStream(streaming, [topic], {"metadata.broker.list": brokers})\n'
+            in text)
     assert "DRAFT_UNRESOLVED = []\n" in text
     # The runtime is migrate/microbatch.py's, from its "begin runtime" line; nothing of the kit is imported.
     runtime = (REPO / "migrate" / "microbatch.py").read_text(encoding="utf-8")
@@ -223,10 +224,10 @@ def test_updatestatebykey_with_a_count_fold_is_a_complete_mode_aggregation() -> 
 
 
 def test_an_initial_rdd_is_merged_by_the_same_fold() -> None:
-    block = _main_block(make_draft(analyse(JOBS / "stateful_network_wordcount.py")).text)
+    block = _main_block(make_draft(analyse(JOBS / "stateful_word_totals.py")).text)
     assert '''    def print_batch_1(batch_df, batch_id):
         """Every key's running result (complete mode: all keys each batch, as updateStateByKey emitted them)."""
-        initial = spark.createDataFrame(initialStateRDD).toDF("_1", "_2")
+        initial = spark.createDataFrame(seed).toDF("_1", "_2")
         merged = batch_df.alias("b").join(initial.alias("i"), "_1", "full_outer")
         result = merged.select("_1", (F.coalesce("b._2", F.lit(0)) + F.coalesce("i._2", F.lit(0))).alias("_2"))
         take_and_print(batch_time(), result.rdd.map(tuple), 10)
@@ -234,14 +235,14 @@ def test_an_initial_rdd_is_merged_by_the_same_fold() -> None:
 
 
 def test_a_kafka_direct_stream_is_lifted_to_the_kafka_source() -> None:
-    source = (JOBS / "direct_kafka_wordcount.py").read_text(encoding="utf-8")
+    source = (JOBS / "kafka_direct_word_counts.py").read_text(encoding="utf-8")
     # Its spark.streaming.* settings (backpressure, maxRatePerPartition) have no setting of the query: not lifted.
     assert not make_draft(analyse_source(source, "job.py")).lifted
-    conf = source[source.index("    conf = ("):source.index("    sc = SparkContext(conf=conf)")]
+    conf = source[source.index("    settings = SparkConf()"):source.index("    spark_context = SparkContext(conf=settings)")]
     block = _main_block(make_draft(analyse_source(source.replace(conf, ""), "job.py")).text)
-    assert ('    kvs = spark.readStream.format("kafka").option("kafka.bootstrap.servers", brokers)'
+    assert ('    records = spark.readStream.format("kafka").option("kafka.bootstrap.servers", brokers)'
             '.option("subscribe", topic).option("startingOffsets", "latest").load()\n') in block
-    assert '    lines = kvs.select(F.col("value").cast("string").alias("value"))\n' in block
+    assert '    values = records.select(F.col("value").cast("string").alias("value"))\n' in block
     assert '.trigger(processingTime="2 seconds")' in block
 
 

@@ -178,9 +178,9 @@ def _word_counts(lines: list[str]) -> Counter[tuple[str, int]]:
 ROUNDS = [["to be or", "not to be"], ["be quick"], ["or else", "else"]]
 
 
-def test_network_wordcount_prints_the_per_batch_counts(tmp_path: Path) -> None:
+def test_socket_word_counts_prints_the_per_batch_counts(tmp_path: Path) -> None:
     server = LineServer()
-    job = Job([str(_draft(JOBS / "network_wordcount.py", tmp_path)), "127.0.0.1", str(server.port)], tmp_path)
+    job = Job([str(_draft(JOBS / "socket_word_counts.py", tmp_path)), "127.0.0.1", str(server.port)], tmp_path)
     try:
         printed = _rounds(job, server.send, ROUNDS, lambda last, records: bool(records))
     finally:
@@ -190,9 +190,9 @@ def test_network_wordcount_prints_the_per_batch_counts(tmp_path: Path) -> None:
     assert [Counter(records) for records in printed] == [_word_counts(r) for r in ROUNDS]
 
 
-def test_stateful_network_wordcount_re_emits_every_key_from_its_initial_state(tmp_path: Path) -> None:
+def test_stateful_word_totals_re_emits_every_key_from_its_initial_state(tmp_path: Path) -> None:
     server = LineServer()
-    job = Job([str(_draft(JOBS / "stateful_network_wordcount.py", tmp_path)), "127.0.0.1", str(server.port)],
+    job = Job([str(_draft(JOBS / "stateful_word_totals.py", tmp_path)), "127.0.0.1", str(server.port)],
               tmp_path)
     try:
         blocks = job.blocks()
@@ -214,8 +214,8 @@ def test_stateful_network_wordcount_re_emits_every_key_from_its_initial_state(tm
 
 
 def test_the_state_survives_a_restart_of_the_draft(tmp_path: Path) -> None:
-    """stateful_network_wordcount checkpoints in ./checkpoint: a restarted draft goes on from the state."""
-    script = _draft(JOBS / "stateful_network_wordcount.py", tmp_path)
+    """stateful_word_totals checkpoints in ./checkpoint: a restarted draft goes on from the state."""
+    script = _draft(JOBS / "stateful_word_totals.py", tmp_path)
     state: Counter[str] = Counter({"hello": 1, "world": 1})
     for lines in (["to be or"], ["not to be"]):
         server = LineServer()
@@ -258,11 +258,11 @@ def test_windowed_wordcount_slides_its_windows_over_batches(tmp_path: Path) -> N
         [[[("x", 2), ("y", 2)], [("x", 2), ("y", 2)], [2]]] * 3 + [[[], [], []]] * 2
 
 
-def test_recoverable_network_wordcount_runs_its_foreach_rdd_function(tmp_path: Path) -> None:
-    """Its echo(time, rdd): the broadcast blacklist, the accumulator and the output file, per batch."""
+def test_checkpointed_word_counts_runs_its_foreach_rdd_function(tmp_path: Path) -> None:
+    """Its report(batch_time, pairs): the broadcast skipped words, the accumulator and the output file, per batch."""
     server = LineServer()
     output = tmp_path / "counts.txt"
-    job = Job([str(_draft(JOBS / "recoverable_network_wordcount.py", tmp_path)), "127.0.0.1", str(server.port),
+    job = Job([str(_draft(JOBS / "checkpointed_word_counts.py", tmp_path)), "127.0.0.1", str(server.port),
                str(tmp_path / "ckpt"), str(output)], tmp_path)
     rounds = [["a x y x"], ["b c z"]]
     try:
@@ -345,10 +345,10 @@ def test_a_text_file_stream_reads_the_new_files_only(tmp_path: Path) -> None:
 
 
 @pytest.mark.kafka
-def test_direct_kafka_wordcount_reads_the_topic(tmp_path: Path, kafka_broker: str, kafka: Any,
+def test_kafka_direct_word_counts_reads_the_topic(tmp_path: Path, kafka_broker: str, kafka: Any,
                                                 topic_factory: Callable[..., str]) -> None:
     topic = topic_factory(partitions=1)
-    job = Job([str(_draft(JOBS / "direct_kafka_wordcount.py", tmp_path)), kafka_broker, topic], tmp_path,
+    job = Job([str(_draft(JOBS / "kafka_direct_word_counts.py", tmp_path)), kafka_broker, topic], tmp_path,
               engine="modern")
 
     def produce(lines: list[str]) -> None:
