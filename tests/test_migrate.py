@@ -846,7 +846,7 @@ def test_a_printed_batch_time_banner_is_a_header_not_a_row() -> None:
              "+----+----------+", "|  to|         2|", "+----+----------+", "2026-11-27 13:05:20 spark"]
     entries = [{"stream": "job.py:9", "batch_ms": 1000, "kind": "line", "line": line} for line in lines]
     assert printed_rows(entries) == [("1000", ["to", 2], ["word", "word_count"]),
-                                     ("1000", ["2026-11-27 13:05:20 spark"], None)]  # not only a time: data
+                                     ("1000", ["<time> spark"], None)]  # not only a time: data, its time masked
 
 
 def test_a_draft_names_each_output_by_the_job_s_own_line() -> None:
