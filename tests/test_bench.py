@@ -178,6 +178,7 @@ def test_messy_throughput_batches_stay_within_half_the_lateness_margin(records: 
     dataset = bench.messy_dataset(records)
     cap = bench.messy_cap(dataset)
     assert 0 < cap * 1000 / dataset.events_per_second <= dataset.lateness_margin_ms / 2
+    assert round(records / cap) == 25  # 40 s of event time, 1.6 s per batch, whatever the size
     counts = dataset.kind_counts()
     assert all(counts[kind] > 0 for kind in ("late", "too_late", "duplicate", "bad_utf8", "bad_json",
                                             "missing_field", "bad_timestamp"))
