@@ -18,6 +18,10 @@ One run, one broker, one Spark JVM, one machine:
    in :data:`WARMUP_RUN_BATCHES` batches), so the JVM's JIT has compiled Spark's code, as in a job running for
    hours.
    Every run's final output is diffed against the workload's pandas oracle (``matches_oracle``).
+   The same runs then read a messy topic of as many records (:func:`messy_dataset`: late, too-late, duplicate
+   and malformed records, the last of which take each engine's dead-letter path, in modern the Python parser
+   behind the JSON fast path), in batches short enough in event time that every engine judges lateness as the
+   oracle does (:func:`messy_cap`); its figures are ``messy``, checked against the oracle the same way.
 3. **Latency at a fixed rate.** Per engine and workload, a fresh topic is replayed at ``--latency-rate``
    (default :data:`LATENCY_RATE` records/s, the same for both engines) for ``--latency-seconds`` while the
    engine runs (legacy with 1 s and 500 ms batches, modern with the default trigger and 500 ms; ``--quick``:
@@ -84,7 +88,7 @@ from kit.broker import kafka_or_embedded
 from kit.dataset import DatasetSpec, generate
 from kit.engine import DriverConfig, Engine, EngineRun, seconds
 from kit.errors import ConfigError, KitError
-from kit.events import parse_event
+from kit.events import REJECT_REASONS, parse_event
 from kit.kafka import CLIENTS, Kafka, resolve_client
 from kit.replay import ReplaySettings, replay
 from kit.sink import read_batches
@@ -495,6 +499,10 @@ class _Bench:
         self.frame = generate(self.dataset)
         self.topic = ""
         self.ends: dict[int, int] = {}
+        self.messy_dataset = messy_dataset(settings.n_records)
+        self.messy_frame: pd.DataFrame | None = None
+        self.messy_topic = ""
+        self.messy_ends: dict[int, int] = {}
         self.client = resolve_client()
         """The Kafka client of the engines' readers and of the replay (both follow ``$DMK_KAFKA_CLIENT``)."""
 
@@ -579,7 +587,27 @@ class _Bench:
         rps, batches = throughput(run.spans())
         spec = workloads.get(workload)
         return {"throughput_rps": round(rps, 1), "batches": batches, "batch_cap": cap,
-                "matches_oracle": _matches_oracle(spec, run.rows(), self.frame, self.dataset)}
+                "matches_oracle": _matches_oracle(spec, run.rows(), self.frame, self.dataset),
+                "messy": self.messy_throughput(engine, workload)}
+
+    def messy_throughput(self, engine: str, workload: str) -> dict[str, Any]:
+        """``max_throughput`` of the messy profile's topic (produced by the first call), checked against the oracle."""
+        if self.messy_frame is None:
+            self.messy_frame = generate(self.messy_dataset)
+            self.messy_topic = self._topic("messy")
+            produce(self.bootstrap, self.messy_topic, self.messy_frame["value"].tolist(), self.settings.partitions,
+                    self.progress, client=self.client)
+            self.messy_ends = _ends(self.messy_topic, len(self.messy_frame), self.settings.partitions)[self.messy_topic]
+        cap = messy_cap(self.messy_dataset)
+        with self.engine(engine, workload, self.messy_topic, self.messy_dataset, cap=cap,
+                         interval=THROUGHPUT_INTERVALS.get(engine)) as run:
+            run.wait({self.messy_topic: self.messy_ends}, self.settings.timeout_s)
+        rps, batches = throughput(run.spans())
+        counts = self.messy_dataset.kind_counts()
+        return {"throughput_rps": round(rps, 1), "batches": batches, "batch_cap": cap,
+                "malformed_records": sum(counts[r] for r in REJECT_REASONS),
+                "matches_oracle": _matches_oracle(workloads.get(workload), run.rows(), self.messy_frame,
+                                                  self.messy_dataset)}
 
     def latency(self, engine: str, workload: str, rate: float, interval: str) -> dict[str, Any]:
         n = max(1, int(rate * (self.settings.n_latency_seconds + closing_seconds(workload))))
@@ -728,6 +756,27 @@ def closing_seconds(workload: str) -> float:
 
 def _dataset(records: int, **overrides: Any) -> DatasetSpec:
     return DatasetSpec.from_profile("clean", records=records, seed=7, **overrides)
+
+
+def messy_dataset(records: int) -> DatasetSpec:
+    """The messy profile's throughput dataset, with ``dmk compare``'s 4 s lateness margin.
+
+    ``records`` span 40 s of event time whatever their number: room for too-late records (each late by the allowed
+    lateness, the margin and a window), and :func:`messy_cap` then cuts the topic into 25 batches.
+    """
+    return DatasetSpec.from_profile("messy", records=records, seed=7, events_per_second=records / 40,
+                                    lateness_margin_ms=4_000)
+
+
+def messy_cap(dataset: DatasetSpec) -> int:
+    """Records per batch of a messy throughput run: modern's batch cap for ``dataset``.
+
+    That is :func:`compare.harness.batch_caps`: no batch spans more than half the lateness margin of event time, so
+    every engine judges late records as the oracle does.
+    """
+    from compare.harness import batch_caps
+
+    return batch_caps(dataset, 1)[1]
 
 
 def _matches_oracle(

@@ -193,6 +193,9 @@ _GEN_KNOBS: dict[str, tuple[type, str]] = {
     "lateness_margin_ms": (int, "distance kept from the tolerance on both sides"),
     "duplicate_fraction": (float, "share of exact re-sends of earlier records"),
     "malformed_fraction": (float, "share of malformed records (bad UTF-8, bad JSON, missing field, bad time)"),
+    "boundary_records": (int, "records of the boundary block at the end: probes at and 1 ms either side of the "
+                              "watermark, session gap, window ends and validity bounds, after lead-ins that make them "
+                              "exact (0: none; else at least the minimum the error names)"),
 }
 
 
@@ -962,6 +965,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name, default in (("users", 300), ("lateness_margin_ms", 4000)):
         cmp.add_argument("--" + name.replace("_", "-"), dest=name, type=_GEN_KNOBS[name][0], default=default,
                          help=_GEN_KNOBS[name][1] + f" (default {default})")
+    cmp.add_argument("--boundary-records", dest="boundary_records", type=int, metavar="N",
+                     help=_GEN_KNOBS["boundary_records"][1] + "; part of --records (default 0)")
     cmp.add_argument("--min-rows", type=int, default=10, metavar="N",
                      help="warn when the oracle has fewer rows than this (default 10); with none the verdict is "
                      "NOTHING COMPARED, exit 1")

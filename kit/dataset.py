@@ -69,16 +69,17 @@ __all__ = [
     "write_dataset",
 ]
 
-DATASET_FORMAT = "dmk-dataset/3"
+DATASET_FORMAT = "dmk-dataset/4"
 """Value of the manifest's ``format`` field; bumped whenever the file layout or the generator changes."""
 
 COLUMNS: tuple[str, ...] = ("seq", "key", "value", "timestamp_ms", "partition", "kind")
 """Columns of a dataset frame, in order."""
 
-KINDS: tuple[str, ...] = ("clean", "late", "too_late", "duplicate", *REJECT_REASONS)
-"""Every ``kind`` label. The malformed ones are exactly :data:`kit.events.REJECT_REASONS`."""
+KINDS: tuple[str, ...] = ("clean", "late", "too_late", "duplicate", "boundary", *REJECT_REASONS)
+"""Every ``kind`` label. The malformed ones are exactly :data:`kit.events.REJECT_REASONS`; ``boundary`` marks the
+valid records of the boundary block (:attr:`DatasetSpec.boundary_records`)."""
 
-_VALID_KINDS = frozenset(KINDS[:4])
+_VALID_KINDS = frozenset(KINDS[:5])
 
 PROFILES: MappingProxyType[str, MappingProxyType[str, float]] = MappingProxyType(
     {
@@ -116,6 +117,16 @@ _ARROW_SCHEMA = pa.schema(
 _FILE_FORMATS = {".parquet": "parquet", ".jsonl": "jsonl"}
 
 _REGENERATE = "Re-generate it with kit.dataset.generate_to_file(spec, path)"
+
+# The boundary block (DatasetSpec.boundary_records): lead-ins of this many batches' worth of records, and its
+# fixed records: 6 of the session-gap chain, 2 x 6 lateness probes, 6 around the validity bounds.
+_LEAD_IN_BATCHES = 3
+_BOUNDARY_FIXED = 24
+_LEAD_IN_USERS = 16
+# The event contract's validity bounds as literals (not kit.events' constants, for the reason given at
+# _BAD_TIMESTAMPS): 2000-01-01T00:00:00Z and 2099-12-31T23:59:59.999Z.
+_FIRST_VALID_MS = 946_684_800_000
+_LAST_VALID_MS = 4_102_444_799_999
 
 # Independent random streams per purpose, so e.g. adding duplicates does not reshuffle the keys.
 _STREAMS = {"sessions": 0, "fields": 1, "disorder": 2, "duplicates": 3, "malformed": 4, "campaigns": 5}
@@ -156,6 +167,7 @@ _INT_MINIMUMS = {
     "allowed_lateness_ms": 1,
     "lateness_margin_ms": 0,
     "window_ms": 0,
+    "boundary_records": 0,
 }
 _FRACTIONS = ("late_fraction", "too_late_fraction", "duplicate_fraction", "malformed_fraction")
 
@@ -197,6 +209,11 @@ class DatasetSpec:
         malformed_fraction: share of records :func:`kit.events.parse_event` rejects, split evenly over
             its four reasons. Default 0.0.
         start_ms: event time the stream starts at. Default 1_767_225_600_000 (2026-01-01T00:00Z).
+        boundary_records: how many of the ``records`` form the boundary block at the end of the stream (0: none,
+            the default; else at least :attr:`boundary_minimum`, and records beyond it lengthen the lead-ins). The
+            block puts records exactly at and 1 ms either side of the lateness tolerance, the session gap, the
+            window ends and both validity bounds of the event contract (:func:`boundary_plan` lists them); the
+            fractions above apply to the other ``records - boundary_records``.
 
     Constraints beyond the ranges: ``campaigns <= ads``; ``session_margin_ms < session_gap_ms``;
     ``lateness_margin_ms < allowed_lateness_ms``; no too_late record is late by more than
@@ -232,6 +249,7 @@ class DatasetSpec:
     duplicate_fraction: float = 0.0
     malformed_fraction: float = 0.0
     start_ms: int = 1_767_225_600_000
+    boundary_records: int = 0
 
     def __post_init__(self) -> None:
         for name, minimum in _INT_MINIMUMS.items():
@@ -293,6 +311,18 @@ class DatasetSpec:
                 fix="Otherwise a late record could arrive after an engine without lateness allowance has "
                 "closed its session; raise session_margin_ms or lateness_margin_ms.",
             )
+        if self.boundary_records and self.boundary_records < self.boundary_minimum:
+            raise _config_error(
+                field="boundary_records",
+                expected=f"0 or at least {self.boundary_minimum} (two lead-ins of {self.boundary_lead_in} records, 3 "
+                f"batches' worth at this rate and margin, and {_BOUNDARY_FIXED} probes)",
+                actual=self.boundary_records,
+                fix=f"Pass --boundary-records {self.boundary_minimum} (and raise --records by as much).",
+            )
+        if self.main_records < 1:
+            raise _config_error(
+                field="records", expected=f"more than boundary_records={self.boundary_records}", actual=self.records
+            )
         counts = self.kind_counts()
         if counts["clean"] < counts["duplicate"]:
             raise _config_error(
@@ -351,6 +381,27 @@ class DatasetSpec:
         return cls(**{f.name: raw[f.name] for f in fields(cls) if f.name in raw})
 
     @property
+    def main_records(self) -> int:
+        """Records of the generated stream before the boundary block: ``records - boundary_records``."""
+        return self.records - self.boundary_records
+
+    @property
+    def boundary_lead_in(self) -> int:
+        """Fewest records at one event time before each set of lateness probes (see :func:`boundary_plan`).
+
+        Three batches' worth at the batch caps the kit runs engines with (``events_per_second *
+        lateness_margin_ms / 2000`` records per batch, :func:`compare.harness.batch_caps`): Spark judges a batch's
+        late records by the watermark of two batches back, so the record that set the maximum must be at least
+        two whole batches before a probe for every engine's watermark to be exactly the oracle's.
+        """
+        return _LEAD_IN_BATCHES * math.ceil(self.events_per_second * self.lateness_margin_ms / 2_000)
+
+    @property
+    def boundary_minimum(self) -> int:
+        """The smallest non-zero :attr:`boundary_records`: two lead-ins and the fixed probes."""
+        return 2 * self.boundary_lead_in + _BOUNDARY_FIXED
+
+    @property
     def late_max_ms(self) -> int:
         """Largest lateness of a ``late`` (and of a ``duplicate``) record: allowed lateness minus margin."""
         return self.allowed_lateness_ms - self.lateness_margin_ms
@@ -376,19 +427,26 @@ class DatasetSpec:
         Returns:
             ``{kind: count}`` for every kind of :data:`KINDS`, zeros included.
         """
-        late = _round_count(self.late_fraction, self.records)
-        too_late = _round_count(self.too_late_fraction, self.records)
-        duplicate = _round_count(self.duplicate_fraction, self.records)
-        malformed = _round_count(self.malformed_fraction, self.records)
+        main = self.main_records
+        late = _round_count(self.late_fraction, main)
+        too_late = _round_count(self.too_late_fraction, main)
+        duplicate = _round_count(self.duplicate_fraction, main)
+        malformed = _round_count(self.malformed_fraction, main)
         share, extra = divmod(malformed, len(REJECT_REASONS))
         counts = {
-            "clean": self.records - late - too_late - duplicate - malformed,
+            "clean": main - late - too_late - duplicate - malformed,
             "late": late,
             "too_late": too_late,
             "duplicate": duplicate,
+            "boundary": 0,
         }
         for i, reason in enumerate(REJECT_REASONS):
             counts[reason] = share + (1 if i < extra else 0)
+        if self.boundary_records:
+            # The lead-ins are in order (late by 0 ms: clean); two validity probes are bad_timestamp.
+            counts["clean"] += self.boundary_records - _BOUNDARY_FIXED
+            counts["boundary"] += _BOUNDARY_FIXED - 2
+            counts["bad_timestamp"] += 2
         return counts
 
 
@@ -429,6 +487,9 @@ def generate(spec: DatasetSpec) -> pd.DataFrame:
         ConfigError: the spec's stream is too short or too sparse to place its late / too_late records,
             or runs past the year 2100.
     """
+    if spec.boundary_records:
+        main = generate(DatasetSpec(**{**asdict(spec), "records": spec.main_records, "boundary_records": 0}))
+        return _with_boundary(spec, main)
     counts = spec.kind_counts()
     n_malformed = sum(counts[r] for r in REJECT_REASONS)
     n_dup = counts["duplicate"]
@@ -495,6 +556,142 @@ def generate(spec: DatasetSpec) -> pd.DataFrame:
 
     _verify(spec, kinds, timestamp, value, originals, order, n_base)
     return _frame(np.arange(n, dtype=np.int64), user_keys[user], value, timestamp, user_partition[user], kinds)
+
+
+BOUNDARY_COLUMNS: tuple[str, ...] = ("role", "event_time", "user", "key", "event_type", "kind", "watermark_ms")
+"""Columns of :func:`boundary_plan`."""
+
+
+def boundary_plan(spec: DatasetSpec, main_max_ms: int) -> pd.DataFrame:
+    """The boundary block appended to a stream whose valid records reach ``main_max_ms``, in replay order.
+
+    With ``d`` the allowed lateness (the watermark delay), ``gap`` the session gap and windows aligned to
+    ``window_ms`` from the epoch, the block is:
+
+    1. **session gap** (6 records): three users each with an event at ``T`` (1 ms after ``main_max_ms``) and one
+       ``gap - 1``, ``gap`` and ``gap + 1`` ms later. Spark merges an event into a session iff it starts at
+       or before the session's end (``MergingSessionsIterator``: ``sessionStart <= currentSessionEnd``), so
+       the first two users have one session each and the third two. In order: no watermark decides them.
+    2. **lead-in A**: at least :attr:`DatasetSpec.boundary_lead_in` records all at one event time ``M_A``
+       (kind ``clean``: late by 0 ms), chosen so that the watermark ``W_A = M_A - d`` is a window end. Users
+       of even index send views, odd ones clicks (both inputs of ``join`` reach ``M_A``; no pair joins).
+    3. **probes A** (6 views, each its own user and key), judged at ``W_A``: event times ``W_A - 1``, ``W_A``,
+       ``W_A + 1`` (late by ``d + 1``, ``d``, ``d - 1``: Spark drops a record iff its event time, or its
+       window's end, is ``<= watermark``; ``W_A - 1`` is in the window ending at ``W_A``, dropped from it,
+       ``W_A`` in the next) and ``W_A - gap - 1``, ``W_A - gap``, ``W_A - gap + 1`` (a session is late iff its
+       end ``t + gap <= watermark``).
+    4. **lead-in B** at ``M_B > M_A`` with ``W_B + 1`` a window end, and **probes B** at the same six offsets
+       from ``W_B``: a window ending 1 ms after the watermark keeps its records.
+    5. **validity bounds** (6): ``event_time`` 2000-01-01T00:00:00Z - 1 ms (``bad_timestamp``), + 0 and + 1 ms
+       (valid, decades late), 2100-01-01T00:00:00Z (``bad_timestamp``), then 2099-12-31T23:59:59.998Z and
+       .999Z (valid: the stream's last events, a view and a click, so the final watermark passes every window
+       and session before them, and all are emitted).
+
+    The lead-ins make the probes exact on every engine: a probe's watermark is the oracle's (the largest
+    event time before it, minus ``d``) only if the record that set that maximum is at least two batches
+    before it (Spark's late-record filter uses the watermark of the previous batch, itself computed from
+    the batches before that); the lead-in holds that many batches of records at the batch caps.
+
+    Returns:
+        One row per record (:data:`BOUNDARY_COLUMNS`): ``role`` in words, ``event_time``, ``user``, ``key``,
+        ``event_type``, ``kind`` (``boundary``, ``clean`` or ``bad_timestamp``) and ``watermark_ms``, the
+        watermark a probe is judged at (-1 for the others).
+    """
+    d, gap = spec.allowed_lateness_ms, spec.session_gap_ms
+    grid = spec.window_ms or 1
+    rest = spec.boundary_records - _BOUNDARY_FIXED
+    lead_ins = ((rest + 1) // 2, rest // 2)
+    rows: list[tuple] = []
+
+    t0 = main_max_ms + 1
+    for i in range(3):
+        rows.append(("session start", t0, f"bs{i}", f"bks{i}", "view", "boundary", -1))
+    for i, off in enumerate((-1, 0, 1)):
+        rows.append((f"session gap {off:+d} ms", t0 + gap + off, f"bs{i}", f"bks{i}", "view", "boundary", -1))
+
+    anchor = t0 + gap + 2
+    for part, (residue, lead_in) in enumerate(zip((0, grid - 1), lead_ins, strict=True)):
+        anchor += (residue - (anchor - d)) % grid  # the first time at or after anchor with watermark = residue
+        watermark = anchor - d
+        name = "AB"[part]
+        for i in range(lead_in):
+            user = i % _LEAD_IN_USERS
+            rows.append((f"lead-in {name}", anchor, f"bf{user:02d}", f"bkf{user:02d}", ("view", "click")[user % 2],
+                         "clean", -1))
+        probes = [(f"watermark {off:+d} ms", watermark + off) for off in (-1, 0, 1)]
+        probes += [(f"session end at watermark {off:+d} ms", watermark - gap + off) for off in (-1, 0, 1)]
+        for i, (role, t) in enumerate(probes):
+            rows.append((f"probe {name}: {role}", t, f"bp{name}{i}", f"bkp{name}{i}", "view", "boundary", watermark))
+        anchor += 1
+
+    for i, (role, t, kind, event_type) in enumerate((
+        ("2000-01-01 - 1 ms", _FIRST_VALID_MS - 1, "bad_timestamp", "view"),
+        ("2000-01-01", _FIRST_VALID_MS, "boundary", "view"),
+        ("2000-01-01 + 1 ms", _FIRST_VALID_MS + 1, "boundary", "view"),
+        ("2100-01-01", _LAST_VALID_MS + 1, "bad_timestamp", "view"),
+        ("2100-01-01 - 2 ms", _LAST_VALID_MS - 1, "boundary", "view"),
+        ("2100-01-01 - 1 ms", _LAST_VALID_MS, "boundary", "click"),
+    )):
+        rows.append((f"validity {role}", t, f"bv{i}", f"bkv{i}", event_type, kind, -1))
+    return pd.DataFrame(rows, columns=list(BOUNDARY_COLUMNS))
+
+
+def _with_boundary(spec: DatasetSpec, main: pd.DataFrame) -> pd.DataFrame:
+    """``main`` (the stream of ``main_records``) followed by the boundary block of :func:`boundary_plan`."""
+    valid = main["kind"].isin(list(_VALID_KINDS)).to_numpy()
+    plan = boundary_plan(spec, int(main["timestamp_ms"].to_numpy()[valid].max()))
+    ads = _idents("ad-", spec.ads)
+    head = f'{{"event_id":"b{spec.seed}-'
+    values = [
+        f'{head}{i:010x}","user":"{user}","key":"{key}","ad_id":"{ads[i % spec.ads]}",'
+        f'"ad_type":"{AD_TYPES[i % len(AD_TYPES)]}","event_type":"{event_type}","event_time":{t}}}'.encode()
+        for i, (user, key, event_type, t) in enumerate(
+            zip(plan["user"], plan["key"], plan["event_type"], plan["event_time"].tolist(), strict=True)
+        )
+    ]
+    kinds = plan["kind"].to_numpy(dtype=object)
+    times = plan["event_time"].to_numpy(np.int64)
+    bad = kinds == "bad_timestamp"
+    # A malformed record's Kafka timestamp is the largest event time so far, as in the main stream.
+    running = np.maximum.accumulate(np.where(bad, np.iinfo(np.int64).min, times))
+    timestamp = np.where(bad, np.maximum(running, int(main["timestamp_ms"].max())), times)
+    keys = [u.encode() for u in plan["user"]]
+    n = len(main)
+    block = _frame(
+        np.arange(n, n + len(plan), dtype=np.int64), np.array(keys, dtype=object), np.array(values, dtype=object),
+        timestamp,
+        np.array([key_partition(k, spec.partitions) for k in keys], np.int32), kinds,
+    )
+    frame = pd.concat([main, block], ignore_index=True)
+    _verify_boundary(spec, frame, plan)
+    check_labels(block["kind"], block["value"], f"generate(seed={spec.seed}) boundary block")
+    return frame
+
+
+def _verify_boundary(spec: DatasetSpec, frame: pd.DataFrame, plan: pd.DataFrame) -> None:
+    """Refuse a block whose probes are not judged at their watermark, or whose lead-in is too short."""
+    valid = frame["kind"].isin(list(_VALID_KINDS)).to_numpy()
+    times = frame["timestamp_ms"].to_numpy(np.int64)
+    floor = np.iinfo(np.int64).min
+    running = np.maximum.accumulate(np.where(valid, times, floor))
+    prior = np.concatenate([[floor], running[:-1]])
+    start = len(frame) - len(plan)
+    problems = []
+    for i, (role, watermark) in enumerate(zip(plan["role"], plan["watermark_ms"].tolist(), strict=True)):
+        row = start + i
+        if watermark < 0:
+            continue
+        if prior[row] - spec.allowed_lateness_ms != watermark:
+            problems.append(f"{role} (seq {row}) is judged at {prior[row] - spec.allowed_lateness_ms}, not {watermark}")
+        first = int(np.flatnonzero(valid & (times == prior[row]))[0])
+        if row - first < spec.boundary_lead_in:
+            problems.append(f"{role} (seq {row}) is {row - first} records after the maximum it is judged by")
+    if problems:
+        raise DatasetError(
+            path=f"generate(seed={spec.seed})",
+            problem="the boundary block failed verification: " + "; ".join(problems[:3]),
+            fix="This is a bug in kit.dataset; report it with the DatasetSpec",
+        )
 
 
 def _session_model(spec: DatasetSpec) -> tuple[float, float, float]:
@@ -994,10 +1191,25 @@ def write_dataset(df: pd.DataFrame, path: str | os.PathLike[str], spec: DatasetS
             "max": int(valid_times.max()) if valid_times.size else None,
         },
         "partitions": {str(p): int(n) for p, n in enumerate(np.bincount(partition, minlength=spec.partitions))},
+        "boundary": _boundary_manifest(spec, df),
     }
     text = json.dumps(manifest, sort_keys=True, indent=2) + "\n"
     _write_atomically(_manifest_path(path), lambda tmp: tmp.write_text(text, encoding="utf-8"))
     return manifest
+
+
+def _boundary_manifest(spec: DatasetSpec, df: pd.DataFrame) -> dict[str, Any] | None:
+    """Where the boundary block starts, its lead-ins and the watermarks its probes are judged at (None: no block)."""
+    if not spec.boundary_records:
+        return None
+    main = df.iloc[: spec.main_records]
+    plan = boundary_plan(spec, int(main["timestamp_ms"][main["kind"].isin(list(_VALID_KINDS))].max()))
+    return {
+        "first_seq": spec.main_records,
+        "records": spec.boundary_records,
+        "lead_in_records": [int((plan["role"] == f"lead-in {p}").sum()) for p in "AB"],
+        "watermarks_ms": sorted({int(w) for w in plan["watermark_ms"] if w >= 0}),
+    }
 
 
 def _write_atomically(path: Path, write: Any) -> None:

@@ -150,6 +150,42 @@ def test_fixed_cost_on_the_compare_path_is_a_target_with_its_breakdown() -> None
     assert figures["modern compare path: batch with records, median (ms)"] == (120.0, -1)
 
 
+def test_a_messy_throughput_run_is_checked_and_shown_beside_the_clean_one(tmp_path: Path) -> None:
+    """Both profiles' throughput is published only when each run equals the oracle (issue 38, item 7)."""
+    results = _results()
+    for by_workload in results["engines"].values():
+        for lat in by_workload["running_counts"]["latency_by_trigger"].values():
+            lat["matches_oracle"] = True
+    messy = {"throughput_rps": 3000.0, "batches": 24, "batch_cap": 1600, "malformed_records": 20,
+             "matches_oracle": False}
+    results["engines"]["modern"]["running_counts"]["messy"] = messy
+    assert bench_results.unchecked_runs(results) == ["modern running_counts: max throughput, messy profile"]
+    with pytest.raises(bench.BenchDiffers, match="messy profile"):
+        bench.publish(tmp_path, results)
+    assert not (tmp_path / "latest.json").exists()
+    messy["matches_oracle"] = True
+    assert bench_results.unchecked_runs(results) == []
+    markdown = bench.render_markdown(results)
+    assert "| 5,000 | 0.25 | 0.50 | 10 | yes | – | – |" in markdown  # legacy: measured before the messy profile was
+    assert "| 3,000 (24) | yes |" in markdown
+    assert bench_results.bench_figures(results)["modern running_counts throughput, messy profile (records/s)"][0] == 3000
+
+
+@pytest.mark.parametrize("records", [3_000, 200_000, 1_000_000])
+def test_messy_throughput_batches_stay_within_half_the_lateness_margin(records: int) -> None:
+    from kit.dataset import generate
+
+    dataset = bench.messy_dataset(records)
+    cap = bench.messy_cap(dataset)
+    assert 0 < cap * 1000 / dataset.events_per_second <= dataset.lateness_margin_ms / 2
+    assert round(records / cap) == 25  # 40 s of event time, 1.6 s per batch, whatever the size
+    counts = dataset.kind_counts()
+    assert all(counts[kind] > 0 for kind in ("late", "too_late", "duplicate", "bad_utf8", "bad_json",
+                                            "missing_field", "bad_timestamp"))
+    if records == 3_000:  # the slow tier's bench size: a stream that long places its too-late records
+        assert len(generate(dataset)) == records
+
+
 def test_state_values_differ_only_in_their_key() -> None:
     template = b'{"event_id":"e1","user":"u1","key":"k0001","ad_id":"ad-1","ad_type":"banner","event_type":"view","event_time":1767225600000}'
     values = bench.state_values(3, template)
@@ -270,6 +306,9 @@ def test_bench_runs_every_phase_on_both_engines(spark, bootstrap_servers: str, t
         for workload in ("running_counts", "ysb"):
             r = results["engines"][engine][workload]
             assert r["matches_oracle"] is True, (engine, workload)
+            # the messy profile: malformed records through the dead-letter path, checked against the oracle too
+            assert r["messy"]["matches_oracle"] is True and r["messy"]["throughput_rps"] > 0, (engine, workload)
+            assert r["messy"]["malformed_records"] > 0
             # capped to tenths of the topic; the first batch with records is the warm-up, not measured
             assert r["batches"] >= bench.THROUGHPUT_BATCHES - 1 - bench.WARMUP_BATCHES
             assert r["throughput_rps"] > 0

@@ -206,18 +206,19 @@ def test_too_short_a_stream_for_too_late_records_is_a_config_error():
     [
         (
             MESSY,
-            {"clean": 45_500, "late": 2_500, "too_late": 500, "duplicate": 1_000}
+            {"clean": 45_500, "late": 2_500, "too_late": 500, "duplicate": 1_000, "boundary": 0}
             | dict.fromkeys(REJECT_REASONS, 125),
         ),
         # 1234 * (0.05, 0.01, 0.02, 0.01) = 61.7, 12.34, 24.68, 12.34 -> 62, 12, 25, 12 (= 3 per reason)
         (
             DatasetSpec.from_profile("messy", records=1_234, events_per_second=50),
-            {"clean": 1_123, "late": 62, "too_late": 12, "duplicate": 25} | dict.fromkeys(REJECT_REASONS, 3),
+            {"clean": 1_123, "late": 62, "too_late": 12, "duplicate": 25, "boundary": 0}
+            | dict.fromkeys(REJECT_REASONS, 3),
         ),
         # 0.007 * 1000 = 7 malformed: 2, 2, 2, 1 in REJECT_REASONS order; 0.0005 * 1000 = 0.5 rounds up to 1.
         (
             DatasetSpec(records=1_000, events_per_second=50, malformed_fraction=0.007, late_fraction=0.0005),
-            {"clean": 992, "late": 1, "too_late": 0, "duplicate": 0, "bad_utf8": 2, "bad_json": 2}
+            {"clean": 992, "late": 1, "too_late": 0, "duplicate": 0, "boundary": 0, "bad_utf8": 2, "bad_json": 2}
             | {"missing_field": 2, "bad_timestamp": 1},
         ),
     ],
@@ -233,7 +234,7 @@ def test_frame_shape(messy):
     assert tuple(messy.columns) == COLUMNS
     assert messy.dtypes.astype(str).tolist() == ["int64", "object", "object", "int64", "int32", "string"]
     assert (messy["seq"].to_numpy() == np.arange(len(messy))).all()
-    assert set(messy["kind"]) == set(KINDS)
+    assert set(messy["kind"]) == set(KINDS) - {"boundary"}  # boundary records only with boundary_records
     assert all(type(k) is bytes for k in messy["key"]) and all(type(v) is bytes for v in messy["value"])
 
 
@@ -384,7 +385,8 @@ def test_files_are_byte_identical_and_round_trip(tmp_path, messy, suffix):
     assert read_manifest(first) == read_manifest(manifest_path) == manifest
     assert json.loads(manifest_path.read_text()) == manifest
 
-    assert manifest["format"] == "dmk-dataset/3"
+    assert manifest["format"] == "dmk-dataset/4"
+    assert manifest["boundary"] is None
     assert manifest["file"] == f"events{suffix}"
     assert manifest["format_of_file"] == suffix[1:]
     assert manifest["records"] == 50_000
@@ -453,6 +455,112 @@ def test_bad_extension_and_mismatched_frames(tmp_path, messy):
     with pytest.raises(DatasetError, match="key_partition"):
         write_dataset(messy, tmp_path / "events.parquet", dataclasses.replace(MESSY, partitions=3))
     assert list(tmp_path.iterdir()) == []  # nothing half-written
+
+
+# ----------------------------------------------------------------------------------------------------
+# The boundary block (issue 38, item 4)
+
+_BASE = DatasetSpec.from_profile("messy", records=20_000, seed=5, events_per_second=500, lateness_margin_ms=4_000,
+                                 users=300)
+BOUNDARY = dataclasses.replace(_BASE, records=20_000 + _BASE.boundary_minimum,
+                               boundary_records=_BASE.boundary_minimum)
+
+
+@pytest.fixture(scope="module")
+def boundary() -> pd.DataFrame:
+    return generate(BOUNDARY)
+
+
+def test_boundary_minimum_is_two_lead_ins_of_three_batches_and_the_probes():
+    # 500 events/s with a 4 s margin: the batch caps let 1,000 records through per batch.
+    assert (_BASE.boundary_lead_in, _BASE.boundary_minimum) == (3_000, 6_024)
+    with pytest.raises(ConfigError, match="at least 6024") as info:
+        dataclasses.replace(_BASE, records=30_000, boundary_records=6_023)
+    assert info.value.field == "boundary_records" and "--boundary-records 6024" in str(info.value)
+    with pytest.raises(ConfigError) as info:
+        dataclasses.replace(_BASE, records=6_024, boundary_records=6_024)
+    assert info.value.field == "records"
+
+
+def test_boundary_block_follows_the_main_stream_unchanged(boundary):
+    assert len(boundary) == BOUNDARY.records
+    main = generate(_BASE)
+    assert boundary.iloc[:20_000].drop(columns="seq").equals(main.drop(columns="seq"))
+    assert dict(Counter(boundary["kind"])) == {k: n for k, n in BOUNDARY.kind_counts().items() if n}
+    assert Counter(boundary["kind"].iloc[20_000:]) == Counter(clean=6_000, boundary=22, bad_timestamp=2)
+
+
+def test_boundary_probes_sit_exactly_at_and_1_ms_either_side_of_each_boundary(boundary):
+    """Recomputed from the values alone: each probe's lateness, the chain's gaps, the validity times."""
+    d, gap = BOUNDARY.allowed_lateness_ms, BOUNDARY.session_gap_ms
+    block = boundary.iloc[20_000:]
+    lateness = independent_lateness(boundary)[20_000:]
+    events = [json.loads(v) if k != "bad_timestamp" else None for v, k in zip(block["value"], block["kind"])]
+    probes = [(e["user"], lat) for e, lat in zip(events, lateness) if e and e["user"].startswith("bp")]
+    expected = sorted([d + 1, d, d - 1, d + gap + 1, d + gap, d + gap - 1] * 2)
+    assert sorted(lat for _, lat in probes) == expected
+    # Each set of probes comes after a lead-in of >= 3 batches' worth of records at the maximum they are judged by.
+    for name, residue in (("A", 0), ("B", 9_999)):
+        lead = block[block["key"].map(lambda k: k.startswith(b"bf")).to_numpy()
+                     & (np.arange(len(block)) < np.flatnonzero(block["key"] == f"bp{name}0".encode())[0])]
+        lead_times = set(lead["timestamp_ms"].iloc[-BOUNDARY.boundary_lead_in:])
+        assert len(lead_times) == 1
+        watermark = lead_times.pop() - d
+        assert watermark % 10_000 == residue  # a window ends at the watermark (A) or 1 ms after it (B)
+    chain = defaultdict(list)
+    for e in events:
+        if e and e["user"].startswith("bs"):
+            chain[e["user"]].append(e["event_time"])
+    assert sorted(b - a for a, b in chain.values()) == [gap - 1, gap, gap + 1]
+    validity = block[block["key"].map(lambda k: k.startswith(b"bv")).to_numpy()]
+    times = [e["event_time"] if e else json.loads(v)["event_time"] for e, v in
+             zip([json.loads(v) for v in validity["value"]], validity["value"])]
+    assert list(zip(times, validity["kind"])) == [
+        (946_684_799_999, "bad_timestamp"), (946_684_800_000, "boundary"), (946_684_800_001, "boundary"),
+        (4_102_444_800_000, "bad_timestamp"), (4_102_444_799_998, "boundary"), (4_102_444_799_999, "boundary"),
+    ]
+    assert [parse_event(v)[1] for v in validity["value"]] == ["bad_timestamp", None, None, "bad_timestamp", None, None]
+
+
+def test_the_oracles_decide_the_probes_as_spark_does(boundary):
+    from kit import workloads
+
+    d = BOUNDARY.allowed_lateness_ms
+    block = boundary.iloc[20_000:]
+    seq_of = {json.loads(v)["user"]: s for v, s, k in zip(block["value"], block["seq"], block["kind"])
+              if k == "boundary"}
+    # dedup: a record is late iff event_time <= watermark: W - 1 and W dropped, W + 1 kept; both 2000-01-01 ones.
+    dedup = workloads.get("dedup").oracle(boundary, BOUNDARY)
+    dropped = set(dedup.late_dropped["seq"]) & set(block["seq"])
+    assert dropped == {seq_of[u] for u in ("bpA0", "bpA1", "bpA3", "bpA4", "bpA5", "bpB0", "bpB1", "bpB3", "bpB4",
+                                           "bpB5", "bv1", "bv2")}
+    # sessions: late iff event_time + gap <= watermark; the chain cuts at gap + 1, not at gap.
+    sessions = workloads.get("sessions").oracle(boundary, BOUNDARY)
+    late = set(sessions.late_dropped["seq"]) & set(block["seq"])
+    assert late == {seq_of[u] for u in ("bpA3", "bpA4", "bpB3", "bpB4", "bv1", "bv2")}
+    counts = sessions.rows[sessions.rows["user"].str.startswith("bs")].groupby("user")["events"].apply(list)
+    assert counts.to_dict() == {"bs0": [2], "bs1": [2], "bs2": [1, 1]}
+    # windowed_counts: W_A - 1 is dropped from the windows ending at W_A (tumbling and sliding) and kept in the
+    # sliding one ending 5 s later; W_B (1 ms before a window end) is kept everywhere.
+    windowed = workloads.get("windowed_counts").oracle(boundary, BOUNDARY)
+    late_windows = windowed.late_dropped.groupby("seq")["window"].apply(sorted).to_dict()
+    assert len(late_windows[seq_of["bpA0"]]) == 2 and seq_of["bpA1"] not in late_windows
+    assert seq_of["bpB1"] not in late_windows and seq_of["bpB0"] not in late_windows
+    rows = windowed.rows[windowed.rows["key"] == "bkpA0"]
+    assert rows["window_kind"].tolist() == ["sliding"] and rows["count"].tolist() == [1]
+    assert sorted(windowed.rows.loc[windowed.rows["key"] == "bkpB1", "window_kind"]) == ["sliding", "sliding",
+                                                                                          "tumbling"]
+    # The 2099 records carry the final watermark past every window before them: no probe window is left open.
+    assert d < 10_000 and windowed.rows["window_start"].max() < 4_102_444_790_000
+
+
+def test_boundary_manifest(tmp_path, boundary):
+    manifest = generate_to_file(BOUNDARY, tmp_path / "b.parquet")
+    assert manifest["boundary"]["first_seq"] == 20_000
+    assert manifest["boundary"]["records"] == BOUNDARY.boundary_records
+    assert manifest["boundary"]["lead_in_records"] == [3_000, 3_000]
+    assert [w % 10_000 for w in manifest["boundary"]["watermarks_ms"]] == [0, 9_999]
+    assert read_dataset(tmp_path / "b.parquet").equals(boundary)
 
 
 @pytest.mark.slow

@@ -6,6 +6,14 @@ takes a minute or more, so the default tier keeps one pair, ``running_counts`` o
 too-late, duplicate and malformed records), on both engines, and one run of Spark 4's
 ``transformWithStateInPandas`` (``dedup``'s variant, alone, on a shorter messy stream); ``-m slow`` runs every
 workload on both profiles.
+
+Every slow-tier run's dataset ends in a boundary block (:attr:`kit.dataset.DatasetSpec.boundary_records`): records exactly at
+and 1 ms either side of the watermark, the session gap, the window ends and the event contract's validity bounds,
+after lead-ins that make every engine's watermark the oracle's there. A watermark or gap off by one interval or
+more, or a ``<`` for a ``<=``, changes the rows or the late drops (tests/test_mutants.py proves it mutant by mutant).
+The default tier's ``running_counts`` has no watermark to probe and keeps the plain 20,000 records: the block's 6,024
+records would make its two runs 30 % longer for the validity bounds alone, which tests/test_verdicts.py checks on
+both parsers and tests/test_mutants.py on the legacy job.
 """
 
 from __future__ import annotations
@@ -47,15 +55,24 @@ def _cases() -> list:
 
 
 _RUNS: dict[tuple[str, str, str], EngineRun] = {}
-_DATA: dict[str, tuple] = {}
+_DATA: dict[tuple[str, bool], tuple] = {}
 
 
-def _data(profile: str) -> tuple:
-    if profile not in _DATA:
-        spec = dataset_spec(profile)
+def _boundary_spec(profile: str):
+    """The equivalence tests' dataset for ``profile`` (20,000 records) followed by the boundary block."""
+    plain = dataset_spec(profile)
+    return dataset_spec(profile, records=plain.records + plain.boundary_minimum,
+                        boundary_records=plain.boundary_minimum)
+
+
+def _data(profile: str, name: str = "") -> tuple:
+    """``(spec, frame, oracles)`` of the dataset ``name``'s runs use: the boundary one except for the default tier's."""
+    boundary = name != DEFAULT_TIER
+    if (profile, boundary) not in _DATA:
+        spec = _boundary_spec(profile) if boundary else dataset_spec(profile)
         frame = generate(spec)
-        _DATA[profile] = (spec, frame, {name: workloads.get(name).oracle(frame, spec) for name in workloads.NAMES})
-    return _DATA[profile]
+        _DATA[profile, boundary] = (spec, frame, {w: workloads.get(w).oracle(frame, spec) for w in workloads.NAMES})
+    return _DATA[profile, boundary]
 
 
 @pytest.fixture
@@ -64,7 +81,7 @@ def engine_run(request, bootstrap_servers, spark, tmp_path_factory):
 
     def get(engine: str, profile: str, name: str) -> EngineRun:
         if (engine, profile, name) not in _RUNS:
-            spec, frame, _ = _data(profile)
+            spec, frame, _ = _data(profile, name)
             workdir = tmp_path_factory.mktemp(f"{engine}-{profile}-{name}")
             _RUNS[engine, profile, name] = run_engine(
                 engine, _jobs(engine, name), spec, frame,
@@ -88,7 +105,7 @@ def _variant(name: str, engine: str, variant: str) -> workloads.Variant:
 def test_final_result_equals_the_oracle(engine_run, profile, name, engine, variant) -> None:
     spec = workloads.get(name)
     run = engine_run(engine, profile, name)
-    expected = _data(profile)[2][name].rows
+    expected = _data(profile, name)[2][name].rows
     got = workloads.final_result(spec, run.rows(name, variant))
     assert len(got) > 0
     assert_equivalent(expected, got, keys=spec.key_columns, values=spec.value_columns)
@@ -115,15 +132,17 @@ def _assert_dead_letters(run: EngineRun, rejects: pd.DataFrame) -> int:
 @pytest.mark.parametrize("name", [pytest.param(n, marks=_tier(n)) for n in workloads.NAMES])
 def test_dead_letters_are_exactly_the_malformed_records(engine_run, profile, engine, name) -> None:
     run = engine_run(engine, profile, name)
-    rejects = _data(profile)[2]["running_counts"].dead_letters
-    assert (_assert_dead_letters(run, rejects) > 0) == (profile == "messy")
+    rejects = _data(profile, name)[2]["running_counts"].dead_letters
+    if profile == "clean":  # its only malformed records: the boundary block's two out-of-range event times
+        assert rejects["reason"].tolist() == (["bad_timestamp"] * 2 if name != DEFAULT_TIER else [])
+    assert (_assert_dead_letters(run, rejects) > 0) == (profile == "messy" or name != DEFAULT_TIER)
 
 
 @pytest.mark.parametrize("profile", PROFILES)
 @pytest.mark.parametrize(("name", "engine", "variant"), [c for c in _equivalent_cases() if c.values[1] == "legacy"])
 def test_legacy_drops_exactly_the_records_the_oracle_drops(engine_run, profile, name, engine, variant) -> None:
     run = engine_run(engine, profile, name)
-    expected = _data(profile)[2][name].late_dropped
+    expected = _data(profile, name)[2][name].late_dropped
     late = run.late(name, variant)
     got = pd.DataFrame({"seq": run.seqs_of(late)})
     for column in expected.columns.drop("seq"):
@@ -146,7 +165,7 @@ def test_modern_reports_the_late_rows_spark_dropped(engine_run, profile, name, e
     from modern.runner import job_id, late_dropped
 
     run = engine_run(engine, profile, name)
-    expected = len(_data(profile)[2][name].late_dropped)
+    expected = len(_data(profile, name)[2][name].late_dropped)
     got = late_dropped(run.out_dir, job_id(name, variant))
     if name in _PER_RECORD_METRIC:
         assert got == expected
@@ -211,7 +230,7 @@ def test_naive_windowed_counts_count_by_arrival_not_by_event_time(engine_run, pr
     from kit.workloads.windowed_counts import WINDOWS
 
     spec = workloads.get("windowed_counts")
-    _, frame, oracles = _data(profile)
+    _, frame, oracles = _data(profile, "windowed_counts")
     expected = oracles["windowed_counts"]
     run = engine_run("legacy", profile, "windowed_counts")
     naive = workloads.final_result(spec, run.rows("windowed_counts", "naive"))
@@ -253,7 +272,9 @@ def test_naive_windowed_counts_count_by_arrival_not_by_event_time(engine_run, pr
 
     assert mixed_windows > 0, "no naive window mixed records of different event-time windows"
     assert run.late("windowed_counts", "naive").empty
-    assert bool(counted_too_late) == (profile == "messy"), "the naive job should count the too-late records"
+    # Both profiles hold records the oracle drops as too late: the messy one's too_late records, and in both the
+    # boundary block's probes behind the watermark.
+    assert counted_too_late, "the naive job should count the too-late records"
 
 
 @pytest.mark.slow
@@ -264,7 +285,7 @@ def test_legacy_join_does_not_depend_on_how_the_input_is_partitioned(
     """The same messy dataset read from 1 and from 8 partitions (the batches then hold other records, in other
     RDD partitions): the legacy join's pairs and its late drops are the oracle's either way. (Packed reads once
     changed them: 3 unexpected pairs and 7 fewer drops; reverted in 8defc1d.)"""
-    spec, frame, oracles = _data("messy")
+    spec, frame, oracles = _data("messy", "join")
     run = run_engine("legacy", _jobs("legacy", "join"), spec, frame, bootstrap_servers=bootstrap_servers,
                      spark=spark, workdir=tmp_path, partitions=partitions)
     join = workloads.get("join")
