@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import os
 import signal
 import socket
@@ -43,6 +42,7 @@ from pathlib import Path
 
 from kit.errors import BrokerError, ConfigError
 from kit.kafka import register_topic_admin, wait_for_broker
+from kit.lifeline import die_with_parent
 
 __all__ = [
     "BROKER_KINDS",
@@ -124,17 +124,6 @@ def _port_in_use(host: str, port: int) -> bool:
         except OSError:
             return True
         return False
-
-
-_PR_SET_PDEATHSIG = 1
-"""Linux's ``prctl`` option that sets the signal a process gets when its parent dies (``<linux/prctl.h>``)."""
-
-
-def _die_with_parent() -> None:
-    # Runs in the child between fork and exec: ask the kernel to SIGTERM the broker when the process that
-    # started it dies, even by SIGKILL, so a crashed test run leaves no broker behind.
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class EmbeddedBroker:
@@ -235,7 +224,7 @@ class EmbeddedBroker:
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     env=env,
-                    preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+                    preexec_fn=die_with_parent,
                 )
             except OSError as exc:
                 msg = (
@@ -266,7 +255,7 @@ class EmbeddedBroker:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,
-                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+                preexec_fn=die_with_parent,
             )
         _running.add(self)
         try:
