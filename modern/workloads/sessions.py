@@ -146,6 +146,12 @@ class Sessionizer(StatefulProcessor):
 
     def _close(self, user: str, sessions: list, watermark: int, expiring: int | None) -> Iterator[pd.DataFrame]:
         # Eager, not a generator: the state is updated whether or not the caller reads the rows.
+        if expiring is not None:
+            # A timer fires once the eviction watermark is past it (TimerStateImpl: expiry < watermark), but the
+            # watermark this call is given can be the older one late rows are judged by: with it alone, the
+            # session whose timer fires stays open, its timer (the one firing, deleted by Spark after this call)
+            # is not renewed, and the session is never emitted (seen on the boundary dataset's probes).
+            watermark = max(watermark, expiring + 1)
         closed = [s for s in sessions if s[1] + self.gap_ms <= watermark]
         still_open = [s for s in sessions if s[1] + self.gap_ms > watermark]
         # Spark fires an event-time timer when it is *before* the watermark; sessions close when their end
