@@ -88,6 +88,9 @@ def _check_run_directory(out: Path, metrics: dict) -> None:
         metrics["engines"]["modern"]["time_breakdown_ms"])
 
 
+# Slow: 4-9 min (two drivers killed and restarted, then caught up). The default tier keeps a killed driver per
+# engine: tests/test_modern_kafka.py's SIGKILL-and-restart and tests/test_legacy_recovery.py's driver crash.
+@pytest.mark.slow
 def test_compare_with_a_driver_killed_loses_and_duplicates_nothing(
     bootstrap_servers: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
