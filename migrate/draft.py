@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from migrate import microbatch
 from migrate.analysis import MigrationPlan, _Site
-from migrate.lift import lift
+from migrate.lift import apply_edits, lift
 
 __all__ = ["Draft", "draft", "make_draft"]
 
@@ -105,16 +105,7 @@ def make_draft(plan: MigrationPlan, *, lifting: bool = True) -> Draft:
                 original = [f"{indent}# was: {' '.join(line.strip() for line in _segment(lines, node))}"]
                 edits[node.lineno - 1] = ((node.end_lineno or node.lineno) - 1,
                                           original + [indent + r for r in replacement])
-    out: list[str] = []
-    index = 0
-    while index < len(lines):
-        if index in edits:
-            last, replacement = edits[index]
-            out += replacement
-            index = last + 1
-        else:
-            out.append(lines[index])
-            index += 1
+    out = apply_edits(lines, edits)
     unresolved.sort(key=lambda text: int(text.split(":")[0].split()[1]))
     insert_at = _after_preamble(tree)
     header = _header(plan, unresolved)

@@ -35,7 +35,7 @@ from typing import Any, NoReturn
 from migrate.analysis import MigrationPlan
 from migrate.columns import is_sum, per_record
 
-__all__ = ["Lifted", "lift"]
+__all__ = ["Lifted", "apply_edits", "lift"]
 
 _STREAMING_MODULES = {"pyspark.streaming", "pyspark.streaming.kafka", "pyspark.streaming.context",
                       "pyspark.streaming.dstream", "legacy.kafka"}
@@ -81,6 +81,21 @@ class _Job:
     functions: dict[str, ast.FunctionDef] = field(default_factory=dict)
 
 
+def apply_edits(lines: list[str], edits: dict[int, tuple[int, list[str]]]) -> list[str]:
+    """``lines`` with each edit applied: ``edits[first] = (last, replacement)`` replaces lines first..last (0-based)."""
+    out: list[str] = []
+    index = 0
+    while index < len(lines):
+        if index in edits:
+            last, replacement = edits[index]
+            out += replacement
+            index = last + 1
+        else:
+            out.append(lines[index])
+            index += 1
+    return out
+
+
 def lift(plan: MigrationPlan) -> Lifted | None:
     """The job as idiomatic DataFrame code, or None when any of its streaming statements is not a known idiom."""
     try:
@@ -121,16 +136,7 @@ def _lift(plan: MigrationPlan) -> Lifted:
         _refuse("a streaming construct outside the job's main block")
     if not job.outputs or not job.interval:
         _refuse("no output or no StreamingContext")
-    out: list[str] = []
-    index = 0
-    while index < len(lines):
-        if index in edits:
-            last, replacement = edits[index]
-            out += replacement
-            index = last + 1
-        else:
-            out.append(lines[index])
-            index += 1
+    out = apply_edits(lines, edits)
     insert_at = _after_imports(tree)
     text = "\n".join(out[:insert_at] + _helpers(plan, job) + out[insert_at:]) + "\n"
     ast.parse(text)
