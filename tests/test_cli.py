@@ -50,6 +50,7 @@ def test_replay_and_offsets(bootstrap_servers: str, tmp_path: Path, capsys: pyte
     assert sum(offsets[topic][p]["end"] for p in ("0", "1", "2")) == 10_000
 
 
+@pytest.mark.slow  # CI runs `dmk demo` itself; this checks its summary against metrics.json (286 s)
 def test_demo_on_the_session_broker(bootstrap_servers: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["demo", "--records", "10000", "--workloads", "running_counts", "--bootstrap-servers", bootstrap_servers,
                  "--out", str(tmp_path)])

@@ -74,6 +74,7 @@ PROBE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # a standalone master and worker, then both engines on it (97 s)
 def test_dmk_cluster_start_run_stop(tmp_path: Path, bootstrap_servers: str, topic_factory, capsys) -> None:
     from kit.kafka import Kafka
 
