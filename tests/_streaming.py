@@ -1,4 +1,4 @@
-"""Waiting on a running StreamingContext without blind sleeps."""
+"""Waiting on a running StreamingContext without blind sleeps, and sending test records."""
 
 from __future__ import annotations
 
@@ -25,3 +25,21 @@ def produce(kafka: Any, topic: str, counts: dict[int, int]) -> None:
             producer.send(topic, value=f"{partition}-{i}".encode(), partition=partition)
     producer.flush()
     producer.close()
+
+
+def send_records(bootstrap_servers: str, records: list[dict], *, linger_ms: int, batch_size: int | None = None) -> None:
+    """Send ``records`` (``Sender.send`` keyword arguments) through the kit's sender, flushed; fails if any failed.
+
+    The sender is the test client's (librdkafka unless ``DMK_KAFKA_CLIENT=kafka-python``), so that the tests
+    marked ``librdkafka_only`` also run on the mock.
+    """
+    from kit.kafka import Kafka
+
+    options = {"linger_ms": linger_ms} | ({"batch_size": batch_size} if batch_size else {})
+    sender = Kafka(bootstrap_servers).sender(**options)
+    try:
+        for record in records:
+            sender.send(**record)
+        assert sender.flush(30.0) == 0
+    finally:
+        sender.close()

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,7 @@ from kafka import KafkaConsumer
 from kit.broker import EmbeddedBroker, free_port, kafka_or_embedded
 from kit.errors import BrokerError, BrokerUnavailable
 from kit.kafka import Kafka, wait_for_broker
-from tests._procs import _alive, _wait_gone
+from tests._procs import _wait_gone, assert_child_dies_with_its_parent
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -90,20 +88,7 @@ def test_no_broker_left_after_the_parent_is_killed(kind: str, tmp_path: Path) ->
         "import time\nfrom kit.broker import EmbeddedBroker\n"
         f"b = EmbeddedBroker(kind={kind!r}).start()\nopen({str(pid_file)!r}, 'w').write(str(b.pid))\ntime.sleep(600)\n"
     )
-    parent = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(REPO)})
-    try:
-        deadline = time.monotonic() + 60
-        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
-            assert parent.poll() is None, "the parent died before starting its broker"
-            time.sleep(0.05)
-        broker_pid = int(pid_file.read_text())
-        assert _alive(broker_pid)
-        parent.send_signal(signal.SIGKILL)  # no atexit, no __exit__: only the kernel's parent-death signal
-        parent.wait(timeout=10)
-        assert _wait_gone(broker_pid), f"{kind} broker {broker_pid} outlived its SIGKILLed parent"
-    finally:
-        if parent.poll() is None:
-            parent.kill()
+    assert_child_dies_with_its_parent(script, pid_file, f"{kind} broker")
 
 
 def test_missing_binary_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

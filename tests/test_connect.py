@@ -12,9 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -26,7 +23,7 @@ from kit import workloads
 from kit.broker import free_port
 from kit.dataset import generate
 from kit.errors import ConfigError, ConnectError
-from tests._procs import _alive, _wait_gone
+from tests._procs import assert_child_dies_with_its_parent
 
 SHORT_STREAM = {"records": 3_000, "events_per_second": 100, "lateness_margin_ms": 4_900}
 """30 s of event time at 100 events/s: a short messy stream for the default tier's run."""
@@ -190,21 +187,9 @@ def test_no_connect_server_left_after_its_parent_is_killed(tmp_path: Path) -> No
         f"s = LocalConnectServer(log_path={str(tmp_path / 'connect.log')!r}).start()\n"
         f"open({str(pid_file)!r}, 'w').write(str(s._process.pid))\ntime.sleep(600)\n"
     )
-    repo = Path(__file__).resolve().parents[1]
-    parent = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(repo)})
     try:
-        deadline = time.monotonic() + 240
-        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
-            assert parent.poll() is None, "the parent died before its Connect server opened its port"
-            time.sleep(0.2)
-        server_pid = int(pid_file.read_text())
-        assert _alive(server_pid)
-        parent.send_signal(signal.SIGKILL)  # no atexit, no stop(): only the kernel's parent-death signal
-        parent.wait(timeout=10)
-        assert _wait_gone(server_pid, timeout_s=60), f"Connect server {server_pid} outlived its SIGKILLed parent"
+        assert_child_dies_with_its_parent(script, pid_file, "Connect server", start_timeout_s=240, gone_timeout_s=60)
     finally:
-        if parent.poll() is None:
-            parent.kill()
         if pid_file.exists() and pid_file.read_text():
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(int(pid_file.read_text()), signal.SIGKILL)

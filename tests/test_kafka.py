@@ -12,20 +12,15 @@ from kafka import KafkaConsumer, TopicPartition
 
 from kit.errors import ConfigError, OffsetOutOfRange, TopicConfigurationMismatch, UnknownTopic
 from kit.kafka import Kafka, client_settings, key_partition, resolve_client
+from _streaming import send_records
 
 pytestmark = pytest.mark.usefixtures("kafka_client")
 ON_BOTH_BROKERS = pytest.mark.librdkafka_only
 
 
 def _send(bootstrap_servers: str, records: list[dict], *, linger_ms: int = 50) -> None:
-    """Send ``records`` (``Sender.send`` keyword arguments) through the kit's sender of the test's client."""
-    sender = Kafka(bootstrap_servers).sender(linger_ms=linger_ms, batch_size=1 << 20)
-    try:
-        for record in records:
-            sender.send(**record)
-        assert sender.flush(30.0) == 0
-    finally:
-        sender.close()
+    """Send ``records`` batched (several records per produce request)."""
+    send_records(bootstrap_servers, records, linger_ms=linger_ms, batch_size=1 << 20)
 
 
 def _produce(bootstrap_servers: str, topic: str, per_partition: dict[int, int], *, linger_ms: int = 50) -> None:

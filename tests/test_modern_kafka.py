@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from kit.kafka import Kafka, TopicPartition
+from kit.kafka import TopicPartition
+from _streaming import send_records
 from modern.errors import KafkaOptionError, KafkaOptionWarning, KafkaSinkError
 from modern.kafka import (
     GroupOffsetCommitter,
@@ -34,15 +35,7 @@ ON_BOTH_BROKERS = pytest.mark.librdkafka_only
 
 
 def _send(bootstrap_servers: str, records: list[dict], *, linger_ms: int = 20) -> None:
-    """Send ``records`` (``Sender.send`` keyword arguments) through the kit's sender: librdkafka unless
-    ``DMK_KAFKA_CLIENT=kafka-python``, so that the tests marked ``librdkafka_only`` also run on the mock."""
-    sender = Kafka(bootstrap_servers).sender(linger_ms=linger_ms)
-    try:
-        for record in records:
-            sender.send(**record)
-        assert sender.flush(30.0) == 0
-    finally:
-        sender.close()
+    send_records(bootstrap_servers, records, linger_ms=linger_ms)
 
 
 def _produce(bootstrap_servers: str, topic: str, per_partition: dict[int, int], *, tag: str = "v") -> None:
