@@ -76,6 +76,7 @@ from kit.errors import ConfigError
 from kit.kafka import java_client_settings, using_process_settings
 from kit.security import redact_settings
 from kit.sink import read_batches
+from kit.spark import SHORT_RUN_CONF
 
 __all__ = ["ENGINES", "LEGACY_MODES", "CompareResult", "CompareSettings", "EngineFailed", "run_compare", "validate"]
 
@@ -236,6 +237,7 @@ def _measure(
             "concurrent": settings.concurrent,
             "kill_driver": settings.kill_driver,
             "pause_broker_s": settings.pause_broker_s,
+            "driver_java_options": SHORT_RUN_CONF["spark.driver.extraJavaOptions"],
             **{f"{engine}_job": _ref(job.build) for engine, job in jobs.items()},
             "oracle": settings.oracle or _ref(spec.oracle),
         },

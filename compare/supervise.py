@@ -55,7 +55,7 @@ from kit.engine import DriverConfig, Engine, redacted_dsn
 from kit.errors import RunTimeout
 from kit.kafka import Kafka
 from kit.replay import ReplayResult, ReplaySettings, replay
-from kit.spark import has_scheme
+from kit.spark import SHORT_RUN_CONF, has_scheme
 
 __all__ = [
     "MAX_RECOVERIES", "TRANSIENT_ERRORS", "DriverProcess", "EngineOutcome", "Progress", "log_tail",
@@ -267,7 +267,8 @@ def driver_config(
         write_ahead_log=wal, offset_store=redacted_dsn(settings.offset_store) if settings.offset_store else None,
         job_name=f"dmk-compare-{run_id}", trigger=settings.trigger,
         source_options={"maxOffsetsPerTrigger": modern_cap}, connect=settings.connect, sys_path=(os.getcwd(),),
-        spark_conf=event_log_conf(settings.out_dir / engine.name), kafka_security=dict(settings.kafka_security),
+        spark_conf={**SHORT_RUN_CONF, **event_log_conf(settings.out_dir / engine.name)},
+        kafka_security=dict(settings.kafka_security),
     )
     # The job code's fingerprint for checkpoint recovery: the whole config, so a changed run never resumes.
     return replace(config, fingerprint=hashlib.sha256(config.to_json().encode()).hexdigest()[:16])

@@ -41,6 +41,7 @@ __all__ = [
     "HDFS_STATE_STORE",
     "is_connect",
     "ROCKSDB_STATE_STORE",
+    "SHORT_RUN_CONF",
     "kit_settings",
     "log_tail",
     "on_this_host",
@@ -60,6 +61,18 @@ _DSTREAM_WARNING = "DStream is deprecated as of Spark 3.4.0. Migrate to Structur
 
 _LOG4J = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
 _JAVA_OPTIONS = f"-Duser.timezone=UTC -Dlog4j2.configurationFile=file:{_LOG4J}"
+
+SHORT_RUN_CONF: dict[str, str] = {
+    key: f"{_JAVA_OPTIONS} -XX:TieredStopAtLevel=1"
+    for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
+}
+"""Settings for a JVM that lives a minute or two (a ``dmk compare`` driver, a test session): the JIT's first tier
+only. HotSpot's second tier (C2) compiles Spark's hot methods again, optimized, on compiler threads that compete
+with the batches for the cores; in a short run that costs more than it saves. ``running_counts`` through
+``Engine.start`` at ``dmk compare``'s batch cap (800 records), 2 cores (``benchmarks/compare_batch_cost.py
+--engine E --profile messy --records 24000 [--conf spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1]``,
+benchmarks/results/changes.md §17): CPU per batch modern 1,021-1,142 → 567-629 ms, legacy 885 → 500 ms. A
+long-lived job (the bench's throughput runs, production) keeps both tiers."""
 
 ROCKSDB_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 """Spark's RocksDB state store provider: the kit's default (``transformWithStateInPandas`` requires it)."""

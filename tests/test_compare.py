@@ -50,6 +50,11 @@ def _check_run_directory(out: Path, metrics: dict) -> None:
     assert page.count("data:image/png;base64,") == 4
     # The HTML has the settings paragraph report.md has.
     assert f"<code>{metrics['settings']['legacy_job']}</code>" in page and "Legacy mode <code>" in page
+    # Both drivers ran their JVM with the JIT's first tier only, and the report says so.
+    assert "-XX:TieredStopAtLevel=1" in metrics["settings"]["driver_java_options"] and "first tier only" in report
+    for engine in ("legacy", "modern"):
+        driver = json.loads((out / engine / "driver-config.json").read_text())
+        assert "-XX:TieredStopAtLevel=1" in driver["spark_conf"]["spark.driver.extraJavaOptions"]
     for engine in ("legacy", "modern"):
         figures = metrics["engines"][engine]
         # Kept up or not, with the reason in one sentence, consistent with the figures.
