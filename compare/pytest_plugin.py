@@ -106,10 +106,15 @@ def kafka_broker(
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    """The session's SparkSession (one JVM for the whole test session)."""
-    from kit.spark import spark_session
+    """The session's SparkSession (one JVM for the whole test session, the JIT's first tier only).
 
-    session = spark_session("dmk-tests")
+    Tests are many short runs of different code: HotSpot's second tier would keep recompiling for them on the
+    cores the tests use (``kit.spark.SHORT_RUN_CONF``; the default tier's ``tests/test_workloads.py``: 242-263 s
+    with both tiers, 182 s with the first only, on 2 cores beside another test run).
+    """
+    from kit.spark import SHORT_RUN_CONF, spark_session
+
+    session = spark_session("dmk-tests", conf=SHORT_RUN_CONF)
     yield session
     session.stop()
 
