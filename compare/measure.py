@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from compare.diff import OutputDiff
 from kit import workloads
 from kit.engine import Engine, ProcessedRange
 from kit.sink import read_batches
@@ -41,7 +40,6 @@ __all__ = [
     "input_coverage",
     "keeping_up",
     "latency",
-    "lost_and_duplicated",
     "percentiles",
     "spark_jobs",
     "time_breakdown",
@@ -123,24 +121,6 @@ def input_coverage(ranges: list[ProcessedRange], end_offsets: dict[str, dict[int
             lost += int((times == 0).sum())
             repeated += int(np.clip(times - 1, 0, None).sum())
     return lost, repeated
-
-
-def lost_and_duplicated(diff: OutputDiff) -> tuple[int, int]:
-    """Output rows lost and duplicated against the oracle.
-
-    Missing rows are lost, unexpected rows are duplicates; a mismatched row is lost if its first differing
-    numeric value is below the oracle's (input records were lost), duplicated if above (input counted twice).
-    """
-    lost, duplicated = len(diff.missing), len(diff.unexpected)
-    for row in diff.mismatched.to_dict("records"):
-        for column in diff.values:
-            expected, actual = row[f"{column}_expected"], row[f"{column}_actual"]
-            numeric = (int, float, np.number)
-            if isinstance(expected, numeric) and isinstance(actual, numeric) and expected != actual:
-                lost += int(actual < expected)
-                duplicated += int(actual > expected)
-                break
-    return lost, duplicated
 
 
 # -- did the engine keep up ----------------------------------------------------------------------------------
