@@ -391,8 +391,9 @@ def render(run_dir: Path, baseline: Path | None = None) -> tuple[Path, Path]:
         + f", {settings.get('partitions')} partitions. Legacy mode `{settings.get('legacy_mode')}`, "
         f"batch {settings.get('batch_seconds')} s; modern trigger `{settings.get('trigger')}`. "
         f"Jobs: `{settings.get('legacy_job')}`, `{settings.get('modern_job')}`; oracle `{settings.get('oracle')}`."
-        + (" Driver JVMs: the JIT's first tier only (`-XX:TieredStopAtLevel=1`: a short run pays less for it than "
-           "for the second tier's compiling, docs/compare.md)."
+        + (f" {'The legacy driver JVM' if settings.get('connect') else 'Driver JVMs'}: the JIT's first tier only "
+           "(`-XX:TieredStopAtLevel=1`: a short run pays less for it than for the second tier's compiling, "
+           "docs/compare.md)."
            if "TieredStopAtLevel=1" in (settings.get("driver_java_options") or "") else "")
     )
     if settings.get("kill_driver") or settings.get("pause_broker_s"):
