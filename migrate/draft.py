@@ -169,6 +169,11 @@ def _after_preamble(tree: ast.Module) -> int:
 def _import(node: ast.Import | ast.ImportFrom, unresolved: list[str]) -> list[str] | None:
     """The lines that bind a streaming import's names to the runtime, or None for any other import."""
     if isinstance(node, ast.ImportFrom):
+        if not node.level and node.module == "pyspark" and any(a.name == "streaming" for a in node.names):
+            # from pyspark import streaming (as x): the module, bound to the runtime; the other names kept
+            others = [a.name + (f" as {a.asname}" if a.asname else "") for a in node.names if a.name != "streaming"]
+            return ([f"from pyspark import {', '.join(others)}"] if others else []) + [
+                f"{a.asname or a.name} = _streaming_module()" for a in node.names if a.name == "streaming"]
         if node.level or node.module not in _STREAMING_MODULES:
             return None
         bound = []

@@ -153,3 +153,14 @@ def test_a_fix_inside_another_is_applied_on_a_second_round() -> None:
     assert made.runs and made.python2 == ("line 3: .has_key(k) → k in d", "line 3: unicode → str")
     assert ("    return (str(k) in d)  # dmk migrate: .has_key(k) → k in d  # dmk migrate: unicode → str\n"
             in made.text)
+
+
+def test_from_pyspark_import_streaming_is_bound_to_the_runtime() -> None:
+    # A spelling of a real Python 2-era job's import (the module, not its names), which the draft left to
+    # pyspark's own DStreams until the job's Python 2 code no longer stopped it first.
+    source = ("from pyspark import SparkContext, streaming as st\nssc = st.StreamingContext(SparkContext(), 1)\n"
+              "ssc.socketTextStream('h', 1).pprint()\nssc.start()\n")
+    made = make_draft(analyse_source(source, "job.py"), lifting=False)
+    assert made.runs
+    assert ("# was: from pyspark import SparkContext, streaming as st\nfrom pyspark import SparkContext\n"
+            "st = _streaming_module()\n") in made.text
