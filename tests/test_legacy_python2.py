@@ -132,6 +132,16 @@ def test_compare_jobs_runs_the_legacy_job_with_the_layer_only_when_asked(tmp_pat
     assert "it looks like Python 2-era code: run the original with --legacy-python2" in message
 
 
+def test_verify_turns_the_layer_on_for_python2_era_originals_only() -> None:
+    from compare.verify import _python2_era
+
+    assert _python2_era(str(JOB)) == [
+        "line 18 reload(sys)", "line 19 sys.setdefaultencoding", "line 23 unicode", "line 24 basestring",
+        "line 25 long", "line 32 KafkaProducer.send(str)"]
+    assert _python2_era(str(REPO / "tests" / "migrate_jobs" / "socket_word_counts.py")) == []
+    assert _python2_era(str(REPO / "no_such_job.py")) == []  # unreadable: verify's own error names it later
+
+
 @pytest.mark.slow
 def test_our_python2_job_is_proven_equal_to_its_draft(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
