@@ -82,8 +82,9 @@ class Hint:
 HINTS: dict[str, Hint] = {
     # Kept apart from the jobs' text: what a team would tell `dmk migrate --verify` about its own job.
     "public/bones-brigade__kafka-spark-openshift-python__app.py": Hint(
-        args="--in {topic} --out {output_topic} --servers {bootstrap}", output="topic",
-        note="argparse --in/--out/--servers; echoes each value to the output topic with kafka-python"),
+        capture="json", key=("id",), args="--in {topic} --out {output_topic} --servers {bootstrap}", output="topic",
+        note="argparse --in/--out/--servers; echoes each value to the output topic with kafka-python (the compared "
+             "output must be JSON objects: the echoed values are, when the input is)"),
     "public/qburst__PySparkCLI__examples__streaming_project__src__app.py": Hint(
         capture="json", external="MongoDB (mongoengine Tweet.save) and PostgreSQL (sqlalchemy create_all at start)",
         note="saves each tweet's user and location to MongoDB; its output files are saveToMongoDB's booleans"),
@@ -244,7 +245,10 @@ def measure(local: str, job: Path, helpers: list[Path], out: Path, broker: str |
         why = f"{output}: {why}"
     if python2 and verdict.status != EQUAL:
         why = f"Python 2-era code ({', '.join(python2)}); {why}"
-    return Row(local, kind, runs, verdict.status, why if verdict.status != EQUAL else "")
+    elif verdict.status == EQUAL:  # nothing stopped it; say what the original ran with, if anything
+        why = f"the original ran with --legacy-python2 ({', '.join(python2)})" if "--legacy-python2" in \
+            verdict.detail else ""
+    return Row(local, kind, runs, verdict.status, why)
 
 
 _RE_EMITTING = ("DStream.updateStateByKey", "DStream.window", "DStream.countByWindow", "DStream.reduceByWindow",

@@ -577,6 +577,7 @@ def cmd_compare_jobs(args: argparse.Namespace) -> int:
         output=args.output, partitions=args.partitions, rate_rps=args.rate, speed=args.speed, oracle=args.oracle,
         settle_batches=args.settle_batches, bootstrap_servers=args.bootstrap_servers, timeout_s=args.timeout,
         kafka_security=args.kafka_security, input_kind=args.input_kind, batch_records=args.batch_records,
+        legacy_python2=args.legacy_python2,
     )
     progress, update = _compare_progress()
     with progress:
@@ -593,6 +594,8 @@ def cmd_compare_jobs(args: argparse.Namespace) -> int:
         console.print(result.metrics["summary"], markup=False)
     for warning in result.metrics["warnings"]:
         console.print(f"warning: {warning}", markup=False)
+    if result.metrics.get("legacy_python2"):
+        console.print(f"note: {result.metrics['legacy_python2']}", markup=False)
     color = "green" if result.equivalent else "red"
     verdict = f"[{color}]{result.metrics['verdict']}[/{color}]"
     console.print(f"{verdict}  report: {result.out_dir / 'report.md'}  metrics: {result.out_dir / 'metrics.json'}")
@@ -622,6 +625,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
             raise ConfigError(msg, field="out", expected="a writable file", actual=args.out) from None
         state = ("it runs as written" if made.runs else
                  f"it refuses to start until {len(made.unresolved)} part(s) are ported: " + "; ".join(made.unresolved))
+        if made.python2:
+            state += f" (Python 2-era code fixed for Python 3: {len(made.python2)} fix(es), listed at its top)"
         sys.stderr.write(f"draft Structured Streaming job written to {args.out}: {state}\n")
     # draft_runs: whether the draft leaves no part unresolved; verified: null unless --verify ran.
     text = (render_json(plan, modern, draft_runs=made.runs, verified=None) if args.json
@@ -647,6 +652,7 @@ def _verify_migration(args: argparse.Namespace, plan: Any, text: str) -> int:
         mode=args.mode, modern=args.modern, draft_path=Path(args.out) if args.out else None,
         input_kind=args.input_kind, batch_records=args.batch_records, bootstrap_servers=args.bootstrap_servers,
         timeout_s=args.timeout, output=args.output,
+        legacy_python2={"on": True, "off": False}.get(args.legacy_python2),
     )
     progress, update = _compare_progress()
     with progress:
@@ -1050,6 +1056,11 @@ def build_parser() -> argparse.ArgumentParser:
     jobs.add_argument("--settle-batches", type=int, default=2,
                       help="batches a DStream job must complete after consuming its input (default 2)")
     jobs.add_argument("--timeout", type=float, default=600.0, help="bound on each wait, in seconds (default 600)")
+    jobs.add_argument("--legacy-python2", action="store_true",
+                      help="run the legacy job (a Python 2-era original) with dmk's Python 2 compatibility layer: "
+                           "reload(sys), sys.setdefaultencoding (a no-op for UTF-8), kafka-python producers sending "
+                           "str as UTF-8, unicode/basestring/long/unichr/xrange; the log, report and verdict say so "
+                           "(docs/compare.md#python-2-era-originals)")
     _add_bootstrap(jobs)
     jobs.set_defaults(func=cmd_compare_jobs)
 
@@ -1086,6 +1097,9 @@ def build_parser() -> argparse.ArgumentParser:
     mig.add_argument("--batch-records", type=int, metavar="N", help="with --verify: compare-jobs' --batch-records")
     mig.add_argument("--verify-out", metavar="DIR", help="with --verify: run directory (default runs/verify-<time>)")
     mig.add_argument("--timeout", type=float, default=600.0, help="with --verify: bound on each wait, in seconds")
+    mig.add_argument("--legacy-python2", choices=("auto", "on", "off"), default="auto",
+                     help="with --verify: run the original with dmk's Python 2 compatibility layer (compare-jobs "
+                          "--legacy-python2); auto (default): when the plan has Python 2-era findings")
     _add_bootstrap(mig)
     mig.set_defaults(func=cmd_migrate)
 

@@ -113,6 +113,8 @@ class JobsSettings:
         kafka_security: Kafka client settings in the Java client's names (``--kafka-config``/``--kafka-option``)
             for the kit's clients and, through the stand-ins, the jobs' own: added to their ``kafkaParams`` and
             ``kafka.*`` options unless the job sets the same key itself. Given to the jobs in their environment.
+        legacy_python2: run the legacy job with the Python 2 compatibility layer (``--legacy-python2``,
+            :mod:`legacy._py2compat`); the metrics, the report and the job's log say so.
     """
 
     input_file: str
@@ -132,6 +134,7 @@ class JobsSettings:
     kafka_security: Mapping[str, str] = field(default_factory=dict, repr=False)
     input_kind: str | None = None
     batch_records: int | None = None
+    legacy_python2: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -235,6 +238,12 @@ _NOT_THE_JOBS = (f"{os.sep}pyspark{os.sep}", f"{os.sep}py4j{os.sep}", f"{os.sep}
                  f"{os.sep}dist-packages{os.sep}")
 
 
+_PYTHON2_ERRORS = re.compile(r"name '(reload|unicode|basestring|long|unichr|xrange)' is not defined|"
+                             r"has no attribute '(setdefaultencoding|iteritems|itervalues|iterkeys|has_key)'|"
+                             r"Unsupported type for serialized (value|key): <class 'str'>")
+"""A Python 2-era job's first error under Python 3 (:func:`job_error`'s text)."""
+
+
 def job_error(log: Path) -> str | None:
     """The job's own crash in its log: the first Python traceback that is not py4j's or the JVM's shutdown noise.
 
@@ -292,6 +301,9 @@ class ScriptRun:
         own = job_error(log)
         if own is not None:
             msg = f"the {self.engine.name} job failed in its own code: {own}; its log: {log}"
+            if not self.engine.python2 and _PYTHON2_ERRORS.search(own):
+                msg += ("; it looks like Python 2-era code: run the original with --legacy-python2 (dmk's Python 2 "
+                        "compatibility layer), or port it (dmk migrate JOB.py names each line and its fix)")
         else:
             msg = (f"the {self.engine.name} job exited with code {code} before it was done; last lines of {log}:\n"
                    f"{log_tail(log)}")
@@ -399,12 +411,14 @@ class ScriptEngine:
         command: the job's command with placeholders.
         kind: which stand-ins the process gets (:data:`compare.jobrun.STANDINS`). Default: ``name``.
         output: where the job writes (:attr:`JobsSettings.output`). Default ``"topic"``.
+        python2: run it with the Python 2 compatibility layer (:attr:`JobsSettings.legacy_python2`).
     """
 
     name: str
     command: str
     kind: str = ""
     output: str = "topic"
+    python2: bool = False
     batches_by_clock: bool = field(init=False)
     feed: Feed | None = field(default=None, repr=False)
 
@@ -455,6 +469,8 @@ class ScriptEngine:
             env[KAFKA_SECURITY_ENV] = json.dumps(dict(config.kafka_security))
         if self.feed is not None:
             env.update(self.feed.env())
+        if self.python2:
+            env["DMK_LEGACY_PYTHON2"] = "1"  # legacy/_py2compat.py, installed by the stand-ins
         if (self.feed is None or self.feed.kind == "kafka") and "{topic}" not in self.command:
             # a Kafka job naming its own brokers and topics: the stand-ins redirect them to the replayed topic
             env.update(DMK_KAFKA_BOOTSTRAP=config.bootstrap_servers, DMK_KAFKA_TOPIC=self.placeholders(config)["topic"])
@@ -1063,7 +1079,8 @@ def compare_jobs(settings: JobsSettings, progress: Callable[[str, int, int], Non
     oracle_fn = workloads.load_ref(settings.oracle, "oracle") if settings.oracle else None
     out.mkdir(parents=True, exist_ok=True)
     commands = zip(SIDES, (settings.legacy, settings.modern), strict=True)
-    engines = {name: ScriptEngine(name, command, output=settings.output) for name, command in commands}
+    engines = {name: ScriptEngine(name, command, output=settings.output,
+                                  python2=settings.legacy_python2 and name == "legacy") for name, command in commands}
     run_id = uuid.uuid4().hex[:8]
     outputs: dict[str, pd.DataFrame] = {}
     figures: dict[str, dict[str, Any]] = {}
@@ -1098,6 +1115,7 @@ def compare_jobs(settings: JobsSettings, progress: Callable[[str, int, int], Non
         "output": settings.output, "equivalent": bool(diff.equal), "jobs_agree": bool(diff.equal),
         "modern_vs_legacy": diff.counts(), "summary": summary,
         "jobs": {name: {**figures[name], "rows_compared": len(shaped[name])} for name in engines},
+        "legacy_python2": _python2_note() if settings.legacy_python2 else None,
     }
     if settings.mode == "batches":
         metrics["batches"] = {"compared": len(ranges), "first_differing": _first_batch(diff, ranges, settings.key)}
@@ -1173,9 +1191,17 @@ def _first_batch(diff: OutputDiff, ranges: list[tuple[int, int]], key: tuple[str
     return {"batch": batch, "input": list(span), "keys": [k[0] if len(k) == 1 else list(k) for k in keys[:10]]}
 
 
+def _python2_note() -> str:
+    """What ``--legacy-python2`` gave the legacy job, for the metrics, the report and the CLI."""
+    from legacy._py2compat import PROVIDES
+
+    return f"the legacy job ran with dmk's Python 2 compatibility layer (--legacy-python2): {PROVIDES}"
+
+
 def _report(metrics: dict, diff: OutputDiff, settings: JobsSettings, limit: int = 20) -> str:
     verdict = metrics["verdict"]
-    lines = [f"# dmk compare-jobs: {verdict}", *(f"\nwarning: {w}" for w in metrics["warnings"]), "",
+    lines = [f"# dmk compare-jobs: {verdict}", *(f"\nwarning: {w}" for w in metrics["warnings"]),
+             *([f"\nNote: {metrics['legacy_python2']}."] if metrics.get("legacy_python2") else []), "",
              f"Input: `{metrics['input']}` ({metrics['records']:,} records), replayed into each job's own topic. "
              f"Compared by `{', '.join(settings.key)}`, mode `{settings.mode}`, outputs from the "
              f"{settings.output}.", "",

@@ -56,6 +56,8 @@ class VerifySettings:
         timeout_s: bound on each wait.
         output: compare-jobs' ``--output`` (default: inferred from ``args``); ``printed:LINE`` picks the printed
             stream of the original's line LINE, and the draft's stream of the same line.
+        legacy_python2: run the original with the Python 2 compatibility layer (compare-jobs
+            ``--legacy-python2``). Default (None): on when ``dmk migrate``'s analysis finds Python 2-era code in it.
     """
 
     job: str
@@ -72,6 +74,7 @@ class VerifySettings:
     timeout_s: float = 600.0
     output: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    legacy_python2: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,25 @@ def _draft_line(job: str, rewrite: str, line: int) -> int:
     return found[0] if len(found) == 1 else line
 
 
+def _python2_era(job: str) -> list[str]:
+    """The Python 2-era findings of ``job`` (``line N construct``), by dmk migrate's analysis; none if it fails."""
+    from migrate import MigrateError, analyse
+
+    try:
+        plan = analyse(job)
+    except MigrateError:
+        return []
+    return [f"line {f.line} {f.construct.removeprefix('Python 2: ')}" for f in plan.findings if f.python2]
+
+
+def _python2_note(settings: VerifySettings, found: list[str]) -> str:
+    from legacy._py2compat import PROVIDES
+
+    why = ("--legacy-python2" if settings.legacy_python2 else
+           f"--legacy-python2, on because the plan found Python 2-era code: {', '.join(found)}")
+    return f" The original ran with dmk's Python 2 compatibility layer ({why}): {PROVIDES}."
+
+
 def verify(
     settings: VerifySettings, *, write_draft: Callable[[str], str] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
@@ -152,13 +174,16 @@ def verify(
     if output.startswith("printed:") and chosen.isdigit():
         output = f"printed:{chosen},{_draft_line(settings.job, rewrite, int(chosen))}"
     mode = settings.mode or ("batches" if output.startswith("printed") else "final")
+    found = _python2_era(settings.job) if settings.legacy_python2 is None else []
+    python2 = bool(found) if settings.legacy_python2 is None else settings.legacy_python2
+    note = _python2_note(settings, found) if python2 else ""
     try:
         jobs = JobsSettings(
             input_file=settings.input_file, key=settings.key, out_dir=out / "compare", mode=mode, output=output,
             legacy=f"python {shlex.quote(settings.job)} {settings.args}",
             modern=f"python {shlex.quote(rewrite)} {settings.args}",
             bootstrap_servers=settings.bootstrap_servers, timeout_s=settings.timeout_s,
-            input_kind=settings.input_kind, batch_records=settings.batch_records,
+            input_kind=settings.input_kind, batch_records=settings.batch_records, legacy_python2=python2,
         )
     except ConfigError as exc:
         return Verdict(CANNOT, f"{exc}; give the job's arguments with --args (e.g. --args \"{{bootstrap}} {{topic}}\", "
@@ -167,15 +192,15 @@ def verify(
     try:
         result = compare_jobs(jobs, progress)
     except (EngineFailed, RunTimeout, ConfigError, DatasetError) as exc:
-        return Verdict(CANNOT, f"{exc}", out / "compare", rewrite)
+        return Verdict(CANNOT, f"{exc}{note}", out / "compare", rewrite)
     metrics = result.metrics
     if str(metrics.get("verdict", "")).upper().startswith("NOTHING"):  # both outputs empty: no proof either way
         warnings = "; ".join(metrics.get("warnings", []))
         return Verdict(CANNOT, f"nothing was compared: neither job wrote a row ({warnings}); see "
-                               f"{result.out_dir / 'report.md'}", result.out_dir, rewrite)
+                               f"{result.out_dir / 'report.md'}{note}", result.out_dir, rewrite)
     if result.equivalent:
         return Verdict(EQUAL, f"{rewrite} and {settings.job} agree on {metrics['records']:,} records ({mode}, by "
-                              f"{', '.join(settings.key)}); report: {result.out_dir / 'report.md'}", result.out_dir,
-                       rewrite)
-    return Verdict(DIFFERS, f"{metrics['summary'].strip()} Report: {result.out_dir / 'report.md'}", result.out_dir,
-                   rewrite)
+                              f"{', '.join(settings.key)}); report: {result.out_dir / 'report.md'}{note}",
+                       result.out_dir, rewrite)
+    return Verdict(DIFFERS, f"{metrics['summary'].strip()} Report: {result.out_dir / 'report.md'}{note}",
+                   result.out_dir, rewrite)

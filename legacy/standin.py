@@ -241,6 +241,10 @@ def install(progress_path: str | Path) -> None:
 
     path = Path(progress_path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if os.environ.get("DMK_LEGACY_PYTHON2"):  # dmk compare-jobs --legacy-python2: legacy/_py2compat.py
+        from legacy._py2compat import install as python2_layer
+
+        python2_layer(path.parent)
     if path not in _PROGRESS:
         _PROGRESS.append(path)
     if getattr(revived.KafkaUtils, "_dmk_standin", False):

@@ -19,9 +19,10 @@ Example::
     print(render_markdown(plan, review(plan, "jobs/wordcount_ss.py")))
 
 Modules: :mod:`migrate.rules` (the construct table), :mod:`migrate.analysis` (the static reading),
-:mod:`migrate.draft` (the draft writer), :mod:`migrate.review` (``--modern``), :mod:`migrate.render`
-(Markdown and JSON), :mod:`migrate.columns` (lambdas as column expressions), :mod:`migrate.microbatch` (the
-runtime a draft carries), :mod:`migrate.errors`. The package imports :mod:`kit` only; the CLI imports it.
+:mod:`migrate.draft` (the draft writer), :mod:`migrate.python2` (Python 2-era code fixed in the draft),
+:mod:`migrate.review` (``--modern``), :mod:`migrate.render` (Markdown and JSON), :mod:`migrate.columns`
+(lambdas as column expressions), :mod:`migrate.microbatch` (the runtime a draft carries), :mod:`migrate.errors`.
+The package imports :mod:`kit` only; the CLI imports it.
 """
 
 from __future__ import annotations

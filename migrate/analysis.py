@@ -28,6 +28,7 @@ from typing import Any
 
 from migrate.columns import per_record_columns
 from migrate.errors import JobSourceError
+from migrate.python2 import RENAMED, Fixer
 from migrate.rules import (
     CONF_RULES,
     DSTREAM,
@@ -242,8 +243,9 @@ def _line_col(node: ast.AST) -> tuple[int, int]:
 
 
 class _Analyser:
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, source: str = "") -> None:
         self.tree = tree
+        self.source = source
         self.returns: dict[int, Any] = {}
         self.record = False
         self.sites: dict[tuple[int, str], tuple[tuple[int, int], _Site]] = {}
@@ -278,9 +280,13 @@ class _Analyser:
         self._python2()
 
     def _python2(self) -> None:
-        """Python 2-era code that still parses as Python 3 but fails there (PYTHON2_RULES)."""
+        """Python 2-era code that still parses as Python 3 but fails there (PYTHON2_RULES).
+
+        Each finding is ``automatic`` when :class:`migrate.python2.Fixer` has its mechanical fix (kept in
+        ``facts["python2_fixes"]`` for the draft), else ``manual``.
+        """
         defined = set(self.imported)
-        producers: set[str] = set()
+        producers: dict[str, list[ast.Call]] = {}  # the receiver's text -> the KafkaProducer(...) calls building it
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 defined.add(node.id)
@@ -292,28 +298,41 @@ class _Analyser:
                 func = node.value.func
                 name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
                 if name == "KafkaProducer" and not any(k.arg == "value_serializer" for k in node.value.keywords):
-                    producers.update(t.id for t in node.targets if isinstance(t, ast.Name))
+                    for target in node.targets:
+                        if isinstance(target, (ast.Name, ast.Attribute)):  # producer, self.producer
+                            producers.setdefault(ast.unparse(target), []).append(node.value)
+        fixer = Fixer(self.tree, self.source, producers)
         for node in ast.walk(self.tree):
             if (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in defined
-                    and node.id in ("unicode", "xrange")):
-                self._report(node, PYTHON2_RULES[f"Python 2: {node.id}"])
+                    and node.id in RENAMED):
+                self._python2_finding(node, f"Python 2: {node.id}", fixer)
             if not isinstance(node, ast.Call):
                 continue
             func = node.func
             if (isinstance(func, ast.Name) and func.id == "reload" and "reload" not in defined
                     and len(node.args) == 1 and isinstance(node.args[0], ast.Name) and node.args[0].id == "sys"):
-                self._report(node, PYTHON2_RULES["Python 2: reload(sys)"])
+                self._python2_finding(node, "Python 2: reload(sys)", fixer)
             if not isinstance(func, ast.Attribute):
                 continue
             if func.attr == "setdefaultencoding" and isinstance(func.value, ast.Name) and func.value.id == "sys":
-                self._report(node, PYTHON2_RULES["Python 2: sys.setdefaultencoding"])
+                self._python2_finding(node, "Python 2: sys.setdefaultencoding", fixer)
             elif func.attr in ("iteritems", "itervalues", "iterkeys") and not node.args:
-                self._report(node, PYTHON2_RULES["Python 2: dict.iteritems"])
+                self._python2_finding(node, "Python 2: dict.iteritems", fixer)
             elif func.attr == "has_key" and len(node.args) == 1:
-                self._report(node, PYTHON2_RULES["Python 2: dict.has_key"])
-            elif (func.attr == "send" and isinstance(func.value, ast.Name) and func.value.id in producers
-                  and _stringy(_arg(node, 1, "value"))):
-                self._report(node, PYTHON2_RULES["Python 2: KafkaProducer.send(str)"])
+                self._python2_finding(node, "Python 2: dict.has_key", fixer)
+            elif (func.attr == "send" and ast.unparse(func.value) in producers
+                  and (_stringy(_arg(node, 1, "value")) or _stringy(_arg(node, 2, "key")))):
+                self._python2_finding(node, "Python 2: KafkaProducer.send(str)", fixer)
+
+    def _python2_finding(self, node: ast.AST, construct: str, fixer: Fixer) -> None:
+        rule = PYTHON2_RULES[construct]
+        fix = fixer.fix(construct, node)
+        if fix is None:
+            note = f"{rule.note} The draft cannot fix this one mechanically: it refuses to start until it is ported."
+        else:
+            note = f"{rule.note} The draft fixes it: {fix.what}."
+            self.facts.setdefault("python2_fixes", []).append(fix)
+        self._report(node, replace(rule, note=note), automatic=fix is not None)
 
     def _pass(self) -> None:
         self.deferred = []
@@ -897,7 +916,7 @@ def analyse_source(source: str, path: str = "<job>") -> MigrationPlan:
             msg = (f"{where}. dmk migrate reads the job as Python 3 source without running it, so it must parse: "
                    "is this the job's .py file? Fix the syntax and run dmk migrate again.")
         raise JobSourceError(msg, path=path, line=line) from None
-    analyser = _Analyser(tree)
+    analyser = _Analyser(tree, source)
     analyser.run()
     ordered = sorted(analyser.sites.values(), key=lambda item: (item[0], item[1].finding.construct))
     sites = tuple(site for _, site in ordered)

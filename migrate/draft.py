@@ -10,6 +10,10 @@ slide boundaries, ``pprint``'s exact text). Why this rather than a construct-by-
 builds its DStreams with any Python it likes (functions, classes, loops, ``getOrCreate``), and only running
 that code keeps both its logic and its per-batch results; docs/migrate.md#the-draft lists what still differs.
 
+Python 2-era code the analysis found a mechanical fix for (:mod:`migrate.python2`: ``reload(sys)``,
+``sys.setdefaultencoding``, ``unicode``..., a ``str`` sent to a kafka-python producer) is fixed in place first,
+each line keeping its number, and the fixes are listed at the top of the draft.
+
 What the runtime does not carry (a receiver stream through ZooKeeper, ``StreamingListener``, ``slice``, a
 construct ``dmk migrate`` does not know, the kit's builder contract) is :attr:`Draft.unresolved`: the draft
 then refuses to start, with a message naming each, instead of running without it.
@@ -20,11 +24,12 @@ from __future__ import annotations
 import ast
 import inspect
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from migrate import microbatch
-from migrate.analysis import MigrationPlan, _Site
+from migrate.analysis import MigrationPlan, _Site, analyse_source
 from migrate.lift import apply_edits, lift
+from migrate.python2 import SERIALIZER, SERIALIZER_DEF, Fix, apply_fixes
 
 __all__ = ["Draft", "draft", "make_draft"]
 
@@ -63,11 +68,13 @@ class Draft:
             while any is left.
         lifted: the idioms lifted to DataFrame code when the whole job was lifted (:mod:`migrate.lift`); empty
             for a draft that carries the runtime.
+        python2: the Python 2-era code fixed for Python 3 (:mod:`migrate.python2`), one ``line N: what`` each.
     """
 
     text: str
     unresolved: tuple[str, ...]
     lifted: tuple[str, ...] = ()
+    python2: tuple[str, ...] = ()
 
     @property
     def runs(self) -> bool:
@@ -89,6 +96,9 @@ def make_draft(plan: MigrationPlan, *, lifting: bool = True) -> Draft:
     The result always parses (``ast.parse``); a draft with :attr:`Draft.unresolved` parts stops at its start
     with a message naming them. ``lifting=False`` always writes the runtime draft.
     """
+    fixes = plan._facts.get("python2_fixes") or []
+    if fixes:  # the job's Python 2-era code fixed first (lines stay where they were), then drafted as Python 3
+        return _with_python2_fixes(plan, fixes, lifting=lifting)
     tree = ast.parse(plan.source)
     unresolved = _unresolved(plan)
     if lifting and not unresolved:
@@ -115,6 +125,30 @@ def make_draft(plan: MigrationPlan, *, lifting: bool = True) -> Draft:
     return Draft(text=text, unresolved=tuple(unresolved))
 
 
+def _with_python2_fixes(plan: MigrationPlan, fixes: list[Fix], *, lifting: bool) -> Draft:
+    """The draft of the job with its Python 2-era code fixed (:func:`migrate.python2.apply_fixes`), saying so."""
+    source, done_fixes = plan.source, list[Fix]()
+    for _ in range(4):  # a fix inside another's text (``d.has_key(unicode(k))``) is applied on the next round
+        source, applied = apply_fixes(source, fixes)
+        done_fixes += applied
+        fixed = analyse_source(source, plan.path)
+        fixes = fixed._facts.get("python2_fixes") or []
+        if not fixes or not applied:
+            break
+    made = make_draft(replace(fixed, _facts={**fixed._facts, "python2_fixes": []}), lifting=lifting)
+    fixes = done_fixes
+    done = tuple(dict.fromkeys(f"line {fix.line}: {fix.what}" for fix in sorted(fixes, key=lambda f: f.line)))
+    note = ["", "# Python 2-era code fixed for Python 3 by dmk migrate (each line fixed has a `# dmk migrate:` note):",
+            *(f"#   {what}" for what in done)]
+    if any(SERIALIZER in edit.text for fix in fixes for edit in fix.edits):
+        note += ["", "", *SERIALIZER_DEF, ""]
+    lines = made.text.splitlines()
+    at = _after_preamble(ast.parse(made.text))  # before anything of the job runs
+    text = "\n".join([*lines[:at], *note, *lines[at:]]) + "\n"
+    ast.parse(text)
+    return replace(made, text=text, python2=done)
+
+
 def _segment(lines: list[str], node: ast.stmt) -> list[str]:
     return lines[node.lineno - 1:(node.end_lineno or node.lineno)]
 
@@ -135,6 +169,11 @@ def _after_preamble(tree: ast.Module) -> int:
 def _import(node: ast.Import | ast.ImportFrom, unresolved: list[str]) -> list[str] | None:
     """The lines that bind a streaming import's names to the runtime, or None for any other import."""
     if isinstance(node, ast.ImportFrom):
+        if not node.level and node.module == "pyspark" and any(a.name == "streaming" for a in node.names):
+            # from pyspark import streaming (as x): the module, bound to the runtime; the other names kept
+            others = [a.name + (f" as {a.asname}" if a.asname else "") for a in node.names if a.name != "streaming"]
+            return ([f"from pyspark import {', '.join(others)}"] if others else []) + [
+                f"{a.asname or a.name} = _streaming_module()" for a in node.names if a.name == "streaming"]
         if node.level or node.module not in _STREAMING_MODULES:
             return None
         bound = []
@@ -187,6 +226,8 @@ def _why(site: _Site, stream_methods: set[str], context_methods: set[str]) -> st
     construct = site.finding.construct
     if construct in _WHY:
         return _WHY[construct]
+    if site.finding.python2:  # one the draft could not fix mechanically (migrate.python2)
+        return f"Python 2-era code the draft cannot fix mechanically: port it to Python 3 ({site.finding.counterpart})"
     if not site.finding.traced:
         # The plan counts it unresolved; the runtime stands in only for streams this file builds, so a stream made
         # in another module (with pyspark.streaming's own classes) would not run here.

@@ -42,6 +42,17 @@ def render_markdown(plan: MigrationPlan, modern: Review | None = None) -> str:
         f"{counts['unresolved']} unresolved. Read from the source with `ast`; the job was not run.",
         "",
     ]
+    python2 = [f for f in findings if f.python2]
+    if python2:  # what the draft does about them (migrate.python2), and what is left to a person
+        fixed = [f for f in python2 if f.automatic]
+        manual = [f for f in python2 if not f.automatic]
+        text = f"Python 2-era code: {len(fixed)} of {len(python2)} findings fixed in the draft"
+        if fixed:
+            text += " (" + ", ".join(f"line {f.line} `{f.construct.removeprefix('Python 2: ')}`" for f in fixed) + ")"
+        if manual:
+            text += "; to port by hand: " + ", ".join(f"line {f.line} `{f.construct}`" for f in manual)
+        lines += [text + ". `dmk migrate --verify` runs the original with dmk's Python 2 compatibility layer "
+                  "(docs/compare.md#python-2-era-originals).", ""]
     unresolved = [f for f in findings if f.status == "unresolved"]
     if unresolved:
         lines += ["Unresolved, to check by hand before trusting this plan: "

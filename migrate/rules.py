@@ -384,13 +384,18 @@ PYTHON2_RULES: dict[str, Rule] = {
              _PY2 + "sys.setdefaultencoding does not exist in Python 3: AttributeError at start."),
         Rule("Python 2: unicode", "str", _MAP, False, _PY2 + "unicode is not a builtin in Python 3: NameError."),
         Rule("Python 2: xrange", "range", _MAP, False, _PY2 + "xrange is not a builtin in Python 3: NameError."),
+        Rule("Python 2: basestring", "str", _MAP, False, _PY2 + "basestring is not a builtin in Python 3: NameError."),
+        Rule("Python 2: long", "int", _MAP, False, _PY2 + "long is not a builtin in Python 3 (int has no size "
+             "limit): NameError."),
+        Rule("Python 2: unichr", "chr", _MAP, False, _PY2 + "unichr is not a builtin in Python 3: NameError."),
         Rule("Python 2: dict.iteritems", ".items() (.values(), .keys() for itervalues, iterkeys)", _MAP, False,
              _PY2 + "dicts have no iteritems/itervalues/iterkeys in Python 3: AttributeError."),
         Rule("Python 2: dict.has_key", "key in d", _MAP, False, _PY2 + "dicts have no has_key in Python 3."),
-        Rule("Python 2: KafkaProducer.send(str)", "send bytes: value.encode(\"utf-8\"), or "
-             "KafkaProducer(value_serializer=str.encode)", _MAP, False,
+        Rule("Python 2: KafkaProducer.send(str)", "send bytes: value.encode(\"utf-8\"), or a KafkaProducer whose "
+             "value_serializer and key_serializer encode str as UTF-8 and pass bytes through", _MAP, False,
              _PY2 + "A Python 2 str was bytes; kafka-python under Python 3 refuses a str value without a "
-             "value_serializer (AssertionError in send), inside the job's foreachRDD/foreachPartition."),
+             "value_serializer (TypeError in send; AssertionError in older releases), inside the job's "
+             "foreachRDD/foreachPartition."),
     )
 }
 """Python 2-era constructs → their fix (the counterpart), for the findings of Python 2 code that still parses."""

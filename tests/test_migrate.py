@@ -145,6 +145,12 @@ EXPECTED: dict[str, list[tuple[int, str]]] = {
         (29, "DStream.map"), (29, "DStream.reduceByKey"), (30, "DStream.foreachRDD"), (31, "Python 2: xrange"),
         (33, "StreamingContext.start"), (34, "StreamingContext.awaitTermination"),
     ],
+    f"{JOBS}/python2_records_to_kafka.py": [
+        (18, "Python 2: reload(sys)"), (19, "Python 2: sys.setdefaultencoding"), (23, "Python 2: unicode"),
+        (24, "Python 2: basestring"), (25, "Python 2: long"), (32, "Python 2: KafkaProducer.send(str)"),
+        (42, "StreamingContext(sc, batchDuration)"), (43, "KafkaUtils.createDirectStream"), (44, "DStream.map"),
+        (45, "DStream.foreachRDD"), (46, "StreamingContext.start"), (47, "StreamingContext.awaitTermination"),
+    ],
     f"{JOBS}/windowed_wordcount.py": [
         (16, "StreamingContext(sc, batchDuration)"), (17, "StreamingContext.checkpoint"),
         (19, "StreamingContext.socketTextStream"), (20, "DStream.flatMap"), (20, "DStream.map"),
@@ -647,8 +653,10 @@ def test_python_2_era_code_is_a_finding_with_its_fix() -> None:
     assert python2["Python 2: unicode"].counterpart == "str"
     assert python2["Python 2: xrange"].counterpart == "range"
     assert python2["Python 2: KafkaProducer.send(str)"].counterpart.startswith('send bytes: value.encode("utf-8")')
-    assert python2["Python 2: reload(sys)"].note.endswith("reload is not a builtin in Python 3: NameError at start.")
-    assert all(f.status == "manual" and f.playbook == "docs/playbook.md#the-map" for f in python2.values())
+    assert "reload is not a builtin in Python 3: NameError at start." in python2["Python 2: reload(sys)"].note
+    # Each has a mechanical fix here, which the draft applies (tests/test_migrate_python2.py).
+    assert all(f.status == "automatic" and f.playbook == "docs/playbook.md#the-map" for f in python2.values())
+    assert python2["Python 2: unicode"].note.endswith("The draft fixes it: unicode → str.")
     assert plan.streaming  # the Spark Streaming constructs are there too
 
 
