@@ -368,7 +368,8 @@ class ScriptRun:
             # runs one every interval, as DStreams did, so it is never quiet).
             if done_at is not None and (ended or extra_batches == 0 or len(batches) - 1 - done_at >= extra_batches
                                         or (not self.engine.batches_by_clock
-                                            and time.monotonic() - changed >= QUIET_S)):
+                                            and time.monotonic() - changed >= QUIET_S
+                                            and time.monotonic() - changed >= self._quiet_s())):
                 return
             if ended:
                 msg = (f"the {self.engine.name} job ended (exit code 0) before it consumed its input: it reached "
@@ -383,6 +384,18 @@ class ScriptRun:
                            "earliest)? ") + f"See its log: {self.out / 'job.log'}")
                 raise RunTimeout(msg, reached=reached, expected=wanted)
             time.sleep(0.2)
+
+    def _quiet_s(self) -> float:
+        """How long a query must report no batch to have settled: :data:`QUIET_S`, or twice its slowest recent batch.
+
+        A ``dmk migrate`` draft runs a micro-batch every interval, but on a loaded machine each takes seconds: a
+        gap of 3 s between two of them is not the end (its windows still had to slide). The first batch, which
+        includes the query's start, is left out.
+        """
+        recent = written_lines(self.engine.progress_path(self.out))[1:][-5:]
+        slowest_ms = max((int(r["completed_ms"]) - int(r["batch_ms"]) for r in recent
+                          if "completed_ms" in r and "batch_ms" in r), default=0)
+        return max(QUIET_S, 2 * slowest_ms / 1000)
 
     def stop(self, grace_s: float = 30.0) -> None:
         """SIGTERM the job's process group; SIGKILL it after ``grace_s``."""

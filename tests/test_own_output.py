@@ -368,6 +368,7 @@ def _no_hdfs_was_written(run: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # two jobs' starts alone take minutes on a loaded machine
 def test_a_job_saving_under_its_own_hdfs_prefix_is_proven_equal_to_its_draft(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -392,6 +393,7 @@ def test_a_job_saving_under_its_own_hdfs_prefix_is_proven_equal_to_its_draft(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_a_rewrite_writing_to_another_absolute_directory_is_compared_batch_by_batch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -407,3 +409,16 @@ def test_a_rewrite_writing_to_another_absolute_directory_is_compared_batch_by_ba
     assert not Path(own).exists()  # redirected: nothing written outside the run
     modern_log = (tmp_path / "run" / "modern" / "job.log").read_text()
     assert f"dmk: output redirected: {own} → {tmp_path / 'run' / 'modern' / 'files'}" in modern_log
+
+
+def test_a_query_is_settled_after_twice_its_slowest_recent_batch_of_quiet(tmp_path: Path) -> None:
+    """A draft's micro-batch every interval takes seconds on a loaded machine: 3 s without one is not its end."""
+    from compare.jobs import QUIET_S, ScriptEngine, ScriptRun
+
+    engine = ScriptEngine("modern", "python job.py", output="printed")
+    run = ScriptRun(engine, None, tmp_path)  # type: ignore[arg-type]  # no process: only its progress is read
+    progress = engine.progress_path(tmp_path)
+    assert run._quiet_s() == QUIET_S  # nothing reported yet
+    rows = [(0, 40_000), (41_000, 46_500), (47_000, 48_000)]  # the first batch (the query's start) is left out
+    progress.write_text("".join(json.dumps({"batch_ms": b, "completed_ms": c, "ranges": []}) + "\n" for b, c in rows))
+    assert run._quiet_s() == 11.0
