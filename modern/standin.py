@@ -122,8 +122,10 @@ def _batch_row(progress: dict[str, Any]) -> dict[str, Any]:
     from modern.kafka import offsets_from_json
 
     ranges: list[list[Any]] = []
+    clock = False  # a micro-batch every interval (a dmk migrate draft's tick source): settled by count, not by quiet
     for n, source in enumerate(progress.get("sources", [])):
         if str(source.get("description", "")).startswith("RatePerMicroBatch"):
+            clock = True
             continue  # a dmk migrate draft's tick source (one row a micro-batch, so quiet intervals run): no input
         end_json = _parsed(source.get("endOffset"))
         if isinstance(end_json, dict) and end_json and all(isinstance(v, dict) for v in end_json.values()):
@@ -138,7 +140,8 @@ def _batch_row(progress: dict[str, Any]) -> dict[str, Any]:
             ranges.append(["lines", 0, before, _LINES[key]])
     return {"batch_ms": started, "completed_ms": started + int(progress.get("batchDuration", 0)),
             "records": int(progress.get("numInputRows", 0)), "ranges": ranges,
-            "query": progress.get("name"), "query_id": progress.get("id"), "batch_id": progress.get("batchId")}
+            "query": progress.get("name"), "query_id": progress.get("id"), "batch_id": progress.get("batchId"),
+            "clock": clock}
 
 
 def _parsed(offset: Any) -> Any:
