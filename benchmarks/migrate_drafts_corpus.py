@@ -65,6 +65,8 @@ class Hint:
         more: further ``(output, mode)`` to verify (a job printing several streams): all must be proven equal.
         fresh: absolute local directories the job checkpoints in, removed before its run (as on a machine where
             it never ran: a draft resumes from a query checkpoint it finds there).
+        settle: compare-jobs' ``--settle-batches`` (default 2): batches run after the input is consumed, enough for
+            a window sliding every N batches to write its last windows.
         note: what the hint is based on.
     """
 
@@ -76,6 +78,7 @@ class Hint:
     mode: str | None = None
     more: tuple[tuple[str, str | None], ...] = ()
     fresh: tuple[str, ...] = ()
+    settle: int = 2
     note: str = ""
 
 
@@ -96,11 +99,17 @@ HINTS: dict[str, Hint] = {
         capture="json", args="{bootstrap} {topic}", note="broker, topic = sys.argv[1:]; sqlContext.read.json"),
     "public/zdraganov__spark-proof-of-concept__spark__spark-consumer.py": Hint(capture="json", note="json.loads(v)"),
     "public/sathishmtech01__pyspark_learning__scripts__spark__complete_project__data_streaming_kafka__direct_approach"
-    ".py": Hint(external="HDFS (saveAsTextFiles('hdfs://localhost:9000/test') each batch, beside its pprint); it also "
-                "sets PYSPARK_SUBMIT_ARGS to --packages spark-streaming-kafka-0-8_2.11, a Spark 2.3 artifact"),
+    ".py": Hint(note="its own brokers and topic (redirected); saveAsTextFiles('hdfs://localhost:9000/test') each batch "
+                "beside a pprint of the same lines: verify infers --output files:hdfs://localhost:9000/test from its "
+                "text (a local directory of the run; no HDFS runs). Its PYSPARK_SUBMIT_ARGS (--packages "
+                "spark-streaming-kafka-0-8_2.11:2.3.1) is not fetched (kit.submit_args, said in its log)"),
     "public/HRandy__spark_streaming_and_sql_practice__spark_streamming_101__windowed_wordcount__windowed_network_"
-    "wordcount_tofile.py": Hint(external="files under file:///home/cloudera/Desktop/out/, an absolute directory of its "
-                                "author's machine (compare-jobs reads outputs under {output_dir})"),
+    "wordcount_tofile.py": Hint(note="socket localhost:9999 (redirected); window(20, 10) word counts saved by "
+                                "saveAsTextFiles under file:///home/cloudera/Desktop/out/ (its author's machine): "
+                                "verify infers --output files: from its text; the last window per key (final), "
+                                "after 25 batches (1 s each) more: its last windows are written every 10 s, and a "
+                                "word last seen in the input is in the windows up to 20 s after it",
+                                settle=25),
     "public/jojimpv__sparkdemo__p07.py": Hint(
         output="printed:17", mode="batches", more=(("printed:18", "final"),), fresh=("/tmp/ssc2",),
         note="two pprints: per-line counts (line 17), per batch; countByWindow(10, 2) (line 18), its last window"),
@@ -230,7 +239,7 @@ def measure(local: str, job: Path, helpers: list[Path], out: Path, broker: str |
         settings = VerifySettings(
             job=str(original / "job.py"), input_file=str(capture), key=hint.key, out_dir=run / f"verify{number}",
             args=args, draft_path=drafted / "draft.py", input_kind=input_kind_option, batch_records=20,
-            bootstrap_servers=broker, timeout_s=timeout_s, output=output, mode=mode)
+            bootstrap_servers=broker, timeout_s=timeout_s, output=output, mode=mode, settle_batches=hint.settle)
         work = run / f"cwd{number}"  # relative checkpoint directories ("checkpoint") land here, apart from others'
         work.mkdir()
         os.chdir(work)
@@ -286,7 +295,8 @@ def _draft_ran(run: Path, status: str, detail: str) -> tuple[str, str]:
         return "no", detail
     if not (modern / "job.log").exists():
         return "not reached", detail  # the original failed first: the draft was not started
-    return "yes" if (modern / "printed.jsonl").exists() else "no", detail
+    wrote = (modern / "printed.jsonl").exists() or (modern / "files").is_dir()  # printed, or wrote its own files
+    return "yes" if wrote else "no", detail
 
 
 def main() -> int:

@@ -1037,11 +1037,13 @@ def build_parser() -> argparse.ArgumentParser:
     jobs.add_argument("--mode", choices=("final", "all", "batches"), default="final",
                       help="final: the last row per key (default); all: every row, as a multiset; batches: the rows "
                            "of each batch, as a multiset, batches aligned by the input they consumed")
-    jobs.add_argument("--output", default="topic", metavar="topic|dir|sql:DSN#TABLE|printed[:NAME]",
+    jobs.add_argument("--output", default="topic", metavar="topic|dir|sql:DSN#TABLE|printed[:NAME]|files:LOC",
                       help="where the jobs write: {output_topic} (JSON values, default), files under {output_dir}, "
                            "a table per job ({output_table} = TABLE_legacy / TABLE_modern) in the SQLite file or "
-                           "PostgreSQL database DSN ({output_dsn}), or what they print (pprint, print in foreachRDD/"
-                           "foreachBatch, the console sink; NAME = FILE:LINE of the call when a job prints several)")
+                           "PostgreSQL database DSN ({output_dsn}), what they print (pprint, print in foreachRDD/"
+                           "foreachBatch, the console sink; NAME = FILE:LINE of the call when a job prints several), "
+                           "or the files they write under their own location LOC (saveAsTextFiles' prefix, a path, "
+                           "hdfs://host:port/path; LEGACY,MODERN for one each), redirected to the run's directory")
     jobs.add_argument("--input-kind", metavar="KIND[,KIND]",
                       help="kafka, socket, files or queue (legacy,modern when they differ): how each job is fed the "
                            "capture; default from its placeholders ({topic}, {socket_port}, {input_dir})")

@@ -7,7 +7,9 @@ Before the script runs, the engine's stand-ins are installed in this process onl
 ``pyspark.streaming.kafka``; :func:`modern.standin.install`: ``format("kafka")``). Both report the job's
 progress to FILE, which is how the harness sees what the job has consumed. The script then runs as
 ``__main__`` with ``sys.argv`` as it would have had. ``PYSPARK_PYTHON`` defaults to this interpreter, so
-Spark's Python workers find the kit.
+Spark's Python workers find the kit. A ``PYSPARK_SUBMIT_ARGS`` the job sets itself loses the Kafka packages
+the stand-ins provide (:mod:`kit.submit_args`: a 2.x job's ``--packages spark-streaming-kafka-0-8`` is not
+fetched, and its log says so).
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ def main(argv: list[str]) -> int:
     from kit.lifeline import exit_with_parent
 
     exit_with_parent()  # the harness gone (any signal), the job and its JVM go too
+    from kit import submit_args
+
+    submit_args.install()
     importlib.import_module(STANDINS[options["engine"]]).install(options["progress"])
     if args[0] == "-m" and len(args) >= 2:
         sys.argv = [args[1], *args[2:]]

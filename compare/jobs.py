@@ -60,7 +60,7 @@ from compare.diff import EQUIVALENT, Check, OutputDiff, diff_outputs
 from compare.diff import verdict as judge
 from compare.errors import EngineFailed
 from compare.supervise import log_tail
-from kit import workloads
+from kit import own_output, workloads
 from kit.broker import kafka_or_embedded
 from kit.capture import arrival_order, read_capture, replay_capture
 from kit.engine import BATCH_SPAN_COLUMNS, DriverConfig, ProcessedRange, written_lines
@@ -140,12 +140,15 @@ class JobsSettings:
         if self.mode not in MODES:
             msg = f"--mode must be one of {', '.join(MODES)}, got {self.mode!r}"
             raise ConfigError(msg, field="mode", expected=MODES, actual=self.mode)
-        if self.output not in ("topic", "dir") and not _is_printed(self.output):
+        if _is_files(self.output):
+            files_locations(self.output)
+        elif self.output not in ("topic", "dir") and not _is_printed(self.output):
             _sql_output(self.output)
-        if self.mode == "batches" and self.output not in ("topic",) and not _is_printed(self.output):
-            msg = (f"--mode batches needs outputs whose batch is known: --output printed or topic, got "
+        if self.mode == "batches" and self.output not in ("topic",) and not (
+                _is_printed(self.output) or _is_files(self.output)):
+            msg = (f"--mode batches needs outputs whose batch is known: --output printed, topic or files:LOC, got "
                    f"{self.output!r}; use --mode final or all for this output")
-            raise ConfigError(msg, field="mode", expected=("printed", "topic"), actual=self.output)
+            raise ConfigError(msg, field="mode", expected=("printed", "topic", "files:LOC"), actual=self.output)
         if self.batch_records is not None and self.batch_records < 1:
             msg = f"--batch-records must be at least 1, got {self.batch_records}"
             raise ConfigError(msg, field="batch_records", expected=">= 1", actual=self.batch_records)
@@ -182,6 +185,10 @@ def _is_printed(output: str) -> bool:
     return output == "printed" or output.startswith("printed:")
 
 
+def _is_files(output: str) -> bool:
+    return output.startswith("files:")
+
+
 def _placeholder_kind(side: str, command: str) -> str:
     names = {name for _, name, _, _ in string.Formatter().parse(command) if name}
     if names & {"socket_host", "socket_port"}:
@@ -207,7 +214,7 @@ def _check_command(side: str, command: str, output: str, kind: str = "kafka") ->
     # --input-kind kafka with no Kafka placeholder: the job names its own Kafka, redirected by the stand-ins.
     fed = names & {"bootstrap", "topic", "zookeeper"}
     needed = ["zookeeper" if "zookeeper" in names else "bootstrap", "topic"] if kind == "kafka" and fed else []
-    if not _is_printed(output):
+    if not _is_printed(output) and not _is_files(output):  # files:LOC: the job names its own location
         needed.append({"topic": "output_topic", "dir": "output_dir"}.get(output, "output_table"))
     if output == "topic" and "bootstrap" not in needed:
         needed.insert(0, "bootstrap")
@@ -373,7 +380,8 @@ class ScriptRun:
             # runs one every interval, as DStreams did, so it is never quiet).
             if done_at is not None and (ended or extra_batches == 0 or len(batches) - 1 - done_at >= extra_batches
                                         or (not self.engine.batches_by_clock
-                                            and time.monotonic() - changed >= QUIET_S)):
+                                            and time.monotonic() - changed >= QUIET_S
+                                            and time.monotonic() - changed >= self._quiet_s())):
                 return
             if ended:
                 msg = (f"the {self.engine.name} job ended (exit code 0) before it consumed its input: it reached "
@@ -388,6 +396,22 @@ class ScriptRun:
                            "earliest)? ") + f"See its log: {self.out / 'job.log'}")
                 raise RunTimeout(msg, reached=reached, expected=wanted)
             time.sleep(0.2)
+
+    def _quiet_s(self) -> float:
+        """How long a query must report no batch to have settled: :data:`QUIET_S`, or twice its slowest recent batch.
+
+        The first batch, which includes the query's start, is left out. A query that runs a micro-batch every
+        interval (a ``dmk migrate`` draft's tick source, ``clock`` in its progress) is never settled by quiet,
+        only by its extra batches, as a DStream job: on a loaded machine a window's micro-batch took seconds
+        more than the ones before it, and the draft was stopped while it wrote the window.
+        """
+        reported = written_lines(self.engine.progress_path(self.out))
+        if any(r.get("clock") for r in reported):
+            return float("inf")
+        recent = reported[1:][-5:]
+        slowest_ms = max((int(r["completed_ms"]) - int(r["batch_ms"]) for r in recent
+                          if "completed_ms" in r and "batch_ms" in r), default=0)
+        return max(QUIET_S, 2 * slowest_ms / 1000)
 
     def stop(self, grace_s: float = 30.0) -> None:
         """SIGTERM the job's process group; SIGKILL it after ``grace_s``."""
@@ -471,6 +495,9 @@ class ScriptEngine:
             env.update(self.feed.env())
         if self.python2:
             env["DMK_LEGACY_PYTHON2"] = "1"  # legacy/_py2compat.py, installed by the stand-ins
+        if _is_files(self.output):  # the job's own output location, pointed at a directory of its run
+            location = files_locations(self.output)[SIDES.index(self.name) if self.name in SIDES else 0]
+            env[own_output.ENV] = own_output.OutputRedirect(location, str(out / FILES_DIR)).to_json()
         if (self.feed is None or self.feed.kind == "kafka") and "{topic}" not in self.command:
             # a Kafka job naming its own brokers and topics: the stand-ins redirect them to the replayed topic
             env.update(DMK_KAFKA_BOOTSTRAP=config.bootstrap_servers, DMK_KAFKA_TOPIC=self.placeholders(config)["topic"])
@@ -648,7 +675,116 @@ def read_output(where: str, engine: ScriptEngine, config: DriverConfig) -> pd.Da
         return _read_dir(Path(values["output_dir"]), engine.name)
     if _is_printed(where):
         return read_printed(Path(config.out_dir), engine.name, where.partition(":")[2])
+    if _is_files(where):
+        locations = files_locations(where)
+        return read_files(Path(config.out_dir), engine.name, locations[SIDES.index(engine.name)
+                                                                       if engine.name in SIDES else 0])
     return _read_sql(values["output_dsn"], values["output_table"], engine.name)
+
+
+# -- the job's own output location (--output files:LOC) ----------------------------------------------------
+
+FILES_DIR = "files"
+"""Where a job's writes under its own location go: ``<run>/<side>/files`` (:mod:`kit.own_output`)."""
+_STAMPED_NAME = re.compile(r"-(\d{10,})(?:\.[^/]*)?$")
+"""A name ``saveAsTextFiles`` made: ``prefix-<batch time in ms>[.suffix]``."""
+
+
+def files_locations(output: str) -> tuple[str, str]:
+    """The legacy job's and the modern job's own output locations in ``files:LOC`` or ``files:LEGACY,MODERN``.
+
+    Raises:
+        ConfigError: an empty location, a file system's root, or more than two.
+    """
+    given = output.removeprefix("files:").split(",")
+    if len(given) > 2:
+        msg = (f"--output files: takes one location (both jobs write there) or two (LEGACY,MODERN), got "
+               f"{len(given)} in {output!r}")
+        raise ConfigError(msg, field="output", expected="files:LOC or files:LEGACY,MODERN", actual=output)
+    checked = [own_output.checked_location(location) for location in given]
+    return checked[0], checked[-1]
+
+
+def _file_rows(path: Path, side: str) -> list[dict[str, Any]]:
+    """One file's rows: Parquet by column, JSON lines by field, CSV cells and text lines by position."""
+    if path.suffix == ".parquet":
+        return pd.read_parquet(path).to_dict("records")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        msg = (f"the {side} job's output file {path} is not text (a pickle, sequence or compressed file?): "
+               "compare-jobs reads text lines, JSON lines, CSV and Parquet; have the job write text")
+        raise ConfigError(msg, field="output", expected="text, JSON, CSV or Parquet", actual=str(path)) from None
+    if path.suffix == ".json":
+        return [_json_row(line, f"{path}:{n}", side) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if path.suffix == ".csv":
+        import csv
+
+        return [{f"_{i}": _literal(cell) for i, cell in enumerate(cells, 1)}
+                for cells in csv.reader(text.splitlines())]
+    rows = []
+    for line in text.splitlines():  # str(element) per line, as saveAsTextFile writes it, or a text sink's value
+        value = _literal(line)
+        if isinstance(value, dict):
+            rows.append({str(k): v for k, v in value.items()})
+        elif isinstance(value, (tuple, list)):
+            rows.append({f"_{i}": v for i, v in enumerate(value, 1)})
+        else:
+            rows.append({"_1": value if isinstance(value, (str, int, float, bool, type(None))) else line})
+    return rows
+
+
+def read_files(out_dir: Path, side: str, location: str) -> pd.DataFrame:
+    """What a job wrote under its own ``location``, redirected to ``out_dir/files`` (``--output files:LOC``).
+
+    Files are read in the order they were written: a ``saveAsTextFiles`` directory (``prefix-<time>``) by its
+    batch time, anything else by its modification time, then by name; hidden and ``_`` files (``_SUCCESS``,
+    ``.crc``, a file sink's ``_spark_metadata``) are skipped. A text line is a row by position (``('word',
+    3)``: ``_1``, ``_2``, as ``saveAsTextFile`` writes ``str(element)``; a line that is no Python literal is
+    ``_1``), or by name where it is a dict; ``.json`` lines by field, ``.csv`` by position, Parquet by column.
+    ``attrs["timestamps"]`` says when each row was written (for ``--mode batches``): the completion of the
+    DStream batch its directory is named after, else the file's modification time.
+
+    Raises:
+        ConfigError: the job wrote nothing under ``location`` (where it did write is named), or a file that
+            is not text.
+    """
+    writes = written_lines(out_dir / "outputs.jsonl")
+    if not any(w.get("to") for w in writes):
+        elsewhere = sorted({str(w["path"]) for w in writes})
+        if elsewhere:
+            first = elsewhere[0]
+            prefix = first[:-len(m.group(0))] if (m := _STAMPED_NAME.search(first)) else first
+            hint = (f"it wrote {', '.join(elsewhere[:3])}{' ...' if len(elsewhere) > 3 else ''}: pass the location "
+                    f"it writes, e.g. --output files:{prefix} (LEGACY,MODERN for one each)")
+        else:
+            hint = ("it wrote no file through Spark's writers (saveAsTextFiles, saveAsTextFile, a DataFrame or "
+                    "writeStream path): pass the location it writes, or choose another --output (printed, topic, "
+                    "dir)")
+        msg = (f"the {side} job wrote nothing under {location} (--output files:); {hint}; both jobs' logs are under "
+               f"{out_dir.parent}")
+        raise ConfigError(msg, field="output", expected=location, actual=elsewhere[:3])
+    completed = {int(r["batch_ms"]): int(r["completed_ms"]) for r in written_lines(out_dir / "progress.jsonl")}
+    root = out_dir / FILES_DIR
+    found = []
+    for path in root.rglob("*") if root.is_dir() else ():
+        parts = path.relative_to(root).parts
+        if not path.is_file() or any(part.startswith((".", "_")) for part in parts):
+            continue
+        stamp = next((int(m.group(1)) for part in reversed(parts) if (m := _STAMPED_NAME.search(part))), None)
+        modified = path.stat().st_mtime_ns // 1_000_000
+        written = completed.get(stamp, modified) if stamp is not None else modified
+        found.append((stamp if stamp is not None else modified, parts, path, written))
+    rows: list[dict[str, Any]] = []
+    stamps: list[int] = []
+    for _, _, path, written in sorted(found):
+        more = _file_rows(path, side)
+        rows += more
+        stamps += [written] * len(more)
+    frame = pd.DataFrame(rows)
+    frame.attrs["timestamps"] = stamps  # which batch wrote a row (--mode batches)
+    frame.attrs["last_timestamp_ms"] = max(stamps) if stamps else None
+    return frame
 
 
 # -- printed output ----------------------------------------------------------------------------------------
@@ -893,7 +1029,7 @@ def _sql_output(output: str) -> tuple[str, str]:
     dsn, hash_, table = output.removeprefix("sql:").rpartition("#")
     if not output.startswith("sql:") or not hash_ or not dsn or not table.isidentifier():
         msg = (f"--output must be 'topic', 'dir' or 'sql:DSN#TABLE' (sql:/tmp/out.db#totals, "
-               f"sql:postgresql://u:p@host/db#totals), got {output!r}")
+               f"sql:postgresql://u:p@host/db#totals), 'printed[:NAME]' or 'files:LOC', got {output!r}")
         raise ConfigError(msg, field="output", expected=("topic", "dir", "sql:DSN#TABLE"), actual=output)
     return dsn, table
 

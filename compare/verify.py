@@ -8,9 +8,12 @@ and the rewrite through :func:`compare.jobs.compare_jobs` on the capture, and re
 * ``cannot verify``: a job could not be run or compared; why, and what to change.
 
 Both jobs get the same arguments (``args``, with compare-jobs' placeholders: the draft keeps the job's argv).
-The output compared is inferred from them: ``{output_topic}`` → the topic, ``{output_dir}`` → the directory,
-else what the jobs print (``pprint``, the console sink), per batch by default (a DStream's pprint shows each
-batch's result).
+The output compared is inferred from them: ``{output_topic}`` → the topic, ``{output_dir}`` → the directory;
+else, where the job's text names one literal location it writes (``saveAsTextFiles("hdfs://nn:9000/counts")``,
+``saveAsTextFile``, a DataFrame or ``writeStream`` path: :func:`written_locations`), the files written there
+(``--output files:LOC``, redirected to the run); else what the jobs print (``pprint``, the console sink). Printed
+and written files are compared per batch by default (a DStream's pprint shows each batch's result, and
+``saveAsTextFiles`` writes each batch's into a directory of its own).
 
 Example::
 
@@ -21,6 +24,7 @@ Example::
 
 from __future__ import annotations
 
+import ast
 import shlex
 import string
 from collections.abc import Callable
@@ -47,15 +51,18 @@ class VerifySettings:
         out_dir: the run directory (the draft is written there as ``draft.py`` unless ``draft_path``).
         args: the arguments both jobs get, with compare-jobs' placeholders (``{bootstrap} {topic}``,
             ``{socket_host} {socket_port}``, ``{input_dir}``...).
-        mode: ``final``, ``all`` or ``batches``; default: ``batches`` for printed output, else ``final``.
+        mode: ``final``, ``all`` or ``batches``; default: ``batches`` for printed output and files, else ``final``.
         modern: a team's own rewrite to verify instead of the draft.
         draft_path: where to write the draft (default ``out_dir/draft.py``).
         input_kind: compare-jobs' ``--input-kind`` (e.g. ``queue,files``).
         batch_records: compare-jobs' ``--batch-records``.
         bootstrap_servers: a Kafka to use; None starts the embedded broker.
         timeout_s: bound on each wait.
-        output: compare-jobs' ``--output`` (default: inferred from ``args``); ``printed:LINE`` picks the printed
-            stream of the original's line LINE, and the draft's stream of the same line.
+        output: compare-jobs' ``--output`` (default: inferred from ``args``, else from a location the job's text
+            writes, else ``printed``); ``printed:LINE`` picks the printed stream of the original's line LINE, and the
+            draft's stream of the same line.
+        settle_batches: compare-jobs' ``--settle-batches`` (default 2): a window sliding every 10 batches needs
+            more for its last window to be written.
         legacy_python2: run the original with the Python 2 compatibility layer (compare-jobs
             ``--legacy-python2``). Default (None): on when ``dmk migrate``'s analysis finds Python 2-era code in it.
     """
@@ -74,6 +81,7 @@ class VerifySettings:
     timeout_s: float = 600.0
     output: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    settle_batches: int = 2
     legacy_python2: bool | None = None
 
 
@@ -105,13 +113,64 @@ class Verdict:
         return {"status": self.status, "detail": self.detail, "run_dir": str(self.run_dir), "rewrite": self.rewrite}
 
 
-def _output_of(args: str) -> str:
+_RDD_WRITERS = frozenset({"saveAsTextFiles", "saveAsTextFile", "saveAsPickleFile", "saveAsSequenceFile",
+                          "saveAsHadoopFile", "saveAsNewAPIHadoopFile"})
+_FRAME_WRITERS = frozenset({"save", "start", "csv", "json", "parquet", "text", "orc"})
+
+
+def _writes(node: ast.expr) -> bool:
+    """Whether a call's receiver chain goes through ``.write`` or ``.writeStream`` (a DataFrame writer)."""
+    while isinstance(node, (ast.Attribute, ast.Call)):
+        if isinstance(node, ast.Attribute) and node.attr in ("write", "writeStream"):
+            return True
+        node = node.value if isinstance(node, ast.Attribute) else node.func
+    return False
+
+
+def written_locations(source: str) -> list[str]:
+    """The literal locations a job's text writes to, in order, each once.
+
+    The first argument (or ``path=``) of ``saveAsTextFiles`` and the other RDD file writers, of a DataFrame or
+    ``writeStream`` writer's ``save``/``start``/``csv``/``json``/``parquet``/``text``/``orc``, and the value of
+    its ``option("path", ...)``, where it is a string literal. Text that does not parse has none.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        method, args = node.func.attr, list(node.args)
+        path = next((k.value for k in node.keywords if k.arg == "path"), args[0] if args else None)
+        if method == "option" and len(args) == 2 and isinstance(args[0], ast.Constant) and args[0].value == "path":
+            path = args[1]
+        elif method not in _RDD_WRITERS and not (method in _FRAME_WRITERS and _writes(node.func.value)):
+            continue
+        if isinstance(path, ast.Constant) and isinstance(path.value, str) and path.value and path.value not in found:
+            found.append(path.value)
+    return sorted(found, key=lambda location: source.find(location))
+
+
+def _output_of(args: str, job: str = "", rewrite: str = "") -> str:
+    """compare-jobs' ``--output``, inferred from the jobs' arguments and, failing those, the jobs' own text."""
     names = {name for _, name, _, _ in string.Formatter().parse(args) if name}
     if "output_topic" in names:
         return "topic"
     if "output_dir" in names:
         return "dir"
+    own = [written_locations(_text(path)) if path else [] for path in (job, rewrite)]
+    if len(own[0]) == 1:  # the rewrite (a draft carries the job's) writes its own one, or the same
+        return f"files:{own[0][0]}" + (f",{own[1][0]}" if len(own[1]) == 1 and own[1][0] != own[0][0] else "")
     return "printed"
+
+
+def _text(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
 
 
 def _draft_line(job: str, rewrite: str, line: int) -> int:
@@ -169,11 +228,11 @@ def verify(
         except KitError as exc:
             return Verdict(CANNOT, f"no draft could be written: {exc}", out, str(path))
         rewrite = str(path)
-    output = settings.output or _output_of(settings.args)
+    output = settings.output or _output_of(settings.args, settings.job, rewrite)
     chosen = output.partition(":")[2]
     if output.startswith("printed:") and chosen.isdigit():
         output = f"printed:{chosen},{_draft_line(settings.job, rewrite, int(chosen))}"
-    mode = settings.mode or ("batches" if output.startswith("printed") else "final")
+    mode = settings.mode or ("batches" if output.startswith(("printed", "files:")) else "final")
     found = _python2_era(settings.job) if settings.legacy_python2 is None else []
     python2 = bool(found) if settings.legacy_python2 is None else settings.legacy_python2
     note = _python2_note(settings, found) if python2 else ""
@@ -184,6 +243,7 @@ def verify(
             modern=f"python {shlex.quote(rewrite)} {settings.args}",
             bootstrap_servers=settings.bootstrap_servers, timeout_s=settings.timeout_s,
             input_kind=settings.input_kind, batch_records=settings.batch_records, legacy_python2=python2,
+            settle_batches=settings.settle_batches,
         )
     except ConfigError as exc:
         return Verdict(CANNOT, f"{exc}; give the job's arguments with --args (e.g. --args \"{{bootstrap}} {{topic}}\", "

@@ -20,6 +20,9 @@
   (``batch_ms``) and its stream (``FILE:LINE`` of the call): every element of a ``pprint()``ed DStream
   (all of them; the console shows the first ``num`` as Spark's ``pprint`` does), and every line the job
   prints (to ``sys.stdout``) inside a ``foreachRDD`` function.
+* with ``$DMK_OUTPUT_REDIRECT`` (``dmk compare-jobs --output files:LOC``), what the job writes under its own
+  location ``LOC`` (``saveAsTextFiles``, ``saveAsTextFile``, the Hadoop file writers, DataFrame writers) goes
+  to the run's directory instead (:mod:`kit.own_output`); every write is noted in ``outputs.jsonl``.
 
 Example (what ``python -m compare.jobrun --engine legacy SCRIPT ARGS`` does)::
 
@@ -39,6 +42,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from kit import own_output
 from kit.printed import Tee
 from kit.security import KAFKA_SECURITY_ENV
 
@@ -345,5 +349,6 @@ def install(progress_path: str | Path) -> None:
     StreamingContext.queueStream = queue_stream_fed  # type: ignore[method-assign]
     revived.KafkaUtils._dmk_standin = True  # type: ignore[attr-defined]
     StreamingContext.start = start_reporting  # type: ignore[method-assign]
+    own_output.install_from_env(lambda row: _write("outputs.jsonl", row))  # --output files:LOC
     print("dmk: pyspark.streaming.kafka is the kit's revived Spark 2.4 module (legacy.kafka) in this process; "
           f"completed batches are reported to {path}", file=sys.stderr, flush=True)

@@ -411,13 +411,16 @@ class MicroBatchStream:
         self._output(take_and_print, _declared_at())
 
     def saveAsTextFiles(self, prefix: str, suffix: _Any = None) -> None:  # noqa: N802
-        """Every batch as text files in ``prefix-<time in ms>[.suffix]``."""
+        """Every batch as text files in ``prefix-<time in ms>[.suffix]``, on any file system Spark writes to."""
 
         def save(time: _Any, rdd: _Any) -> None:
             stamp = int(_time.mktime(time.timetuple()) * 1000) + time.microsecond // 1000
             path = f"{prefix}-{stamp}" + ("" if suffix is None else f".{suffix}")
-            if not _os.path.exists(path):  # a micro-batch re-run after a restart: already written
+            try:
                 rdd.saveAsTextFile(path)
+            except Exception as exc:  # as DStream's: a micro-batch re-run after a restart finds it written
+                if "FileAlreadyExistsException" not in str(exc):
+                    raise
 
         self._output(save, _declared_at())
 

@@ -21,6 +21,10 @@
   and every line the job prints (to ``sys.stdout``) inside a ``foreachBatch`` function. A ``pprint``
   reproduced there (a function named ``take_and_print`` calling ``rdd.take(num + 1)``, as Spark's pprint and
   ``dmk migrate``'s drafts do) records every element of the batch as a row, not only the ``num`` it prints.
+* with ``$DMK_OUTPUT_REDIRECT`` (``dmk compare-jobs --output files:LOC``), what the job writes under its own
+  location ``LOC`` goes to the run's directory instead (:mod:`kit.own_output`): a query's ``writeStream``
+  path (``option("path", ...)``, ``start(path)``), DataFrame writers (in ``foreachBatch`` too) and RDD writers
+  (a ``dmk migrate`` draft's ``saveAsTextFiles``); every write is noted in ``outputs.jsonl``.
 
 Example (what ``python -m compare.jobrun --engine modern SCRIPT ARGS`` does)::
 
@@ -40,6 +44,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from kit import own_output
 from kit.printed import Tee
 from kit.security import KAFKA_SECURITY_ENV
 
@@ -117,8 +122,10 @@ def _batch_row(progress: dict[str, Any]) -> dict[str, Any]:
     from modern.kafka import offsets_from_json
 
     ranges: list[list[Any]] = []
+    clock = False  # a micro-batch every interval (a dmk migrate draft's tick source): settled by count, not by quiet
     for n, source in enumerate(progress.get("sources", [])):
         if str(source.get("description", "")).startswith("RatePerMicroBatch"):
+            clock = True
             continue  # a dmk migrate draft's tick source (one row a micro-batch, so quiet intervals run): no input
         end_json = _parsed(source.get("endOffset"))
         if isinstance(end_json, dict) and end_json and all(isinstance(v, dict) for v in end_json.values()):
@@ -133,7 +140,8 @@ def _batch_row(progress: dict[str, Any]) -> dict[str, Any]:
             ranges.append(["lines", 0, before, _LINES[key]])
     return {"batch_ms": started, "completed_ms": started + int(progress.get("batchDuration", 0)),
             "records": int(progress.get("numInputRows", 0)), "ranges": ranges,
-            "query": progress.get("name"), "query_id": progress.get("id"), "batch_id": progress.get("batchId")}
+            "query": progress.get("name"), "query_id": progress.get("id"), "batch_id": progress.get("batchId"),
+            "clock": clock}
 
 
 def _parsed(offset: Any) -> Any:
@@ -167,6 +175,7 @@ def install(progress_path: str | Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if getattr(DataStreamWriter, "_dmk_standin", False):
         return
+    redirect = own_output.install_from_env(lambda row: _write(path_, "outputs.jsonl", row))  # --output files:LOC
     listening: set[int] = set()
     # dmk compare-jobs --kafka-config/--kafka-option, as kafka.* options: set when the job names the Kafka format,
     # so the job's own options, set after, win over them.
@@ -236,6 +245,8 @@ def install(progress_path: str | Path) -> None:
         return writer
 
     def stream_write_option(self: Any, key: str, value: Any) -> Any:
+        if redirect is not None and str(key).lower() == "path":
+            value = redirect(value, "DataStreamWriter.option('path')")
         if getattr(self, "_dmk_kafka_options", None) is not None:
             self._dmk_kafka_options[key] = value
         console = getattr(self, "_dmk_console", None)
@@ -315,6 +326,11 @@ def install(progress_path: str | Path) -> None:
     start = DataStreamWriter.start
 
     def start_reporting(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if redirect is not None and (args or kwargs.get("path") is not None):
+            if args:
+                args = (redirect(args[0], "DataStreamWriter.start(path)"), *args[1:])
+            else:
+                kwargs["path"] = redirect(kwargs["path"], "DataStreamWriter.start(path)")
         spark = self._spark
         if id(spark) not in listening:
             spark.streams.addListener(_progress_listener(path))

@@ -307,6 +307,7 @@ def test_a_drafts_tick_source_is_not_counted_as_input() -> None:
 
     assert _batch_row(progress(0, 5))["ranges"] == [["lines", 0, 0, 5]]
     assert _batch_row(progress(1, 3))["ranges"] == [["lines", 0, 5, 8]]
+    assert _batch_row(progress(1, 3))["clock"]  # a micro-batch every interval: settled by count (compare.jobs)
 
 
 @pytest.mark.parametrize("name", ["_note_ranges", "_count_elements"])
