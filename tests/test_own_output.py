@@ -289,9 +289,9 @@ write("inputs.jsonl", {"kind": "socket", "at": "fake.py:16"})
 host, port = os.environ["DMK_SOCKET"].rsplit(":", 1)
 connection = socket.create_connection((host, int(port)))
 connection.settimeout(0.3)
-lines, pending = 0, b""
+lines, pending, batch_ms = 0, b"", 0
 while True:
-    batch_ms = int(time.time() * 1000)
+    batch_ms = max(int(time.time() * 1000), batch_ms + 1)  # a batch time each, as a DStream's batches have
     try:
         pending += connection.recv(1 << 20)
     except socket.timeout:
