@@ -78,8 +78,10 @@ PLACEHOLDERS = ("bootstrap", "topic", "output_topic", "output_dir", "output_dsn"
 directory, the output database and the job's own table in it (``--output sql:DSN#TABLE``: ``TABLE_legacy``,
 ``TABLE_modern``), a fresh checkpoint directory, and the inputs other than Kafka: the job's own socket server
 (``socket_host``, ``socket_port``) and the directory its input files are written into (``input_dir``). And
-``zookeeper``: the quorum a ``KafkaUtils.createStream`` job names. No ZooKeeper runs; its value is the Kafka's
-address, and the stand-in gives the job's receiver the run's Kafka whatever quorum it names."""
+``zookeeper``: the quorum a ``KafkaUtils.createStream`` job names: a real ZooKeeper, run for the compare run only
+when a command names ``{zookeeper}`` (:func:`kit.zookeeper.kafka_quorum`), with the run's Kafka brokers registered
+in it as Kafka registers them (``/brokers/ids``), so a ``dmk migrate`` draft finds the brokers there. The legacy
+stand-in's receiver reads the run's Kafka whatever quorum it names."""
 MODES = ("final", "all", "batches")
 INPUT_KINDS = ("kafka", "socket", "files", "queue")
 """How a job reads the capture: a Kafka topic, lines from a socket, lines in files written into a directory, or
@@ -407,6 +409,7 @@ class ScriptEngine:
     output: str = "topic"
     batches_by_clock: bool = field(init=False)
     feed: Feed | None = field(default=None, repr=False)
+    zookeeper: str | None = field(default=None, repr=False)  # the run's ZooKeeper quorum, when one runs
 
     def __post_init__(self) -> None:
         from compare.engines import get_engine
@@ -435,7 +438,8 @@ class ScriptEngine:
         """The values of the command's placeholders for ``config`` (its single input topic)."""
         (topic,) = config.topics.values()
         dsn, table = _sql_output(self.output) if self.output.startswith("sql:") else ("", "dmk_output")
-        return {"bootstrap": config.bootstrap_servers, "zookeeper": config.bootstrap_servers, "topic": topic,
+        return {"bootstrap": config.bootstrap_servers, "zookeeper": self.zookeeper or config.bootstrap_servers,
+                "topic": topic,
                 "output_topic": f"{topic}.{self.name}.out",
                 "output_dir": str(Path(config.out_dir) / "output"), "output_dsn": dsn,
                 "output_table": f"{table}_{self.name}", "checkpoint": config.checkpoint_dir,
@@ -1043,6 +1047,29 @@ def _run_side(
     return rows, figures
 
 
+@contextlib.contextmanager
+def _quorum_if_named(settings: JobsSettings, bootstrap: str, out: Path) -> Any:
+    """A ZooKeeper with the run's brokers registered, when a command names ``{zookeeper}``; its quorum, else None."""
+    named = any("zookeeper" in {name for _, name, _, _ in string.Formatter().parse(command) if name}
+                for command in (settings.legacy, settings.modern))
+    if not named:
+        yield None
+        return
+    from kit.zookeeper import ZooKeeperError, ZooKeeperServer, register_brokers
+
+    server = ZooKeeperServer(log_path=out / "zookeeper.log")
+    try:
+        try:
+            server.start()
+            register_brokers(server.hosts, bootstrap)
+        except ZooKeeperError as exc:
+            msg = f"{{zookeeper}} needs a ZooKeeper for the run, which could not be started: {exc}"
+            raise ConfigError(msg, field="zookeeper", expected="a ZooKeeper", actual=None) from None
+        yield server.hosts
+    finally:
+        server.stop()
+
+
 def compare_jobs(settings: JobsSettings, progress: Callable[[str, int, int], None] | None = None, *,
                  on_broker_start: Callable[[], None] | None = None) -> JobsResult:
     """Run both jobs on one replay each of the capture, compare their outputs, write the run directory.
@@ -1069,8 +1096,10 @@ def compare_jobs(settings: JobsSettings, progress: Callable[[str, int, int], Non
     figures: dict[str, dict[str, Any]] = {}
     with using_process_settings(java_client_settings(settings.kafka_security, where="kafka_security")), \
             kafka_or_embedded(settings.bootstrap_servers, log_path=out / "broker.log",
-                              on_start=on_broker_start) as kafka:
+                              on_start=on_broker_start) as kafka, \
+            _quorum_if_named(settings, kafka.bootstrap_servers, out) as quorum:
         for name, engine in engines.items():
+            engine.zookeeper = quorum
             outputs[name], figures[name] = _run_side(engine, settings, frame, kafka.bootstrap_servers, run_id, report)
     for rows in outputs.values():
         if "error" in rows.attrs:
