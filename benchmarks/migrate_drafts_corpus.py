@@ -97,9 +97,10 @@ HINTS: dict[str, Hint] = {
         capture="json", args="{bootstrap} {topic}", note="broker, topic = sys.argv[1:]; sqlContext.read.json"),
     "public/zdraganov__spark-proof-of-concept__spark__spark-consumer.py": Hint(capture="json", note="json.loads(v)"),
     "public/whitexozu__PySpark-Example__kafka__kafka_sample.py": Hint(
-        key=("_2",), output="printed:13", mode="batches", more=(("printed:14", "batches"),),
-        note="createStream (line 13's pprint) and createDirectStream (line 14's) of one topic: both print the raw "
-             "(None, line) pairs, keyed by the line"),
+        key=("_2",), output="printed:13", mode="all", more=(("printed:14", "all"),),
+        note="createStream (line 13's pprint) and createDirectStream (line 14's) of one topic print the raw (None, "
+             "line) pairs: every pair, keyed by the line (the receiver's and the direct stream's batches do not "
+             "split the input alike, so they are not aligned batch by batch)"),
     "public/sathishmtech01__pyspark_learning__scripts__spark__complete_project__data_streaming_kafka__direct_approach"
     ".py": Hint(external="HDFS (saveAsTextFiles('hdfs://localhost:9000/test') each batch, beside its pprint); it also "
                 "sets PYSPARK_SUBMIT_ARGS to --packages spark-streaming-kafka-0-8_2.11, a Spark 2.3 artifact"),

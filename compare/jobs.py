@@ -734,10 +734,13 @@ def read_printed(out_dir: Path, side: str, chosen: str = "") -> pd.DataFrame:
         msg = (f"the {side} job printed nothing (no pprint(), no print in a foreachRDD or foreachBatch function, no "
                f"console sink ran): choose another --output (topic, dir, sql:...); its log: {out_dir / 'job.log'}")
         raise ConfigError(msg, field="output", expected="printed output", actual=None)
-    if len(streams) > 1:  # NAME chooses among several; a job that prints one stream is compared on it
+    # NAME chooses among several (a job that prints one stream is compared on it); LEGACY,MODERN names each
+    # side's stream, which must be there: a stream that printed nothing is not stood in for by another.
+    if len(streams) > 1 or (len(names) == 2 and wanted):
         matching = [s for s in streams if wanted and (s == wanted or s.rpartition(":")[2] == wanted)]
         if len(matching) != 1:
-            msg = (f"the {side} job printed {len(streams)} streams, {', '.join(streams)}: name one with --output "
+            msg = (f"the {side} job printed {len(streams)} stream{'s' if len(streams) > 1 else ''}, "
+                   f"{', '.join(streams)}: name one with --output "
                    "printed:NAME (FILE:LINE or LINE; LEGACY,MODERN for one of each)"
                    + (f"; {wanted!r} names none of them" if wanted else ""))
             raise ConfigError(msg, field="output", expected=streams, actual=wanted or None)

@@ -86,6 +86,20 @@ def test_the_zookeeper_placeholder_is_the_run_s_quorum_when_one_runs() -> None:
     assert engine.placeholders(config)["zookeeper"] == "127.0.0.1:2999"
 
 
+def test_a_side_s_named_stream_that_printed_nothing_is_not_replaced_by_its_other_stream(tmp_path: Path) -> None:
+    """A createStream and a direct stream pprinted (lines 13, 14): if line 13's printed nothing, 14's is not it."""
+    from compare.jobs import read_printed
+    from kit.errors import ConfigError
+
+    (tmp_path / "printed.jsonl").write_text(json.dumps(
+        {"stream": "job.py:14", "kind": "row", "batch_ms": 1000, "values": [None, "a b"], "names": None}) + "\n")
+    with pytest.raises(ConfigError, match=r"the legacy job printed 1 stream, job.py:14: name one with --output "
+                                          r"printed:NAME .*; '13' names none of them"):
+        read_printed(tmp_path, "legacy", "13,856")
+    assert read_printed(tmp_path, "legacy", "14,857")["_2"].tolist() == ["a b"]
+    assert read_printed(tmp_path, "legacy", "13")["_2"].tolist() == ["a b"]  # one NAME for both: chooses among several
+
+
 @pytest.fixture
 def chroot(zookeeper_hosts: str) -> Iterator[str]:
     """A quorum of its own on the session's ZooKeeper (``HOST:PORT/dmk-<id>``), its nodes removed afterwards."""
