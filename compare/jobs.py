@@ -275,6 +275,23 @@ def job_error(log: Path) -> str | None:
 # -- the script engine -------------------------------------------------------------------------------------
 
 
+def _consumed(reached: Mapping[tuple[str, int], int], wanted: Mapping[tuple[str, int], int], *,
+              counts_lines: bool) -> bool:
+    """Whether a job's inputs reached ``wanted``: its offsets, and the records its receiver streams counted.
+
+    A Kafka receiver stream (createStream) counts records (``("lines", 0)``), not offsets. A job reading the
+    topic both ways (a receiver and a direct stream) has consumed it once each has: the direct stream's offsets
+    alone would stop it before its receiver's group has joined.
+    """
+    if not counts_lines:
+        return all(reached.get(tp, 0) >= end for tp, end in wanted.items())
+    by_lines = reached.get(("lines", 0), -1) >= sum(wanted.values())
+    direct = [tp for tp in wanted if tp in reached]
+    if ("lines", 0) in reached and direct:
+        return by_lines and all(reached[tp] >= wanted[tp] for tp in wanted)
+    return by_lines or all(reached.get(tp, 0) >= end for tp, end in wanted.items())
+
+
 class ScriptRun:
     """A job script's process: wait until it consumed the input, then stop it."""
 
@@ -356,9 +373,8 @@ class ScriptRun:
             for i, ranges in enumerate(batches):
                 for topic, partition, _, until in ranges:
                     reached[(topic, partition)] = max(reached.get((topic, partition), 0), until)
-                if done_at is None and (all(reached.get(tp, 0) >= end for tp, end in wanted.items()) or (
-                        lines is None and reached.get(("lines", 0), -1) >= sum(wanted.values()))):
-                    done_at = i  # a Kafka receiver stream (createStream) counts records, not offsets
+                if done_at is None and _consumed(reached, wanted, counts_lines=lines is None):
+                    done_at = i
             # A query has settled once quiet, or once that many batches ran after (a dmk migrate draft's query
             # runs one every interval, as DStreams did, so it is never quiet).
             if done_at is not None and (ended or extra_batches == 0 or len(batches) - 1 - done_at >= extra_batches

@@ -100,6 +100,18 @@ def test_a_side_s_named_stream_that_printed_nothing_is_not_replaced_by_its_other
     assert read_printed(tmp_path, "legacy", "13")["_2"].tolist() == ["a b"]  # one NAME for both: chooses among several
 
 
+def test_a_job_reading_a_topic_by_receiver_and_direct_stream_has_consumed_it_once_both_have() -> None:
+    from compare.jobs import _consumed
+
+    wanted = {("t", 0): 40}
+    assert _consumed({("t", 0): 40}, wanted, counts_lines=True)  # a direct stream alone
+    assert _consumed({("lines", 0): 40}, wanted, counts_lines=True)  # a receiver alone: records, not offsets
+    assert not _consumed({("lines", 0): 0, ("t", 0): 40}, wanted, counts_lines=True)  # the receiver had nothing yet
+    assert not _consumed({("lines", 0): 40, ("t", 0): 20}, wanted, counts_lines=True)
+    assert _consumed({("lines", 0): 40, ("t", 0): 40}, wanted, counts_lines=True)
+    assert not _consumed({("lines", 0): 39}, {("lines", 0): 40}, counts_lines=False)  # socket, files, queue lines
+
+
 @pytest.fixture
 def chroot(zookeeper_hosts: str) -> Iterator[str]:
     """A quorum of its own on the session's ZooKeeper (``HOST:PORT/dmk-<id>``), its nodes removed afterwards."""
