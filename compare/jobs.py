@@ -275,6 +275,25 @@ def job_error(log: Path) -> str | None:
 # -- the script engine -------------------------------------------------------------------------------------
 
 
+def _reached_by_every_source(per_source: dict[tuple[str, int, int], int],
+                             ranges: list[Any]) -> dict[tuple[str, int], int]:
+    """Add a batch's ranges to ``per_source``; the offset every source of each partition has reached.
+
+    A job may read one topic through two Kafka sources (a draft's two sources of one query): a batch lists the
+    same partition once per source, in the same order every batch, and the partition is consumed once the
+    slower has reached the end. The line/element inputs' ``("lines", 0)`` is one running count they share.
+    """
+    seen: dict[tuple[str, int], int] = {}
+    for topic, partition, _, until in ranges:
+        nth = 0 if topic == "lines" else seen.get((topic, partition), 0)
+        seen[(topic, partition)] = nth + 1
+        per_source[(topic, partition, nth)] = max(per_source.get((topic, partition, nth), 0), until)
+    reached: dict[tuple[str, int], int] = {}
+    for (topic, partition, _), until in per_source.items():
+        reached[(topic, partition)] = min(reached.get((topic, partition), until), until)
+    return reached
+
+
 def _consumed(reached: Mapping[tuple[str, int], int], wanted: Mapping[tuple[str, int], int], *,
               counts_lines: bool) -> bool:
     """Whether a job's inputs reached ``wanted``: its offsets, and the records its receiver streams counted.
@@ -370,9 +389,9 @@ class ScriptRun:
                 seen, changed = len(batches), time.monotonic()
             reached = {}
             done_at = None
+            per_source: dict[tuple[str, int, int], int] = {}
             for i, ranges in enumerate(batches):
-                for topic, partition, _, until in ranges:
-                    reached[(topic, partition)] = max(reached.get((topic, partition), 0), until)
+                reached = _reached_by_every_source(per_source, ranges)
                 if done_at is None and _consumed(reached, wanted, counts_lines=lines is None):
                     done_at = i
             # A query has settled once quiet, or once that many batches ran after (a dmk migrate draft's query

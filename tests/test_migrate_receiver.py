@@ -112,6 +112,18 @@ def test_a_job_reading_a_topic_by_receiver_and_direct_stream_has_consumed_it_onc
     assert not _consumed({("lines", 0): 39}, {("lines", 0): 40}, counts_lines=False)  # socket, files, queue lines
 
 
+def test_two_sources_of_one_topic_have_consumed_it_once_the_slower_has() -> None:
+    from compare.jobs import _reached_by_every_source
+
+    per_source: dict = {}
+    assert _reached_by_every_source(per_source, [["t", 0, 0, 0], ["t", 0, 0, 40]]) == {("t", 0): 0}
+    assert _reached_by_every_source(per_source, [["t", 0, 0, 40], ["t", 0, 40, 40]]) == {("t", 0): 40}
+    assert _reached_by_every_source({}, [["t", 0, 0, 25], ["t", 1, 0, 15], ["lines", 0, 0, 40]]) == {
+        ("t", 0): 25, ("t", 1): 15, ("lines", 0): 40}
+    # Two receivers (or sockets) share one running count: the later range is the count.
+    assert _reached_by_every_source({}, [["lines", 0, 0, 10], ["lines", 0, 10, 30]]) == {("lines", 0): 30}
+
+
 @pytest.fixture
 def chroot(zookeeper_hosts: str) -> Iterator[str]:
     """A quorum of its own on the session's ZooKeeper (``HOST:PORT/dmk-<id>``), its nodes removed afterwards."""
