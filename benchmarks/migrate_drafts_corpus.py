@@ -7,7 +7,9 @@ For each job (``MANIFEST.json``'s entries that are not helper modules, else ever
 draft (``migrate.draft.make_draft``) and runs ``dmk migrate JOB --verify`` (:func:`compare.verify.verify`): the
 original and the draft, both unmodified, each through ``dmk compare-jobs`` on a capture generated for the
 job's input kind (lines of words for a socket, files or a topic; JSON objects where the job parses JSON),
-fed to the job's own socket, directory or topic by the stand-ins. A job split over two modules is laid out
+fed to the job's own socket, directory or topic by the stand-ins (a ``createStream`` job's own quorum,
+``localhost:2181``, is served by a ZooKeeper holding the broker's registration when that port is free: its
+draft looks the brokers up there, as the original did on Spark 2.4). A job split over two modules is laid out
 as it imports them (the original's helper module beside it, the helper's draft beside the draft). One line
 per job, then the table and the rate:
 
@@ -98,6 +100,11 @@ HINTS: dict[str, Hint] = {
     "public/saeedfalowo__bigdata2020__#7_Spark_Twitter_Json_Data__spark_kafka_twitter_data_json.py": Hint(
         capture="json", args="{bootstrap} {topic}", note="broker, topic = sys.argv[1:]; sqlContext.read.json"),
     "public/zdraganov__spark-proof-of-concept__spark__spark-consumer.py": Hint(capture="json", note="json.loads(v)"),
+    "public/whitexozu__PySpark-Example__kafka__kafka_sample.py": Hint(
+        key=("_2",), output="printed:13", mode="all", more=(("printed:14", "all"),),
+        note="createStream (line 13's pprint) and createDirectStream (line 14's) of one topic print the raw (None, "
+             "line) pairs: every pair, keyed by the line (the receiver's and the direct stream's batches do not "
+             "split the input alike, so they are not aligned batch by batch)"),
     "public/sathishmtech01__pyspark_learning__scripts__spark__complete_project__data_streaming_kafka__direct_approach"
     ".py": Hint(note="its own brokers and topic (redirected); saveAsTextFiles('hdfs://localhost:9000/test') each batch "
                 "beside a pprint of the same lines: verify infers --output files:hdfs://localhost:9000/test from its "
@@ -160,7 +167,8 @@ def write_capture(path: Path, values: list[str]) -> Path:
 
 
 _ROLES = ((("host", "hostname"), "{socket_host}"), (("port",), "{socket_port}"),
-          (("broker", "bootstrap", "servers", "zk", "quorum"), "{bootstrap}"), (("topic",), "{topic}"),
+          (("zk", "quorum", "zookeeper"), "{zookeeper}"), (("broker", "bootstrap", "servers"), "{bootstrap}"),
+          (("topic",), "{topic}"),
           (("checkpoint",), "{checkpoint}"), (("dir", "input", "path", "directory"), "{input_dir}"),
           (("output", "out", "file"), "{output_dir}"))
 
@@ -299,6 +307,27 @@ def _draft_ran(run: Path, status: str, detail: str) -> tuple[str, str]:
     return "yes" if wrote else "no", detail
 
 
+def _own_quorum(broker: str) -> Any:
+    """A ZooKeeper on the quorum createStream jobs name (localhost:2181) when that port is free, the broker registered.
+
+    A job naming its own quorum and topic is fed through the stand-ins' redirect (its topic becomes the replayed
+    one), but its draft first reads the brokers from that quorum, as the original did in Spark 2.4. None when
+    the port is taken (such a draft then says that its quorum did not answer).
+    """
+    from kit.zookeeper import ZooKeeperError, ZooKeeperServer, register_brokers
+
+    server = ZooKeeperServer(2181)
+    try:
+        server.start()
+        register_brokers(server.hosts, broker)
+    except ZooKeeperError as exc:
+        server.stop()
+        print(f"no ZooKeeper on localhost:2181 ({exc}): drafts of jobs naming that quorum cannot start",
+              file=sys.stderr)
+        return None
+    return server
+
+
 def main() -> int:
     """Measure every job; one line each as it is done, then the table and the rate."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -328,7 +357,10 @@ def main() -> int:
     started = time.monotonic()
     only = [name for name in (args.only or "").split(",") if name]
     jobs = [j for j in _jobs(args.jobs, args.under) if not only or any(name in j[0] for name in only)]
+    receivers = any("createStream" in job.read_text(encoding="utf-8", errors="replace") for _, job, _ in jobs)
+    quorum = None
     try:  # each job in a process of its own: it runs in its own working directory (relative checkpoints)
+        quorum = _own_quorum(broker) if receivers else None
         with ProcessPoolExecutor(max_workers=args.parallel) as pool:
             futures = [pool.submit(measure, local, job, helpers, out, broker, args.timeout)
                        for local, job, helpers in jobs]
@@ -337,6 +369,8 @@ def main() -> int:
                 print(f"{row.verdict:13} {row.runs:11} {row.job}: {' '.join(row.why.split())}", flush=True)
             rows = [f.result() for f in futures]
     finally:
+        if quorum is not None:
+            quorum.stop()
         if broker_handle is not None:
             broker_handle.stop()
     print("\n| job | input kind | draft runs? | verdict | why not |\n|---|---|---|---|---|")

@@ -64,7 +64,9 @@ def _inferred(source: str) -> dict[str, object]:
     calls = {n.func.attr for n in ast.walk(ast.parse(source))
              if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}
     settings: dict[str, object] = {"mode": "final" if "updateStateByKey" in calls else "batches"}
-    if calls & {"createDirectStream", "createStream"}:
+    if "createStream" in calls:  # a ZooKeeper quorum: compare-jobs runs one, the run's brokers registered in it
+        settings["args"] = "{zookeeper} {topic}"
+    elif "createDirectStream" in calls:
         settings["args"] = "{bootstrap} {topic}"
     elif "socketTextStream" in calls:
         settings["args"] = "{socket_host} {socket_port}"

@@ -1026,7 +1026,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run two job scripts, each in its own process with the kit's stand-ins (pyspark.streaming.kafka; "
                     "format('kafka') without Spark's connector), on one replay each of a capture (dmk capture), and "
                     "compare their outputs by key. Placeholders: {bootstrap}, {topic}, {socket_host}, {socket_port}, "
-                    "{input_dir}, {output_topic}, {output_dir}, {checkpoint}. Exit 0 if equivalent, 1 if not, 2 on "
+                    "{input_dir}, {output_topic}, {output_dir}, {checkpoint}, {zookeeper} (a ZooKeeper run for "
+                    "createStream, the run's brokers registered). Exit 0 if equivalent, 1 if not, 2 on "
                     "bad input or a job that crashed "
                     "(docs/compare.md).")
     jobs.add_argument("--input", required=True, metavar="FILE", help="a capture written by dmk capture")

@@ -78,8 +78,10 @@ PLACEHOLDERS = ("bootstrap", "topic", "output_topic", "output_dir", "output_dsn"
 directory, the output database and the job's own table in it (``--output sql:DSN#TABLE``: ``TABLE_legacy``,
 ``TABLE_modern``), a fresh checkpoint directory, and the inputs other than Kafka: the job's own socket server
 (``socket_host``, ``socket_port``) and the directory its input files are written into (``input_dir``). And
-``zookeeper``: the quorum a ``KafkaUtils.createStream`` job names. No ZooKeeper runs; its value is the Kafka's
-address, and the stand-in gives the job's receiver the run's Kafka whatever quorum it names."""
+``zookeeper``: the quorum a ``KafkaUtils.createStream`` job names: a real ZooKeeper, run for the compare run only
+when a command names ``{zookeeper}`` (:func:`kit.zookeeper.kafka_quorum`), with the run's Kafka brokers registered
+in it as Kafka registers them (``/brokers/ids``), so a ``dmk migrate`` draft finds the brokers there. The legacy
+stand-in's receiver reads the run's Kafka whatever quorum it names."""
 MODES = ("final", "all", "batches")
 INPUT_KINDS = ("kafka", "socket", "files", "queue")
 """How a job reads the capture: a Kafka topic, lines from a socket, lines in files written into a directory, or
@@ -289,6 +291,42 @@ def job_error(log: Path) -> str | None:
 # -- the script engine -------------------------------------------------------------------------------------
 
 
+def _reached_by_every_source(per_source: dict[tuple[str, int, int], int],
+                             ranges: list[Any]) -> dict[tuple[str, int], int]:
+    """Add a batch's ranges to ``per_source``; the offset every source of each partition has reached.
+
+    A job may read one topic through two Kafka sources (a draft's two sources of one query): a batch lists the
+    same partition once per source, in the same order every batch, and the partition is consumed once the
+    slower has reached the end. The line/element inputs' ``("lines", 0)`` is one running count they share.
+    """
+    seen: dict[tuple[str, int], int] = {}
+    for topic, partition, _, until in ranges:
+        nth = 0 if topic == "lines" else seen.get((topic, partition), 0)
+        seen[(topic, partition)] = nth + 1
+        per_source[(topic, partition, nth)] = max(per_source.get((topic, partition, nth), 0), until)
+    reached: dict[tuple[str, int], int] = {}
+    for (topic, partition, _), until in per_source.items():
+        reached[(topic, partition)] = min(reached.get((topic, partition), until), until)
+    return reached
+
+
+def _consumed(reached: Mapping[tuple[str, int], int], wanted: Mapping[tuple[str, int], int], *,
+              counts_lines: bool) -> bool:
+    """Whether a job's inputs reached ``wanted``: its offsets, and the records its receiver streams counted.
+
+    A Kafka receiver stream (createStream) counts records (``("lines", 0)``), not offsets. A job reading the
+    topic both ways (a receiver and a direct stream) has consumed it once each has: the direct stream's offsets
+    alone would stop it before its receiver's group has joined.
+    """
+    if not counts_lines:
+        return all(reached.get(tp, 0) >= end for tp, end in wanted.items())
+    by_lines = reached.get(("lines", 0), -1) >= sum(wanted.values())
+    direct = [tp for tp in wanted if tp in reached]
+    if ("lines", 0) in reached and direct:
+        return by_lines and all(reached[tp] >= wanted[tp] for tp in wanted)
+    return by_lines or all(reached.get(tp, 0) >= end for tp, end in wanted.items())
+
+
 class ScriptRun:
     """A job script's process: wait until it consumed the input, then stop it."""
 
@@ -370,12 +408,11 @@ class ScriptRun:
                 seen, changed = len(batches), time.monotonic()
             reached = {}
             done_at = None
+            per_source: dict[tuple[str, int, int], int] = {}
             for i, ranges in enumerate(batches):
-                for topic, partition, _, until in ranges:
-                    reached[(topic, partition)] = max(reached.get((topic, partition), 0), until)
-                if done_at is None and (all(reached.get(tp, 0) >= end for tp, end in wanted.items()) or (
-                        lines is None and reached.get(("lines", 0), -1) >= sum(wanted.values()))):
-                    done_at = i  # a Kafka receiver stream (createStream) counts records, not offsets
+                reached = _reached_by_every_source(per_source, ranges)
+                if done_at is None and _consumed(reached, wanted, counts_lines=lines is None):
+                    done_at = i
             # A query has settled once quiet, or once that many batches ran after (a dmk migrate draft's query
             # runs one every interval, as DStreams did, so it is never quiet).
             if done_at is not None and (ended or extra_batches == 0 or len(batches) - 1 - done_at >= extra_batches
@@ -445,6 +482,7 @@ class ScriptEngine:
     python2: bool = False
     batches_by_clock: bool = field(init=False)
     feed: Feed | None = field(default=None, repr=False)
+    zookeeper: str | None = field(default=None, repr=False)  # the run's ZooKeeper quorum, when one runs
 
     def __post_init__(self) -> None:
         from compare.engines import get_engine
@@ -473,7 +511,8 @@ class ScriptEngine:
         """The values of the command's placeholders for ``config`` (its single input topic)."""
         (topic,) = config.topics.values()
         dsn, table = _sql_output(self.output) if self.output.startswith("sql:") else ("", "dmk_output")
-        return {"bootstrap": config.bootstrap_servers, "zookeeper": config.bootstrap_servers, "topic": topic,
+        return {"bootstrap": config.bootstrap_servers, "zookeeper": self.zookeeper or config.bootstrap_servers,
+                "topic": topic,
                 "output_topic": f"{topic}.{self.name}.out",
                 "output_dir": str(Path(config.out_dir) / "output"), "output_dsn": dsn,
                 "output_table": f"{table}_{self.name}", "checkpoint": config.checkpoint_dir,
@@ -882,10 +921,13 @@ def read_printed(out_dir: Path, side: str, chosen: str = "") -> pd.DataFrame:
         msg = (f"the {side} job printed nothing (no pprint(), no print in a foreachRDD or foreachBatch function, no "
                f"console sink ran): choose another --output (topic, dir, sql:...); its log: {out_dir / 'job.log'}")
         raise ConfigError(msg, field="output", expected="printed output", actual=None)
-    if len(streams) > 1:  # NAME chooses among several; a job that prints one stream is compared on it
+    # NAME chooses among several (a job that prints one stream is compared on it); LEGACY,MODERN names each
+    # side's stream, which must be there: a stream that printed nothing is not stood in for by another.
+    if len(streams) > 1 or (len(names) == 2 and wanted):
         matching = [s for s in streams if wanted and (s == wanted or s.rpartition(":")[2] == wanted)]
         if len(matching) != 1:
-            msg = (f"the {side} job printed {len(streams)} streams, {', '.join(streams)}: name one with --output "
+            msg = (f"the {side} job printed {len(streams)} stream{'s' if len(streams) > 1 else ''}, "
+                   f"{', '.join(streams)}: name one with --output "
                    "printed:NAME (FILE:LINE or LINE; LEGACY,MODERN for one of each)"
                    + (f"; {wanted!r} names none of them" if wanted else ""))
             raise ConfigError(msg, field="output", expected=streams, actual=wanted or None)
@@ -1195,6 +1237,29 @@ def _run_side(
     return rows, figures
 
 
+@contextlib.contextmanager
+def _quorum_if_named(settings: JobsSettings, bootstrap: str, out: Path) -> Any:
+    """A ZooKeeper with the run's brokers registered, when a command names ``{zookeeper}``; its quorum, else None."""
+    named = any("zookeeper" in {name for _, name, _, _ in string.Formatter().parse(command) if name}
+                for command in (settings.legacy, settings.modern))
+    if not named:
+        yield None
+        return
+    from kit.zookeeper import ZooKeeperError, ZooKeeperServer, register_brokers
+
+    server = ZooKeeperServer(log_path=out / "zookeeper.log")
+    try:
+        try:
+            server.start()
+            register_brokers(server.hosts, bootstrap)
+        except ZooKeeperError as exc:
+            msg = f"{{zookeeper}} needs a ZooKeeper for the run, which could not be started: {exc}"
+            raise ConfigError(msg, field="zookeeper", expected="a ZooKeeper", actual=None) from None
+        yield server.hosts
+    finally:
+        server.stop()
+
+
 def compare_jobs(settings: JobsSettings, progress: Callable[[str, int, int], None] | None = None, *,
                  on_broker_start: Callable[[], None] | None = None) -> JobsResult:
     """Run both jobs on one replay each of the capture, compare their outputs, write the run directory.
@@ -1222,8 +1287,10 @@ def compare_jobs(settings: JobsSettings, progress: Callable[[str, int, int], Non
     figures: dict[str, dict[str, Any]] = {}
     with using_process_settings(java_client_settings(settings.kafka_security, where="kafka_security")), \
             kafka_or_embedded(settings.bootstrap_servers, log_path=out / "broker.log",
-                              on_start=on_broker_start) as kafka:
+                              on_start=on_broker_start) as kafka, \
+            _quorum_if_named(settings, kafka.bootstrap_servers, out) as quorum:
         for name, engine in engines.items():
+            engine.zookeeper = quorum
             outputs[name], figures[name] = _run_side(engine, settings, frame, kafka.bootstrap_servers, run_id, report)
     for rows in outputs.values():
         if "error" in rows.attrs:

@@ -14,7 +14,8 @@
   ``$DMK_SOCKET`` (``host:port``) whatever host and port the job names, ``textFileStream`` watches
   ``$DMK_INPUT_DIR``, ``queueStream`` gets the elements of ``$DMK_QUEUE_FILE`` (a JSON list of batches,
   one RDD each) instead of the job's own RDDs, and ``KafkaUtils.createStream`` reads the run's Kafka
-  (``$DMK_BOOTSTRAP``) from its input topic's start whatever quorum it names (:func:`_fed_receiver_params`).
+  (``$DMK_BOOTSTRAP``) from its input topic's start whatever quorum it names (:func:`_fed_receiver_params`;
+  the replayed topic instead of its own when the job names its own Kafka, :func:`_receiver_redirected`).
   Each input the job opens is noted in ``inputs.jsonl``;
 * printed output is recorded as rows in ``printed.jsonl`` beside the progress file, with its batch
   (``batch_ms``) and its stream (``FILE:LINE`` of the call): every element of a ``pprint()``ed DStream
@@ -78,6 +79,23 @@ def _fed_receiver_params(params: dict[str, Any], security: Mapping[str, Any]) ->
               file=sys.stderr, flush=True)
     fed["auto.offset.reset"] = "smallest"
     return fed
+
+
+def _receiver_redirected(named: dict[str, Any]) -> dict[str, Any]:
+    """A ``createStream`` on the job's own quorum and topics, redirected to ``DMK_KAFKA_BOOTSTRAP``/``DMK_KAFKA_TOPIC``.
+
+    compare-jobs sets them for a job that names its own Kafka (no ``{zookeeper} {topic}`` in its command), as
+    :func:`_kafka_fed` redirects a direct stream: the receiver reads the replayed topic on the run's Kafka.
+    ``named``: createStream's arguments by name; anything but a dict of topics and kafkaParams is left to its
+    own TypeError.
+    """
+    servers, topic = os.environ.get("DMK_KAFKA_BOOTSTRAP"), os.environ.get("DMK_KAFKA_TOPIC")
+    params = named.get("kafkaParams")
+    if not (servers and topic) or not isinstance(named.get("topics"), Mapping) or not (
+            params is None or isinstance(params, Mapping)):
+        return named
+    kept = {k: v for k, v in dict(params or {}).items() if k not in ("metadata.broker.list", "bootstrap.servers")}
+    return {**named, "topics": {topic: 1}, "kafkaParams": {**kept, "metadata.broker.list": servers}}
 
 
 def _caller() -> str:
@@ -275,6 +293,7 @@ def install(progress_path: str | Path) -> None:
 
     def create_stream(*args: Any, **kwargs: Any) -> Any:
         named = {**dict(zip(receiver_args, args, strict=False)), **kwargs}  # a surplus argument: its TypeError
+        named = _receiver_redirected(named)
         params = named.get("kafkaParams")
         if params is None or isinstance(params, Mapping):  # anything else: createStream's own TypeError
             named["kafkaParams"] = _fed_receiver_params(dict(params or {}), security)

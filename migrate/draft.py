@@ -14,7 +14,7 @@ Python 2-era code the analysis found a mechanical fix for (:mod:`migrate.python2
 ``sys.setdefaultencoding``, ``unicode``..., a ``str`` sent to a kafka-python producer) is fixed in place first,
 each line keeping its number, and the fixes are listed at the top of the draft.
 
-What the runtime does not carry (a receiver stream through ZooKeeper, ``StreamingListener``, ``slice``, a
+What the runtime does not carry (``StreamingListener``, ``offsetRanges``, ``slice``, a
 construct ``dmk migrate`` does not know, the kit's builder contract) is :attr:`Draft.unresolved`: the draft
 then refuses to start, with a message naming each, instead of running without it.
 """
@@ -45,9 +45,6 @@ _NAMES = {
 _KAFKA_NAMES = ("KafkaUtils", "TopicAndPartition", "OffsetRange")
 
 _WHY = {
-    "KafkaUtils.createStream": "a receiver stream through ZooKeeper has no Structured Streaming source: read the "
-                               "brokers with KafkaUtils.createDirectStream(ssc, topics, {'metadata.broker.list': "
-                               "...})",
     "StreamingListener": "a StreamingListener has no counterpart in the draft: port it to a "
                          "StreamingQueryListener (spark.streams.addListener)",
     "StreamingContext.addStreamingListener": "a StreamingListener has no counterpart in the draft: port it to a "
@@ -234,7 +231,8 @@ def _why(site: _Site, stream_methods: set[str], context_methods: set[str]) -> st
         return ("called on an object dmk migrate could not trace to a DStream of this file (built in another "
                 "module?): draft that module too, or port the call by hand")
     if construct.startswith("spark.streaming.") or construct in (
-            "StreamingContext(sc, batchDuration)", "KafkaUtils.createDirectStream", "OffsetRange", "TopicAndPartition",
+            "StreamingContext(sc, batchDuration)", "KafkaUtils.createDirectStream", "KafkaUtils.createStream",
+            "OffsetRange", "TopicAndPartition",
             "StreamingContext.stop(stopGraceFully=True)", "get_or_create"):
         return None
     owner, _, method = construct.partition(".")

@@ -6,8 +6,9 @@ line on) into every draft, so a draft imports pyspark and the job's own imports,
 How a DStream job runs here, and why it gives the rows the DStream job gave:
 
 * Every input stream of the job (``socketTextStream``, ``textFileStream``, ``queueStream``,
-  ``KafkaUtils.createDirectStream``) becomes a ``spark.readStream`` source, and all of them, tagged, go into
-  **one** query (a streaming ``union``), so one micro-batch holds what one DStream batch held from each.
+  ``KafkaUtils.createDirectStream``, ``KafkaUtils.createStream`` with the brokers its ZooKeeper quorum
+  registers) becomes a ``spark.readStream`` source, and all of them, tagged, go into **one** query (a
+  streaming ``union``), so one micro-batch holds what one DStream batch held from each.
 * A ``rate-micro-batch`` source (one row per micro-batch) is in that union too: Structured Streaming runs a
   micro-batch only when a source has new data, DStreams run a batch every interval. With it a micro-batch
   runs every ``trigger(processingTime=<batch interval>)``, as a DStream batch did, so ``updateStateByKey``
@@ -677,7 +678,7 @@ _KAFKA_NOT_PASSED = ("group.id", "enable.auto.commit", "key.deserializer", "valu
 
 
 class MicroBatchKafka:
-    """KafkaUtils: a Kafka direct stream as the Kafka source of the query."""
+    """KafkaUtils: a Kafka direct or receiver stream as the Kafka source of the query."""
 
     @staticmethod
     def createDirectStream(ssc: _Any, topics: _Any, kafkaParams: _Any, fromOffsets: _Any = None,  # noqa: N802, N803
@@ -716,11 +717,101 @@ class MicroBatchKafka:
         return ssc._input(frame, element)
 
     @staticmethod
-    def createStream(*args: _Any, **kwargs: _Any) -> _Any:  # noqa: N802
-        """A receiver stream through ZooKeeper has no Structured Streaming source."""
-        msg = ("KafkaUtils.createStream reads through ZooKeeper, which Structured Streaming's Kafka source "
-               "cannot: use KafkaUtils.createDirectStream(ssc, topics, {'metadata.broker.list': BROKERS})")
+    def createStream(ssc: _Any, zkQuorum: str, groupId: str, topics: _Any, kafkaParams: _Any = None,  # noqa: N802, N803
+                     storageLevel: _Any = None, keyDecoder: _Any = _utf8,  # noqa: N803
+                     valueDecoder: _Any = _utf8) -> MicroBatchStream:  # noqa: N803
+        """``(key, value)`` of every record of ``topics``, per batch: the brokers found in ZooKeeper, as 2.4's receiver.
+
+        Spark 2.4's receiver ran Kafka 0.8's high-level consumer, which found the brokers through ZooKeeper
+        (``zkQuorum``, the nodes ``/brokers/ids/<id>`` every broker registers). The draft reads them there once,
+        at the start (:func:`_zookeeper_brokers`), and reads the topics with the Kafka source. A ``bootstrap.servers``
+        or ``metadata.broker.list`` in ``kafkaParams`` is used instead (a cluster that no longer registers in
+        ZooKeeper). The consumer group ``groupId`` is not used: the query keeps its offsets in its checkpoint and
+        commits nothing, so a first start begins where ``auto.offset.reset`` says (default ``largest``: the
+        latest offsets), not at the group's offsets in ZooKeeper (``/consumers/<groupId>/offsets``): ``dmk
+        cutover zookeeper QUORUM --consumer <groupId>`` prints those as the ``startingOffsets`` to give this
+        source to continue from them. ``{topic: numThreads}``'s thread counts and ``storageLevel`` have no
+        counterpart (a task per partition; no receiver stores blocks).
+        """
+        if not isinstance(topics, dict):
+            msg = "topics should be dict"  # Spark 2.4's own check
+            raise TypeError(msg)
+        params = dict(kafkaParams or {})
+        timeout_ms = int(params.get("zookeeper.connection.timeout.ms", 10000))
+        servers = params.pop("metadata.broker.list", None) or params.pop("bootstrap.servers", None)
+        if not servers:
+            servers = _zookeeper_brokers(ssc.sparkContext._jvm, zkQuorum, timeout_ms)
+        reset = params.pop("auto.offset.reset", "largest")
+        reader = (ssc.spark.readStream.format("kafka").option("kafka.bootstrap.servers", servers)
+                  .option("subscribe", ",".join(topics))
+                  .option("startingOffsets", "earliest" if reset in ("smallest", "earliest") else "latest"))
+        for key, value in params.items():  # the consumer's own settings; ZooKeeper's were Kafka 0.8's
+            if key not in _KAFKA_NOT_PASSED and not key.startswith("zookeeper."):
+                reader = reader.option(f"kafka.{key}", str(value))
+        frame = reader.load()
+        return ssc._input(frame, lambda row: (keyDecoder(row.key), valueDecoder(row.value)))
+
+
+def _broker_address(registration: _Any) -> _Any:
+    """``host:port`` of a broker's ZooKeeper registration (its JSON), as Kafka 0.8's consumer read it.
+
+    ``host`` and ``port`` where the broker set them (its plaintext listener), else the first of its ``endpoints``
+    (``PROTOCOL://host:port``); None when it names neither.
+    """
+    import json
+
+    try:
+        node = json.loads(bytes(registration).decode("utf-8"))
+    except ValueError:  # not a registration Kafka wrote
+        return None
+    if not isinstance(node, dict):
+        return None
+    port = str(node.get("port", ""))
+    if node.get("host") and port.isdigit() and int(port) > 0:
+        return f"{node['host']}:{port}"
+    for endpoint in node.get("endpoints") or ():
+        address = str(endpoint).partition("://")[2]
+        if address.rpartition(":")[2].isdigit():
+            return address
+    return None
+
+
+def _zookeeper_brokers(jvm: _Any, quorum: str, timeout_ms: int) -> str:
+    """The brokers registered in ZooKeeper at ``quorum`` (``/brokers/ids``), read by Spark's jars' Curator client.
+
+    Raises:
+        ValueError: ZooKeeper did not answer within ``timeout_ms``, or no broker is registered there.
+    """
+    fix = ("or name the brokers in the job's kafkaParams: KafkaUtils.createStream(ssc, zkQuorum, groupId, topics, "
+           "{'metadata.broker.list': 'host:9092'})")
+    curator = jvm.org.apache.curator
+    client = curator.framework.CuratorFrameworkFactory.newClient(
+        quorum, max(timeout_ms, 10000), timeout_ms, curator.retry.RetryOneTime(200))
+    try:
+        client.start()
+        if not client.blockUntilConnected(timeout_ms, jvm.java.util.concurrent.TimeUnit.MILLISECONDS):
+            msg = (f"KafkaUtils.createStream: ZooKeeper at {quorum!r} did not answer within {timeout_ms / 1000:g} s, "
+                   "so the Kafka brokers registered there could not be read: start ZooKeeper or correct the quorum "
+                   f"(host:port[,host:port...][/chroot]), {fix}")
+            raise ValueError(msg)
+        ids = client.getChildren().forPath("/brokers/ids") if client.checkExists().forPath("/brokers/ids") else []
+        found = [_broker_address(client.getData().forPath(f"/brokers/ids/{i}")) for i in sorted(ids, key=str)]
+    except ValueError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a py4j error: a quorum that does not parse, a connection lost while reading
+        msg = (f"KafkaUtils.createStream: reading the Kafka brokers from ZooKeeper at {quorum!r} failed "
+               f"({(str(exc).splitlines() or [type(exc).__name__])[0][:200]}): correct the quorum "
+               f"(host:port[,host:port...][/chroot]), {fix}")
+        raise ValueError(msg) from None
+    finally:
+        client.close()
+    servers = [address for address in found if address]
+    if not servers:
+        msg = (f"KafkaUtils.createStream: no Kafka broker is registered in ZooKeeper at {quorum!r} (/brokers/ids "
+               f"is {'empty' if not found else 'without a host:port'}): start the brokers with zookeeper.connect="
+               f"{quorum}, add the chroot they use to the quorum (host:port/kafka), {fix}")
         raise ValueError(msg)
+    return ",".join(servers)
 
 
 class _Message:

@@ -194,11 +194,14 @@ _R: list[Rule] = [
          "legacy job's position with `dmk cutover`); auto.offset.reset and enable.auto.commit are not Kafka options "
          "there.", _any("readStream+format:kafka", "readStream+source_format", "readStream+events", "events"),
          DSTREAM),
-    Rule("KafkaUtils.createStream", 'spark.readStream.format("kafka") (no receivers; offsets in the checkpoint)',
-         _RECEIVERS, False,
-         "Receiver loss: what a killed receiver driver had received is gone, and its ZooKeeper group offsets are not "
-         "read by the Kafka source: continue from them with `dmk cutover zookeeper`. Not mechanical: createStream "
-         "names a ZooKeeper quorum, not the brokers kafka.bootstrap.servers needs, and a {topic: threads} map.",
+    Rule("KafkaUtils.createStream", 'spark.readStream.format("kafka").option("kafka.bootstrap.servers", <the brokers '
+         "the quorum registers>).option(\"subscribe\", ...) (no receivers; offsets in the checkpoint)",
+         _RECEIVERS, True,
+         "Receiver loss is gone: the offsets move to the query's checkpoint. The draft reads the brokers the ZooKeeper "
+         "quorum registers (/brokers/ids) at its start, as 2.4's receiver did (brokers in kafkaParams win). The "
+         "group's offsets in ZooKeeper are neither read nor committed: a first start begins at auto.offset.reset "
+         "(default largest: the latest offsets); continue from the group with `dmk cutover zookeeper QUORUM "
+         "--consumer GROUP`. {topic: threads} and storageLevel have no counterpart.",
          _any("readStream+format:kafka", "readStream+source_format", "events"), DSTREAM),
     Rule("KafkaUtils.createRDD", 'spark.read.format("kafka").option("startingOffsets", json).option("endingOffsets", '
          "json) (a batch read)", _MAP, True,

@@ -671,10 +671,13 @@ def test_python_3_code_that_looks_alike_is_not_python_2() -> None:
     assert analyse_source(source).findings == ()
 
 
-def test_create_stream_is_manual_and_window_links_the_window_section() -> None:
+def test_create_stream_is_automatic_as_the_draft_carries_it_and_window_links_the_window_section() -> None:
     findings = {f.construct: f for f in analyse(REPO / f"{JOBS}/every_construct.py").findings}
-    assert findings["KafkaUtils.createStream"].status == "manual"
-    assert "ZooKeeper quorum" in findings["KafkaUtils.createStream"].note
+    # The draft reads the brokers the quorum registers (tests/test_migrate_receiver.py); the group's offsets in
+    # ZooKeeper are what it does not carry, and the note says how to continue from them.
+    assert findings["KafkaUtils.createStream"].status == "automatic"
+    assert "ZooKeeper quorum registers (/brokers/ids)" in findings["KafkaUtils.createStream"].note
+    assert "`dmk cutover zookeeper QUORUM --consumer GROUP`" in findings["KafkaUtils.createStream"].note
     assert findings["DStream.window"].playbook == "docs/playbook.md#windowed_counts"
     assert "windowed_counts" in PLAYBOOK_ANCHORS
 
