@@ -8,7 +8,8 @@ usable (a Spark 2.3 Scala 2.11 jar on Spark 4), and fetching it needs Maven Cent
 PySpark's gateway launch so that, whenever the job set the variable, the coordinates of Spark's own Kafka
 connectors (``org.apache.spark:spark-streaming-kafka*``, ``org.apache.spark:spark-sql-kafka*``) are taken
 out of ``--packages`` (and ``--conf spark.jars.packages=``) before ``spark-submit`` runs, saying so in the
-job's log. Other packages are left as the job asked.
+job's log; the same for ``spark.jars.packages`` set on the job's ``SparkConf`` (or its session builder's
+config), which PySpark passes to ``spark-submit`` too. Other packages are left as the job asked.
 
 Example::
 
@@ -77,6 +78,24 @@ def _scrub(log: Any = None) -> None:
               f"{cleaned!r})", file=log or sys.stderr, flush=True)
 
 
+def _scrub_conf(conf: Any, log: Any = None) -> None:
+    """Take the stand-ins' Kafka packages out of a not yet launched ``SparkConf``'s ``spark.jars.packages``."""
+    key = "spark.jars.packages"
+    given = conf.get(key) if conf is not None else None
+    if not given:
+        return
+    rest, dropped = _split(given)
+    if not dropped:
+        return
+    if rest:
+        conf.set(key, ",".join(rest))
+    else:
+        conf._conf.pop(key, None)  # no JVM yet: a SparkConf keeps its settings in this dict until launch
+    print(f"dmk: the job's SparkConf asks spark-submit to fetch {', '.join(dropped)} ({key}): not fetched; the kit's "
+          "stand-ins provide KafkaUtils (pyspark.streaming.kafka) and format('kafka') in this process",
+          file=log or sys.stderr, flush=True)
+
+
 def install() -> None:
     """Scrub ``PYSPARK_SUBMIT_ARGS`` whenever this process launches Spark's JVM (idempotent)."""
     from pyspark.core import context
@@ -87,6 +106,7 @@ def install() -> None:
 
     def launch_gateway(conf: Any = None, popen_kwargs: Any = None) -> Any:
         _scrub()
+        _scrub_conf(conf)
         return launch(conf, popen_kwargs)
 
     launch_gateway._dmk_scrubbing = True  # type: ignore[attr-defined]

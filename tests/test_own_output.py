@@ -246,6 +246,27 @@ def test_submit_args_a_job_sets_itself_are_scrubbed_when_spark_starts() -> None:
             "2.3.1: not fetched; the kit's stand-ins provide KafkaUtils") in done.stderr
 
 
+_LAUNCH_CONF = '''
+from pyspark import SparkConf
+from pyspark.core import context
+
+context.launch_gateway = lambda conf=None, popen_kwargs=None: print("launched with", conf.get("spark.jars.packages"))
+from kit import submit_args
+
+submit_args.install()
+conf = SparkConf().set("spark.jars.packages", "org.apache.spark:spark-streaming-kafka-0-8_2.11:2.4.7,com.example:x:1")
+context.launch_gateway(conf)  # as SparkContext(conf=conf) does
+'''
+
+
+def test_kafka_packages_a_jobs_sparkconf_names_are_not_fetched() -> None:
+    done = subprocess.run([sys.executable, "-c", _LAUNCH_CONF], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "launched with com.example:x:1"
+    assert ("dmk: the job's SparkConf asks spark-submit to fetch org.apache.spark:spark-streaming-kafka-0-8_2.11:"
+            "2.4.7 (spark.jars.packages): not fetched") in done.stderr
+
+
 def test_verify_infers_the_one_location_a_jobs_text_writes(tmp_path: Path) -> None:
     job = tmp_path / "job.py"
     job.write_text('brokers = "localhost:9092"\n'
