@@ -1279,9 +1279,11 @@ def compare_jobs(settings: JobsSettings, progress: Callable[[str, int, int], Non
     frame = read_capture(settings.input_file)
     oracle_fn = workloads.load_ref(settings.oracle, "oracle") if settings.oracle else None
     out.mkdir(parents=True, exist_ok=True)
-    commands = zip(SIDES, (settings.legacy, settings.modern), strict=True)
-    engines = {name: ScriptEngine(name, command, output=settings.output,
-                                  python2=settings.legacy_python2 and name == "legacy") for name, command in commands}
+    # Each side's command, and whether its job runs with the Python 2 layer (the original only: the rewrite is
+    # Python 3 code).
+    sides = zip(SIDES, (settings.legacy, settings.modern), (settings.legacy_python2, False), strict=True)
+    engines = {name: ScriptEngine(name, command, output=settings.output, python2=python2)
+               for name, command, python2 in sides}
     run_id = uuid.uuid4().hex[:8]
     outputs: dict[str, pd.DataFrame] = {}
     figures: dict[str, dict[str, Any]] = {}
