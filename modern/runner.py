@@ -301,6 +301,57 @@ def _start_over_connect(writer: Any) -> Any:
     raise AssertionError  # unreachable: the last attempt returns or raises
 
 
+INITIALIZE_TIMEOUT_S = 300.0
+"""Bound on how long :meth:`ModernRun.start` waits for its queries to initialize their sources."""
+
+def _initializing(query: Any) -> bool:
+    """Whether ``query`` has yet to create its sources and ask them for offsets the first time.
+
+    From its ``status`` message, which the stream thread sets as it goes (``StreamExecution.runStream``,
+    ``MicroBatchExecution``): "Initializing StreamExecution", "Initializing sources", then "Getting offsets from
+    <source>" while a trigger asks the sources, then what the trigger found ("Waiting for data to arrive",
+    "Processing new data"...). A query that has reported progress, or stopped, is past it.
+    """
+    if not query.isActive or query.lastProgress is not None:
+        return False
+    message = str(query.status.get("message", ""))
+    return message.startswith(("Initializing", "Getting offsets"))
+
+
+def _await_initialized(queries: Mapping[str, Any], timeout_s: float) -> None:
+    """Wait until every query's stream thread has created its sources and asked them for offsets once.
+
+    ``DataStreamWriter.start`` returns once the stream thread runs, before it has analysed the plan and created the
+    sources (for the kit's Python Kafka source: a Python process that resolves the starting offsets). That takes
+    1-2 s, and records produced meanwhile wait for it: measured on ``dmk compare running_counts``, the first
+    micro-batch began 2.1 s after the replay's first record, held the batch cap of records and made the start-up
+    backlog (benchmarks/results/changes.md §18). A started run is ready for input.
+
+    Raises:
+        StreamingQueryException: a query failed while initializing (Spark's exception).
+        RunTimeout: still initializing after ``timeout_s``.
+    """
+    deadline = time.monotonic() + timeout_s
+    pending = dict(queries)
+    while pending:
+        for name, query in list(pending.items()):
+            error = query.exception()
+            if error is not None:
+                raise error
+            if not _initializing(query):
+                del pending[name]
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            msg = (
+                f"modern queries {sorted(pending)} were still initializing their sources after {timeout_s:.0f} s "
+                f"({ {n: q.status.get('message') for n, q in pending.items()} }); check the driver log and that Kafka "
+                "answers"
+            )
+            raise RunTimeout(msg, reached={}, expected={})
+        time.sleep(0.05)
+
+
 class ModernRun:
     """The queries of one :class:`ModernRunConfig`; :meth:`start`, :meth:`await_offsets`, :meth:`stop`."""
 
@@ -370,6 +421,11 @@ class ModernRun:
         if is_connect(self.spark):
             self._poller = _ProgressPoller(self._log)
             self._poller.start(self.queries)
+        try:
+            _await_initialized(self.queries, INITIALIZE_TIMEOUT_S)
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def _reached(self, query: Any) -> dict[str, dict[int, int]]:
