@@ -322,10 +322,9 @@ def _await_initialized(queries: Mapping[str, Any], timeout_s: float) -> None:
     """Wait until every query's stream thread has created its sources and asked them for offsets once.
 
     ``DataStreamWriter.start`` returns once the stream thread runs, before it has analysed the plan and created the
-    sources (for the kit's Python Kafka source: a Python process that resolves the starting offsets). That takes
-    1-2 s, and records produced meanwhile wait for it: measured on ``dmk compare running_counts``, the first
-    micro-batch began 2.1 s after the replay's first record, held the batch cap of records and made the start-up
-    backlog (benchmarks/results/changes.md §18). A started run is ready for input.
+    sources (for the kit's Python Kafka source: a Python process that resolves the starting offsets), and records
+    produced meanwhile wait for it: in ``dmk compare`` that wait became the start-up backlog
+    (benchmarks/results/changes.md §18). A started run is ready for input.
 
     Raises:
         StreamingQueryException: a query failed while initializing (Spark's exception).
