@@ -303,6 +303,7 @@ def _start_over_connect(writer: Any) -> Any:
 
 INITIALIZE_TIMEOUT_S = 300.0
 """Bound on how long :meth:`ModernRun.start` waits for its queries to initialize their sources."""
+_POLL_S = 0.2
 
 def _initializing(query: Any) -> bool:
     """Whether ``query`` has yet to create its sources and ask them for offsets the first time.
@@ -334,9 +335,10 @@ def _await_initialized(queries: Mapping[str, Any], timeout_s: float) -> None:
     pending = dict(queries)
     while pending:
         for name, query in list(pending.items()):
-            error = query.exception()
-            if error is not None:
-                raise error
+            if not query.isActive:
+                error = query.exception()
+                if error is not None:
+                    raise error
             if not _initializing(query):
                 del pending[name]
         if not pending:
@@ -348,7 +350,9 @@ def _await_initialized(queries: Mapping[str, Any], timeout_s: float) -> None:
                 "answers"
             )
             raise RunTimeout(msg, reached={}, expected={})
-        time.sleep(0.05)
+        # Not faster: each poll is a few py4j calls into the driver, which is starting Python processes that
+        # Spark gives a fixed 10 s to connect back (changes.md §16).
+        time.sleep(_POLL_S)
 
 
 class ModernRun:
