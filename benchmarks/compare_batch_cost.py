@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from compare.bench import _ends, _matches_oracle, produce  # noqa: E402
+from compare.bench.run import _ends, _matches_oracle, produce  # noqa: E402
 from compare.engines import get_engine  # noqa: E402
 from compare.measure import event_log_conf  # noqa: E402
 from kit import workloads  # noqa: E402

@@ -42,7 +42,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ["DMK_KAFKA_CLIENT"] = args.kafka_client  # before anything opens a Kafka handle or a Python worker
 
-    import compare.bench as bench
+    import compare.bench.run as bench
     from kit.broker import EmbeddedBroker
     from kit.spark import spark_session
 

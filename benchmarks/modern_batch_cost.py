@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from compare.bench import _ends, produce  # noqa: E402
+from compare.bench.run import _ends, produce  # noqa: E402
 from kit.broker import EmbeddedBroker  # noqa: E402
 from kit.dataset import DatasetSpec, generate  # noqa: E402
 from kit.kafka import Kafka  # noqa: E402

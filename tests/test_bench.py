@@ -12,7 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from compare import bench, bench_results
+from compare.bench import results as bench_results
+from compare.bench import run as bench
 from compare.engines import get_engine
 from compare.cli import main
 from kit.errors import ConfigError

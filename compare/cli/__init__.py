@@ -247,7 +247,7 @@ def _print_replay(result) -> None:
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
-    from compare._validate import partition_list
+    from compare.cli.validate import partition_list
     from kit.capture import Position, capture
 
     start = Position.parse(args.from_) if args.from_ else None
@@ -822,7 +822,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     import shlex
 
-    from compare.bench import BenchSettings, readme_table, run_bench, update_readme
+    from compare.bench.run import BenchSettings, readme_table, run_bench, update_readme
     from kit.errors import ConfigError
 
     if args.from_results:
@@ -1260,7 +1260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with _stopped_by_signals():
             try:
-                from compare._validate import check_args
+                from compare.cli.validate import check_args
                 from kit.kafka import java_client_settings, using_process_settings
                 from kit.security import secret_values
 

@@ -65,7 +65,7 @@ from typing import Any
 
 import pandas as pd
 
-from compare.bench_results import (
+from compare.bench.results import (
     README_END,
     README_START,
     TARGETS,
