@@ -295,7 +295,7 @@ class EmbeddedBroker:
         admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 3})
         try:
             admin.list_topics(timeout=self.startup_timeout_s)
-        except Exception as exc:  # noqa: BLE001 - confluent-kafka raises KafkaException; reported as a BrokerError
+        except Exception as exc:  # confluent-kafka raises KafkaException; reported as a BrokerError
             msg = (
                 f"librdkafka's mock cluster on {self.bootstrap_servers} did not answer a metadata request within "
                 f"{self.startup_timeout_s:g} s ({exc}). Fix: read the log below."

@@ -197,7 +197,7 @@ class LocalCluster:
             ClusterError: the master's web UI does not answer.
         """
         try:
-            with urllib.request.urlopen(f"{state.webui_url}/json/", timeout=timeout_s) as response:  # noqa: S310 - loopback
+            with urllib.request.urlopen(f"{state.webui_url}/json/", timeout=timeout_s) as response:  # loopback
                 return json.loads(response.read())
         except (OSError, ValueError) as err:
             msg = (

@@ -155,7 +155,7 @@ def connect_session(url: str, *, timeout_s: float = 30.0, check: bool = True) ->
 def _probe_function(modules: tuple[str, ...]) -> Any:
     # Built in a function, so cloudpickle sends it by value: the server's workers need nothing of the kit to run it.
     # No type hints: over Connect, PySpark reads a UDF's hints to guess a pandas UDF and warns when it cannot.
-    def probe(_):  # noqa: ANN001, ANN202
+    def probe(_):
         import importlib
         import json
         import socket

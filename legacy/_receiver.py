@@ -456,7 +456,7 @@ class ReceiverBridge:
                 if was_paused:
                     consumer.resume(*consumer.paused())
                 self._take(consumer.poll(timeout_ms=200))
-        except Exception as exc:  # noqa: BLE001 - any failure of the consumer ends the stream, loudly
+        except Exception as exc:  # any failure of the consumer ends the stream, loudly
             self._error = self._new_error(
                 "its Kafka consumer failed; records it had taken are still served, nothing more is read",
                 "check the broker and the consumer settings, then stop the StreamingContext and start it again "
@@ -510,7 +510,7 @@ class ReceiverBridge:
                     log.info("receiver bridge %s: %d records not handed over; committing their offsets as the "
                              "group's position: %s", self.address, len(self._outgoing) + len(self._buffer), first_held)
             consumer.close(autocommit=rewind)
-        except Exception:  # noqa: BLE001 - closing must not mask the stop; the group re-reads from its last commit
+        except Exception:  # closing must not mask the stop; the group re-reads from its last commit
             log.exception(
                 "receiver bridge %s: closing the Kafka consumer of group %r failed", self.address, self.group_id
             )
@@ -539,7 +539,7 @@ class ReceiverBridge:
                     self._read_or_drop(conn)
                 if conn is not None and conn is self._conn and conn in ready_w:
                     self._write(conn)
-        except Exception as exc:  # noqa: BLE001 - the server failing ends the stream like the consumer failing
+        except Exception as exc:  # the server failing ends the stream like the consumer failing
             self._error = self._error or self._new_error(
                 "its socket server failed", "stop the StreamingContext and start it again", exc
             )

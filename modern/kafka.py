@@ -363,7 +363,7 @@ def group_ranges(ranges: list[KafkaInputPartition], max_partitions: int | None) 
     ]
 
 
-def _plan(settings: SourceSettings, start: Offsets, end: Offsets, earliest_of) -> list[InputPartition]:  # noqa: ANN001
+def _plan(settings: SourceSettings, start: Offsets, end: Offsets, earliest_of) -> list[InputPartition]:
     new = [tp for tp in end if tp not in start]
     new_start = earliest_of(new) if new else {}
     ranges = []

@@ -618,7 +618,7 @@ def test_commit_async_commits_when_the_next_batch_is_generated(ssc, kafka: Kafka
     acknowledged: list[dict] = []
     committed_at_output: list[dict] = []
 
-    def output(rdd) -> None:  # noqa: ANN001 - captures the stream, as 0-10 jobs do
+    def output(rdd) -> None:  # captures the stream, as 0-10 jobs do
         committed_at_output.append(kafka.group_offsets(group))
         stream.commitAsync(rdd.offsetRanges(), lambda offsets, error: acknowledged.append((offsets, error)))
 
