@@ -70,7 +70,6 @@ __all__ = [
     "RateUpdate",
     "create_direct_stream",
     "create_rdd",
-    "live_state",
     "take_restored",
 ]
 
@@ -363,11 +362,6 @@ class DirectStreamSnapshot:
 _LIVE: weakref.WeakValueDictionary[str, DirectStreamState] = weakref.WeakValueDictionary()
 _RESTORED: list[DirectStreamState] = []
 _RESTORED_LOCK = threading.Lock()
-
-
-def live_state(uid: str) -> DirectStreamState | None:
-    """The state of direct stream ``uid`` in this driver, if it has one."""
-    return _LIVE.get(uid)
 
 
 def take_restored() -> list[DirectStreamState]:

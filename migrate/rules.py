@@ -70,7 +70,6 @@ _LATE = "late-data-what-each-operator-drops"
 _PT = "processing-time-is-not-event-time"
 _SKEW = "partition-skew-under-a-record-limit"
 _TWO = "two-inputs-one-watermark"
-_MODES = "output-mode-timing"
 _DUPS = "duplicates-after-a-restart"
 _RECEIVERS = "loss-after-a-restart-receivers"
 # The lifecycle subsections ("Lifecycle, one by one"): both sides' code, in legacy/ and modern/lifecycle.py.

@@ -31,7 +31,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -81,10 +80,6 @@ def upsert_batch(dsn: str, table: str) -> Callable[[Any, int], None]:
 
 
 # -- StreamingListener  →  StreamingQueryListener ----------------------------------------------------------
-
-def _epoch_ms(timestamp: str) -> int:
-    return round(datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp() * 1000)
-
 
 # --8<-- [start:batch_metrics_listener]
 def batch_metrics_listener(on_batch: Callable[[BatchMetrics], None], query_name: str | None = None) -> Any:
