@@ -7,7 +7,7 @@ with the n-th row of that key on the other. What is left over is *missing* (expe
 within ``precision`` when given; nulls (None, NaN, NaT) equal each other.
 
 :func:`diff_outputs` returns an :class:`OutputDiff` and never raises on a difference;
-:func:`assert_equivalent` raises :class:`OutputsDiffer` with a readable report (chispa's pair
+:func:`assert_outputs_equal` raises :class:`OutputsDiffer` with a readable report (chispa's pair
 ``are_dfs_equal`` / ``assert_df_equality``). :func:`three_way` compares legacy, modern and oracle at once and
 :func:`render_three_way` prints them side by side.
 
@@ -34,7 +34,7 @@ from kit.errors import ConfigError, KitError
 
 __all__ = [
     "DIFFERENT", "EQUIVALENT", "MIN_ROWS", "NOTHING_COMPARED", "Check", "NothingCompared", "OutputDiff",
-    "OutputsDiffer", "ThreeWayDiff", "assert_equivalent", "assert_three_way", "diff_outputs", "records_differ",
+    "OutputsDiffer", "ThreeWayDiff", "assert_outputs_equal", "assert_three_way", "diff_outputs", "records_differ",
     "render_three_way", "three_way", "updates_out_of_order", "verdict",
 ]
 
@@ -245,7 +245,7 @@ def diff_outputs(
     )
 
 
-def assert_equivalent(
+def assert_outputs_equal(
     expected: pd.DataFrame,
     actual: pd.DataFrame,
     keys: Sequence[str],
