@@ -23,8 +23,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as RdTopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
 
-from kit.kafka import Sender
 from kit.security import reveal
+from kit.sender import Sender
 
 __all__ = ["RdReader", "RdSender", "translate"]
 

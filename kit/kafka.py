@@ -54,6 +54,10 @@ from kit.errors import (
     TopicConfigurationMismatch,
     UnknownTopic,
 )
+from kit.sender import KafkaPythonSender, Sender
+
+# kit._rdkafka and kit._rdadmin (librdkafka) are imported inside the methods of a confluent handle: they import
+# confluent-kafka, which may be absent (resolve_client then falls back to kafka-python). Neither imports this module.
 
 __all__ = [
     "CLIENTS",
@@ -602,7 +606,7 @@ class Kafka:
             properties, untranslated = translate(config, _PRODUCER_NAMES)
             if not untranslated:
                 return RdSender(self.bootstrap_servers, {**self._rd_properties, **properties}, max_block_s)
-        return _KafkaPythonSender(self.producer(max_block_ms=int(max_block_s * 1000), **config))
+        return KafkaPythonSender(self.producer(max_block_ms=int(max_block_s * 1000), **config))
 
     def close(self) -> None:
         """Close every client this handle opened."""
@@ -1076,72 +1080,3 @@ class Kafka:
                 receive_buffer_bytes=4 * 1024 * 1024,
             )
         return self._reader
-
-
-class Sender:
-    """Sends records and reports each one's outcome; from :meth:`Kafka.sender`, whichever client is behind it.
-
-    ``send`` queues one record; ``on_done(partition, offset, error)`` is called once for it, from ``send``,
-    ``flush`` or ``close`` (``error`` None when the broker acknowledged it). ``flush(timeout_s)`` waits for
-    every outcome and returns how many are still outstanding.
-    """
-
-    def send(
-        self,
-        topic: str,
-        *,
-        key: bytes | None,
-        value: bytes | None,
-        partition: int | None = None,
-        timestamp_ms: int | None = None,
-        headers: list[tuple[str, bytes | None]] | None = None,
-        on_done: Any = None,
-    ) -> None:
-        """Queue one record for ``topic``; ``on_done(partition, offset, error)`` is called once for it.
-
-        ``partition`` None lets the client's partitioner choose; ``timestamp_ms`` None lets the client stamp
-        the record with the current time.
-        """
-        raise NotImplementedError
-
-    def flush(self, timeout_s: float) -> int:
-        """Wait up to ``timeout_s`` for every queued record's outcome; return how many are still outstanding."""
-        raise NotImplementedError
-
-    def close(self, timeout_s: float = 5.0) -> None:
-        """Wait up to ``timeout_s`` (default 5 s) for what is still queued, then close the producer."""
-        raise NotImplementedError
-
-
-class _KafkaPythonSender(Sender):
-    def __init__(self, producer: KafkaProducer) -> None:
-        self._producer = producer
-        self._futures: list[Any] = []
-
-    def send(
-        self,
-        topic: str,
-        *,
-        key: bytes | None,
-        value: bytes | None,
-        partition: int | None = None,
-        timestamp_ms: int | None = None,
-        headers: list[tuple[str, bytes | None]] | None = None,
-        on_done: Any = None,
-    ) -> None:
-        future = self._producer.send(
-            topic, key=key, value=value, partition=partition, timestamp_ms=timestamp_ms, headers=headers or []
-        )
-        if on_done is not None:
-            future.add_callback(lambda meta: on_done(meta.partition, meta.offset, None))
-            future.add_errback(lambda exc: on_done(partition if partition is not None else -1, -1, exc))
-        self._futures.append(future)
-
-    def flush(self, timeout_s: float) -> int:
-        with contextlib.suppress(KafkaTimeoutError):
-            self._producer.flush(timeout=timeout_s)
-        self._futures = [f for f in self._futures if not f.is_done]
-        return len(self._futures)
-
-    def close(self, timeout_s: float = 5.0) -> None:
-        self._producer.close(timeout=timeout_s)
