@@ -58,9 +58,6 @@ from legacy._types import Broker, KafkaMessageAndMetadata, OffsetRange, TopicAnd
 from legacy.errors import BatchNotGenerated, StateFormatMismatch
 from legacy.rate import JvmPIDRateEstimator, RateSettings, _java_double_to_long, until_offsets
 
-# Every Python DStream operation of every batch is a callback from the JVM: make each skip a Java exception.
-_install_callbacks()
-
 __all__ = [
     "DirectStreamSnapshot",
     "DirectStreamState",
@@ -441,6 +438,8 @@ class DirectStreamState:
         self._batches = state["batches"]
         self._latest_ms = state["latest_ms"]
         self._init_transient()
+        # A stream restored from a checkpoint is created again by Spark, without create_direct_stream.
+        _install_callbacks()
         with _RESTORED_LOCK:
             _RESTORED.append(self)
 
@@ -949,6 +948,8 @@ def create_direct_stream(
     The starting offsets are fixed now, on the driver: ``from_offsets`` (which also fixes the partitions),
     else every partition of ``topics`` at ``auto.offset.reset``.
     """
+    # Every Python DStream operation of every batch is a callback from the JVM: make each skip a Java exception.
+    _install_callbacks()
     topics = _check_topics(topics)
     params = KafkaParams.parse(kafka_params)
     sc = ssc.sparkContext

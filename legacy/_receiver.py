@@ -57,6 +57,7 @@ from pyspark.streaming import DStream
 
 from kit.errors import BrokerUnavailable, ConfigError
 from kit.kafka import Kafka, client_settings, process_settings, python_client_config
+from legacy._callbacks import install as _install_callbacks
 from legacy._types import KafkaMessageAndMetadata
 from legacy.errors import LegacyError
 
@@ -825,6 +826,8 @@ def create_receiver_stream(
         UnknownTopic: a topic does not exist.
         BrokerUnavailable: no broker answers at ``bootstrap_servers``.
     """
+    # Every Python DStream operation of every batch is a callback from the JVM: make each skip a Java exception.
+    _install_callbacks()
     names = _normalise_topics(topics)
     if not isinstance(group_id, str) or not group_id:
         msg = f"group_id must be a non-empty string, got {group_id!r}"
