@@ -935,7 +935,7 @@ class Kafka:
             # fetch needs no records: fetch_max_bytes=1 makes the broker return one batch of the first partition
             # and only the high watermarks of the others. Tansu ignores max_partition_fetch_bytes, so without it a
             # fetch behind the end returned up to 50 MB, decoded record by record, and the fetches kafka-python
-            # sends ahead did the same: 370 ms for 8 partitions fetched at their start, 5.5 ms with it.
+            # sends ahead did the same (benchmarks/results/changes.md §18).
             self._offsets_consumer = self._consumer(
                 fetch_max_wait_ms=100, max_partition_fetch_bytes=1, fetch_max_bytes=1
             )
