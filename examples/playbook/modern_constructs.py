@@ -1,7 +1,7 @@
 """The playbook's data-processing constructs in Structured Streaming, one small function each (Spark 4.3).
 
-Each function has the name of its DStream counterpart in ``legacy/constructs.py`` and its oracle in
-``kit/constructs.py``. Most take a streaming DataFrame of events (``side``, ``key``, ``value`` and
+Each function has the name of its DStream counterpart in ``examples/playbook/legacy_constructs.py`` and its oracle in
+``examples/playbook/oracles.py``. Most take a streaming DataFrame of events (``side``, ``key``, ``value`` and
 ``event_time``, a timestamp) and return a streaming DataFrame. A DStream construct whose result is per batch
 has two counterparts: a running result kept in state (``running_totals``), or the batch DataFrame inside
 ``foreachBatch``; :func:`reduce_by_key`, :func:`count_by_value` and :func:`top_per_batch` take and return a
@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from kit.constructs import BATCH_S, SLIDE_S, TOP_N, WATERMARK_DELAY_S, WINDOW_S, load_regions
+from examples.playbook.oracles import BATCH_S, SLIDE_S, TOP_N, WATERMARK_DELAY_S, WINDOW_S, load_regions
 
 __all__ = [
     "cogroup",
