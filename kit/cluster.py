@@ -31,6 +31,7 @@ import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from typing import Any, cast
 from kit.errors import ClusterError, ConfigError
 from kit.spark import log_tail, spark_home
 
@@ -190,7 +191,7 @@ class LocalCluster:
         temp.write_text(json.dumps(asdict(state), indent=2), encoding="utf-8")
         temp.replace(self.state_path)
 
-    def master_json(self, state: ClusterState, timeout_s: float = 5.0) -> dict:
+    def master_json(self, state: ClusterState, timeout_s: float = 5.0) -> dict[str, Any]:
         """The master's view (``/json/``): workers, cores, memory, applications.
 
         Raises:
@@ -198,7 +199,7 @@ class LocalCluster:
         """
         try:
             with urllib.request.urlopen(f"{state.webui_url}/json/", timeout=timeout_s) as response:  # loopback
-                return json.loads(response.read())
+                return cast(dict[str, Any], json.loads(response.read()))
         except (OSError, ValueError) as err:
             msg = (
                 f"the master's web UI {state.webui_url} does not answer ({err}); see "
@@ -231,7 +232,7 @@ class LocalCluster:
     def _any_alive(state: ClusterState) -> bool:
         return any(_alive(pid) for pid in (state.master_pid, *state.worker_pids))
 
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         """What runs: ``{"running": bool, "master_url", "webui_url", "workers": [...], "apps": [...]}``."""
         state = self.state()
         if state is None or not self._any_alive(state):

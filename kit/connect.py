@@ -155,7 +155,7 @@ def connect_session(url: str, *, timeout_s: float = 30.0, check: bool = True) ->
 def _probe_function(modules: tuple[str, ...]) -> Any:
     # Built in a function, so cloudpickle sends it by value: the server's workers need nothing of the kit to run it.
     # No type hints: over Connect, PySpark reads a UDF's hints to guess a pandas UDF and warns when it cannot.
-    def probe(_):
+    def probe(_):  # type: ignore[no-untyped-def]  # hints left out on purpose (above)
         import importlib
         import json
         import socket
@@ -201,7 +201,7 @@ def check_server(spark: Any, url: str = "", *, modules: tuple[str, ...] = _SERVE
         lines = [line for line in str(err).splitlines() if line.strip()][:3]
         msg = f"{url} could not run the kit's Python check ({type(err).__name__}: {' / '.join(lines)}). {fix}"
         raise ConnectError(msg, url=url) from None
-    report = json.loads(row["report"])
+    report: dict[str, Any] = json.loads(row["report"])
     if report["missing"] or report["python"] != list(sys.version_info[:2]):
         msg = (
             f"{url}'s Python workers cannot run the kit: Python {report['python']} at {report['executable']} on "

@@ -142,7 +142,7 @@ def key_partition(key: bytes, partitions: int) -> int:
     ``(murmur2(key) & 0x7fffffff) % partitions`` — so the kit, kafka-python and Java producers all put a
     key on the same partition.
     """
-    return (murmur2(key) & 0x7FFFFFFF) % partitions
+    return int(murmur2(key) & 0x7FFFFFFF) % partitions
 
 
 def client_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -420,7 +420,9 @@ def wait_for_broker(
     consumer.close()
 
 
-def _listed(list_offsets: Callable[[list[TopicPartition]], dict], tps: list[TopicPartition]) -> dict:
+def _listed(
+    list_offsets: Callable[[list[TopicPartition]], dict[TopicPartition, Any]], tps: list[TopicPartition]
+) -> dict[TopicPartition, Any]:
     """kafka-python's ``beginning_offsets``/``end_offsets`` of ``tps``, also for partitions it has just met.
 
     Asked for several partitions, kafka-python leaves out those whose leader its metadata does not know yet (a
@@ -795,7 +797,7 @@ class Kafka:
                 except OffsetOutOfRangeError:
                     return listed
                 if records:
-                    return min(records[0].offset, listed)
+                    return min(int(records[0].offset), listed)
             raise KafkaTimeout(
                 operation=f"reading the first record of {tp.topic}-{tp.partition}", timeout_s=self.timeout_s,
                 last_observed={"listed beginning": listed},
@@ -854,7 +856,9 @@ class Kafka:
             ends.update(self._high_watermarks(consumer, {tp: listed[tp] - 1 for tp in to_fetch}))
         return {tp: ends[tp] for tp in tps}
 
-    def _high_watermarks(self, consumer: KafkaConsumer, fetch_at: Mapping[TopicPartition, int]) -> dict:
+    def _high_watermarks(
+        self, consumer: KafkaConsumer, fetch_at: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, int]:
         """kafka-python: the high watermark of a Fetch response for each partition, fetched at its offset.
 
         Raises:

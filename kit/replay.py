@@ -31,7 +31,7 @@ import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -209,7 +209,7 @@ def _partitions_for(frame: pd.DataFrame, settings: ReplaySettings, partitions: i
                 "Fix: replay into a topic with enough partitions, or use partition_by='key'."
             )
             raise ConfigError(msg)
-        return chosen
+        return cast(np.ndarray, chosen)
     cache: dict[bytes, int] = {}  # keys repeat a lot (users), murmur2 in Python is not free
     seqs = np.arange(len(frame))
     return np.fromiter(
@@ -245,7 +245,7 @@ def replay(
     settings: ReplaySettings,
     *,
     on_progress: ProgressCallback | None = None,
-    kafka_settings: dict | None = None,
+    kafka_settings: dict[str, Any] | None = None,
 ) -> ReplayResult:
     """Produce every row of a dataset frame (columns ``key``, ``value``, ``timestamp_ms``) into a topic.
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
-    from pyspark import SparkContext
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
     from pyspark.streaming import StreamingContext
 
@@ -244,7 +244,7 @@ def ship_kit(sc: SparkContext) -> str:
     return str(target)
 
 
-def _probe(_: Any) -> dict:
+def _probe(_: Any) -> dict[str, Any]:
     import importlib
     import socket
 
@@ -259,7 +259,7 @@ def _probe(_: Any) -> dict:
             "missing": missing, "kit": kit_file}
 
 
-def check_executors(sc: SparkContext) -> list[dict]:
+def check_executors(sc: SparkContext) -> list[dict[str, Any]]:
     """Run one probe task per default-parallelism slot (the executors registered so far); returns what each saw.
 
     Raises:
@@ -342,7 +342,7 @@ def kit_settings(
 
 def spark_conf(
     app_name: str = "dmk", master: str | None = None, conf: Mapping[str, Any] | None = None, *, ui: bool = False
-):
+) -> SparkConf:
     """A ``SparkConf`` with :func:`kit_settings` applied and the app name set."""
     from pyspark import SparkConf
 
