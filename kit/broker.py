@@ -39,8 +39,8 @@ import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
 from typing import cast
+
 from kit.errors import BrokerError, ConfigError
 from kit.kafka import register_topic_admin, wait_for_broker
 from kit.lifeline import die_with_parent

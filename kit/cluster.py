@@ -30,8 +30,8 @@ import time
 import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-
 from typing import Any, cast
+
 from kit.errors import ClusterError, ConfigError
 from kit.spark import log_tail, spark_home
 
