@@ -12,10 +12,11 @@ connect to it (kafka-python cannot decode its ApiVersions answer), and it has no
 CreatePartitions or DeleteRecords: topics are made with :meth:`EmbeddedBroker.create_topic` (or appear with 4
 partitions when first produced to). docs/kit.md has the measured table of both kinds.
 
-Example:
-    >>> with EmbeddedBroker() as broker:                      # doctest: +SKIP
-    ...     print(broker.bootstrap_servers)
-    127.0.0.1:40321
+Example::
+
+    with EmbeddedBroker() as broker:
+        print(broker.bootstrap_servers)
+    # 127.0.0.1:40321
 
 Everything that needs Kafka (every ``dmk`` command, the compare and bench runs, the pytest plugin) goes through
 :func:`kafka_or_embedded`: given bootstrap servers it checks that they answer; given none it starts an embedded

@@ -9,12 +9,13 @@ are its child processes, in its process group: stopping a worker's group stops i
 The cluster's state (master URL, web UI port, process ids, logs) is ``<dir>/cluster.json``; ``dir`` defaults
 to ``$DMK_CLUSTER_DIR``, else ``~/.dmk/cluster``.
 
-Example:
-    >>> cluster = LocalCluster("/tmp/dmk-cluster")                                     # doctest: +SKIP
-    >>> state = cluster.start(workers=2, cores=1, memory="1g")                         # doctest: +SKIP
-    >>> state.master_url                                                               # doctest: +SKIP
-    'spark://127.0.0.1:41234'
-    >>> cluster.stop()                                                                 # doctest: +SKIP
+Example::
+
+    cluster = LocalCluster("/tmp/dmk-cluster")
+    state = cluster.start(workers=2, cores=1, memory="1g")
+    state.master_url
+    # 'spark://127.0.0.1:41234'
+    cluster.stop()
 """
 
 from __future__ import annotations

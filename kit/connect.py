@@ -8,11 +8,12 @@ own server (``org.apache.spark.sql.connect.service.SparkConnectServer``, in the 
 PySpark 4.3 ships) on this machine with the kit's Spark settings, in a process group of its own, so it can be
 stopped with everything it started.
 
-Example:
-    >>> with LocalConnectServer() as server:                            # doctest: +SKIP
-    ...     spark = connect_session(server.url)                         # sc://127.0.0.1:<free port>
-    ...     spark.range(3).count()
-    3
+Example::
+
+    with LocalConnectServer() as server:
+        spark = connect_session(server.url)                         # sc://127.0.0.1:<free port>
+        spark.range(3).count()
+    # 3
 """
 
 from __future__ import annotations

@@ -14,11 +14,12 @@ with no librdkafka equivalent keep a handle on kafka-python too. ``client="confl
 (:mod:`kit._rdadmin`): such a handle opens no kafka-python connection, the one way to use a broker kafka-python
 cannot reach (librdkafka's mock cluster, ``kit.broker.EmbeddedBroker(kind="mock")``).
 
-Example:
-    >>> with Kafka("127.0.0.1:9092") as kafka:                          # doctest: +SKIP
-    ...     kafka.create_topic("events", partitions=4)
-    ...     ends = kafka.end_offsets("events")                            # {TopicPartition: offset}
-    ...     rows = list(kafka.read_range("events", 0, 0, ends[TopicPartition("events", 0)]))
+Example::
+
+    with Kafka("127.0.0.1:9092") as kafka:
+        kafka.create_topic("events", partitions=4)
+        ends = kafka.end_offsets("events")                            # {TopicPartition: offset}
+        rows = list(kafka.read_range("events", 0, 0, ends[TopicPartition("events", 0)]))
 
 Records come back as kafka-python ``ConsumerRecord`` tuples (``topic, partition, offset, timestamp,
 timestamp_type, key, value, headers`` among their fields) with raw ``bytes`` keys and values.

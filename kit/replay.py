@@ -18,11 +18,12 @@ A frame with a ``topic`` column is split over several topics (a workload with tw
 impressions/clicks join): each row goes to its own topic, every topic is created with ``partitions``, and
 the result gives end offsets per topic. Rows are still sent in frame order, so the topics advance together.
 
-Example:
-    >>> frame = read_dataset("events.parquet")                              # doctest: +SKIP
-    >>> result = replay(frame, "127.0.0.1:9092", ReplaySettings(topic="events", partitions=4))
-    >>> result.records, result.end_offsets
-    (100000, {0: 24873, 1: 25210, 2: 24950, 3: 24967})
+Example::
+
+    frame = read_dataset("events.parquet")
+    result = replay(frame, "127.0.0.1:9092", ReplaySettings(topic="events", partitions=4))
+    result.records, result.end_offsets
+    # (100000, {0: 24873, 1: 25210, 2: 24950, 3: 24967})
 """
 
 from __future__ import annotations

@@ -12,10 +12,11 @@ code), and a probe job checks that the executors' Python can import them and the
 cannot, the context is stopped and :class:`~kit.errors.ConfigError` says what is missing and how to install it.
 Checkpoint locations must be reachable from every node: :func:`check_location`.
 
-Example:
-    >>> spark = spark_session("my-app")                                   # doctest: +SKIP
-    >>> ssc = streaming_context(1.0)                                       # doctest: +SKIP
-    >>> ssc.stop(stopSparkContext=False)                                   # doctest: +SKIP
+Example::
+
+    spark = spark_session("my-app")
+    ssc = streaming_context(1.0)
+    ssc.stop(stopSparkContext=False)
 """
 
 from __future__ import annotations

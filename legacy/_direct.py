@@ -21,9 +21,10 @@ Rate control (``legacy.rate``) uses Spark's own JVM ``PIDRateEstimator``, fed by
 ``StreamingListener`` with the record counts this stream reports to Spark's ``InputInfoTracker`` (so batch
 infos, the UI and the estimator see the same numbers as with Spark's Kafka stream).
 
-Example (what ``KafkaUtils.createDirectStream`` does):
-    >>> stream = create_direct_stream(ssc, ["events"], {"bootstrap.servers": "127.0.0.1:9092"})  # doctest: +SKIP
-    >>> stream.foreachRDD(lambda rdd: print(rdd.offsetRanges()))                                # doctest: +SKIP
+Example (what ``KafkaUtils.createDirectStream`` does)::
+
+    stream = create_direct_stream(ssc, ["events"], {"bootstrap.servers": "127.0.0.1:9092"})
+    stream.foreachRDD(lambda rdd: print(rdd.offsetRanges()))
 """
 
 from __future__ import annotations

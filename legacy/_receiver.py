@@ -26,11 +26,12 @@ If the consumer fails, the error is logged and raised by every following batch
 Delivery is at most once for what sits in Spark's buffers on a driver crash, and a re-start may read records
 again; ``docs/legacy-receiver.md`` says exactly when.
 
-Example (what ``KafkaUtils.createStream(ssc, zk, "my-group", {"events": 1})`` did):
-    >>> stream = create_receiver_stream(ssc, "127.0.0.1:9092", "my-group", {"events": 1})  # doctest: +SKIP
-    >>> stream.map(lambda kv: kv[1]).count().pprint()                                      # doctest: +SKIP
-    >>> ssc.start()                                                                         # doctest: +SKIP
-    >>> ssc.stop(stopSparkContext=False)   # also closes the bridge                         # doctest: +SKIP
+Example (what ``KafkaUtils.createStream(ssc, zk, "my-group", {"events": 1})`` did)::
+
+    stream = create_receiver_stream(ssc, "127.0.0.1:9092", "my-group", {"events": 1})
+    stream.map(lambda kv: kv[1]).count().pprint()
+    ssc.start()
+    ssc.stop(stopSparkContext=False)   # also closes the bridge
 """
 
 from __future__ import annotations

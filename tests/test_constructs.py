@@ -190,12 +190,6 @@ def test_the_dataset_has_what_the_constructs_need() -> None:
     assert len({e["event_time"] for e in EVENTS}) == len(EVENTS)
 
 
-def test_the_oracle_module_example_runs() -> None:
-    import doctest
-
-    assert doctest.testmod(oracle).failed == 0
-
-
 @pytest.mark.spark
 def test_map_partitions_equals_map_in_pandas(legacy_run, spark, event_files, tmp_path) -> None:
     from examples.playbook import modern_constructs as modern

@@ -10,11 +10,12 @@ The windowed functions with an inverse function need ``ssc.checkpoint(dir)``. Th
 :mod:`examples.playbook.oracles`: a window of ``WINDOW_S`` seconds sliding by ``SLIDE_S``, on a ``BATCH_S``
 batch interval.
 
-Example:
-    >>> from examples.playbook.oracles import by_second, sample                                     # doctest: +SKIP
-    >>> rdds = [ssc.sparkContext.parallelize(batch) for batch in by_second(sample())]   # doctest: +SKIP
-    >>> counts = count_by_window(ssc.queueStream(rdds, oneAtATime=True))                 # doctest: +SKIP
-    >>> counts.pprint()                                                                  # doctest: +SKIP
+Example::
+
+    from examples.playbook.oracles import by_second, sample
+    rdds = [ssc.sparkContext.parallelize(batch) for batch in by_second(sample())]
+    counts = count_by_window(ssc.queueStream(rdds, oneAtATime=True))
+    counts.pprint()
 """
 
 from __future__ import annotations

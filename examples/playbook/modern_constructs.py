@@ -9,11 +9,12 @@ micro-batch's DataFrame and are meant for ``foreachBatch``. ``tests/test_constru
 rows as the DStream side and the oracle, and ``docs/playbook.md`` ("Constructs, one by one") shows the code
 between the ``--8<--`` markers.
 
-Example:
-    >>> counts = count_by_window(events)                                               # doctest: +SKIP
-    >>> query = counts.writeStream.outputMode("append").format("console").start()      # doctest: +SKIP
-    >>> per_batch = events.writeStream.foreachBatch(                                   # doctest: +SKIP
-    ...     lambda batch, batch_id: reduce_by_key(batch).show()).start()
+Example::
+
+    counts = count_by_window(events)
+    query = counts.writeStream.outputMode("append").format("console").start()
+    per_batch = events.writeStream.foreachBatch(
+        lambda batch, batch_id: reduce_by_key(batch).show()).start()
 """
 
 from __future__ import annotations
