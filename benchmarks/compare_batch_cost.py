@@ -33,15 +33,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from compare.bench.run import _ends, _matches_oracle, produce  # noqa: E402
-from compare.engines import get_engine  # noqa: E402
-from compare.measure import event_log_conf  # noqa: E402
-from kit import workloads  # noqa: E402
-from kit.broker import EmbeddedBroker  # noqa: E402
-from kit.dataset import DatasetSpec, generate  # noqa: E402
-from kit.engine import DriverConfig  # noqa: E402
-from kit.kafka import Kafka  # noqa: E402
-from kit.sink import read_batches  # noqa: E402
+from compare.bench.run import _ends, _matches_oracle, produce
+from compare.engines import get_engine
+from compare.measure import event_log_conf
+from kit import workloads
+from kit.broker import EmbeddedBroker
+from kit.dataset import DatasetSpec, generate
+from kit.engine import DriverConfig
+from kit.kafka import Kafka
+from kit.sink import read_batches
 
 STARTUP_BATCHES = 3
 _TICK = os.sysconf("SC_CLK_TCK")

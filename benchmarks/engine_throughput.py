@@ -63,7 +63,7 @@ def main() -> None:
 
         original = modern_workloads.Source.__init__
 
-        def with_max_partitions(self, *a, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202 - a measurement switch
+        def with_max_partitions(self, *a, **kw):  # a measurement switch
             original(self, *a, **kw)
             # Options given to the Source come after its own maxPartitions; a very large one groups nothing.
             self.options["maxPartitions"] = args.max_partitions or 1_000_000

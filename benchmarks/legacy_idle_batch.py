@@ -24,12 +24,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from compare.engines import get_engine  # noqa: E402
-from kit.broker import EmbeddedBroker  # noqa: E402
-from kit.dataset import DatasetSpec  # noqa: E402
-from kit.engine import DriverConfig  # noqa: E402
-from kit.kafka import Kafka  # noqa: E402
-from kit.spark import spark_session  # noqa: E402
+from compare.engines import get_engine
+from kit.broker import EmbeddedBroker
+from kit.dataset import DatasetSpec
+from kit.engine import DriverConfig
+from kit.kafka import Kafka
+from kit.spark import spark_session
 
 
 def _get(url: str) -> list[dict]:

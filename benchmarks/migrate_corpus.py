@@ -36,8 +36,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from migrate import JobSourceError, analyse  # noqa: E402
-from migrate.errors import MigrateError  # noqa: E402
+from migrate import JobSourceError, analyse
+from migrate.errors import MigrateError
 
 _DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "migrate_corpus.json"
 

@@ -27,12 +27,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from compare.bench.run import _ends, produce  # noqa: E402
-from kit.broker import EmbeddedBroker  # noqa: E402
-from kit.dataset import DatasetSpec, generate  # noqa: E402
-from kit.kafka import Kafka  # noqa: E402
-from kit.spark import spark_session  # noqa: E402
-from modern.runner import ModernRun, ModernRunConfig, read_progress  # noqa: E402
+from compare.bench.run import _ends, produce
+from kit.broker import EmbeddedBroker
+from kit.dataset import DatasetSpec, generate
+from kit.kafka import Kafka
+from kit.spark import spark_session
+from modern.runner import ModernRun, ModernRunConfig, read_progress
 
 STARTUP_BATCHES = 3
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kit.spark import spark_session  # noqa: E402
+from kit.spark import spark_session
 
 
 def main() -> None:

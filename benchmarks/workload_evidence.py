@@ -25,12 +25,12 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from compare.harness import REPLAY_RATE_RPS, TEST_DATASET, dataset_spec, run_engine  # noqa: E402
-from kit import workloads  # noqa: E402
-from kit.broker import EmbeddedBroker  # noqa: E402
-from kit.dataset import generate  # noqa: E402
-from kit.spark import spark_session  # noqa: E402
-from compare.engines import ENGINES, get_engine  # noqa: E402
+from compare.harness import REPLAY_RATE_RPS, TEST_DATASET, dataset_spec, run_engine
+from kit import workloads
+from kit.broker import EmbeddedBroker
+from kit.dataset import generate
+from kit.spark import spark_session
+from compare.engines import ENGINES, get_engine
 
 
 def _jobs(engine: str, name: str) -> tuple[tuple[str, str], ...]:

@@ -7,7 +7,7 @@ with the n-th row of that key on the other. What is left over is *missing* (expe
 within ``precision`` when given; nulls (None, NaN, NaT) equal each other.
 
 :func:`diff_outputs` returns an :class:`OutputDiff` and never raises on a difference;
-:func:`assert_equivalent` raises :class:`OutputsDiffer` with a readable report (chispa's pair
+:func:`assert_outputs_equal` raises :class:`OutputsDiffer` with a readable report (chispa's pair
 ``are_dfs_equal`` / ``assert_df_equality``). :func:`three_way` compares legacy, modern and oracle at once and
 :func:`render_three_way` prints them side by side.
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -34,7 +34,7 @@ from kit.errors import ConfigError, KitError
 
 __all__ = [
     "DIFFERENT", "EQUIVALENT", "MIN_ROWS", "NOTHING_COMPARED", "Check", "NothingCompared", "OutputDiff",
-    "OutputsDiffer", "ThreeWayDiff", "assert_equivalent", "assert_three_way", "diff_outputs", "records_differ",
+    "OutputsDiffer", "ThreeWayDiff", "assert_outputs_equal", "assert_three_way", "diff_outputs", "records_differ",
     "render_three_way", "three_way", "updates_out_of_order", "verdict",
 ]
 
@@ -81,7 +81,7 @@ class OutputDiff:
     @property
     def equal(self) -> bool:
         """True when nothing is missing, unexpected or mismatched."""
-        return self.missing.empty and self.unexpected.empty and self.mismatched.empty
+        return bool(self.missing.empty and self.unexpected.empty and self.mismatched.empty)
 
     def counts(self) -> dict[str, int]:
         """``{"rows_missing", "rows_unexpected", "rows_mismatched", "rows_matched"}``."""
@@ -178,7 +178,7 @@ def _differs(left: np.ndarray, right: np.ndarray, precision: float | None) -> np
         if floats.any():
             unequal[floats] = [not _same(x, y, precision) for x, y in zip(a[floats], b[floats], strict=True)]
     differs[both] = unequal
-    return differs
+    return cast(np.ndarray, differs)
 
 
 def _with_occurrence(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -245,7 +245,7 @@ def diff_outputs(
     )
 
 
-def assert_equivalent(
+def assert_outputs_equal(
     expected: pd.DataFrame,
     actual: pd.DataFrame,
     keys: Sequence[str],
@@ -334,8 +334,8 @@ def render_three_way(diff: ThreeWayDiff, limit: int = 20) -> str:
     """
     keys, values = list(diff.legacy.keys), list(diff.legacy.values)
 
-    def cells(frame: pd.DataFrame) -> dict[tuple, list[str]]:
-        out: dict[tuple, list[str]] = {}
+    def cells(frame: pd.DataFrame) -> dict[tuple[Any, ...], list[str]]:
+        out: dict[tuple[Any, ...], list[str]] = {}
         for row in frame[[*keys, *values]].itertuples(index=False):
             out.setdefault(tuple(_fmt(v) for v in row[: len(keys)]), []).append(
                 ", ".join(_fmt(v) for v in row[len(keys) :])
@@ -383,7 +383,7 @@ class Check:
         mark = {True: "ok", False: "DIFFERS", None: "not checked"}[self.ok]
         return f"{self.part}, {self.engine}: {mark}: {self.detail}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The check as JSON-ready values (``metrics.json``'s ``checks``)."""
         return {"part": self.part, "engine": self.engine, "ok": self.ok, "detail": self.detail}
 

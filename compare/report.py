@@ -75,13 +75,13 @@ def _plots(run_dir: Path, metrics: dict) -> dict[str, Path]:
         start = engines.get(engine, {}).get("replay_started_ms") or ms.min()
         return (ms - start) / 1000
 
-    def latency_cdf(ax, engine: str) -> None:  # noqa: ANN001 - a matplotlib Axes
+    def latency_cdf(ax, engine: str) -> None:  # a matplotlib Axes
         latency = _series(run_dir, f"latency_{engine}")
         if not latency.empty:
             values = np.sort(latency["latency_ms"].to_numpy()) / 1000
             ax.plot(values, np.arange(1, len(values) + 1) / len(values), label=engine, color=_COLORS[engine])
 
-    def throughput(ax, engine: str) -> None:  # noqa: ANN001
+    def throughput(ax, engine: str) -> None:
         batches = _series(run_dir, f"timeline_{engine}")
         if batches.empty:
             return
@@ -90,7 +90,7 @@ def _plots(run_dir: Path, metrics: dict) -> dict[str, Path]:
         if rate and engine == ENGINES[-1]:
             ax.axhline(rate, color="#555", linestyle="--", linewidth=1, label=f"replay rate ({rate:,.0f} records/s)")
 
-    def waiting(ax, engine: str) -> None:  # noqa: ANN001
+    def waiting(ax, engine: str) -> None:
         frame = _series(run_dir, f"backlog_{engine}")
         input_rps = (engines.get(engine, {}).get("kept_up") or {}).get("input_rps")
         if frame.empty or not input_rps:
@@ -100,7 +100,7 @@ def _plots(run_dir: Path, metrics: dict) -> dict[str, Path]:
         at_s = np.concatenate([[0.0], since_replay(engine, frame["at_ms"]).to_numpy()])
         ax.plot(at_s, np.concatenate([[0.0], frame["records"] / input_rps]), label=engine, color=_COLORS[engine])
 
-    def durations(ax, engine: str) -> None:  # noqa: ANN001
+    def durations(ax, engine: str) -> None:
         batches = _series(run_dir, f"timeline_{engine}")
         if batches.empty:
             return
@@ -160,7 +160,7 @@ def smoothed_rate(at_s: pd.Series, records: pd.Series, window_s: int = SMOOTHING
     return seconds, smooth
 
 
-def _save(fig, path: Path) -> Path:  # noqa: ANN001 - a matplotlib Figure
+def _save(fig, path: Path) -> Path:  # a matplotlib Figure
     import matplotlib.pyplot as plt
 
     fig.tight_layout()

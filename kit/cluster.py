@@ -9,12 +9,13 @@ are its child processes, in its process group: stopping a worker's group stops i
 The cluster's state (master URL, web UI port, process ids, logs) is ``<dir>/cluster.json``; ``dir`` defaults
 to ``$DMK_CLUSTER_DIR``, else ``~/.dmk/cluster``.
 
-Example:
-    >>> cluster = LocalCluster("/tmp/dmk-cluster")                                     # doctest: +SKIP
-    >>> state = cluster.start(workers=2, cores=1, memory="1g")                         # doctest: +SKIP
-    >>> state.master_url                                                               # doctest: +SKIP
-    'spark://127.0.0.1:41234'
-    >>> cluster.stop()                                                                 # doctest: +SKIP
+Example::
+
+    cluster = LocalCluster("/tmp/dmk-cluster")
+    state = cluster.start(workers=2, cores=1, memory="1g")
+    state.master_url
+    # 'spark://127.0.0.1:41234'
+    cluster.stop()
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import time
 import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 from kit.errors import ClusterError, ConfigError
 from kit.spark import log_tail, spark_home
@@ -190,15 +192,15 @@ class LocalCluster:
         temp.write_text(json.dumps(asdict(state), indent=2), encoding="utf-8")
         temp.replace(self.state_path)
 
-    def master_json(self, state: ClusterState, timeout_s: float = 5.0) -> dict:
+    def master_json(self, state: ClusterState, timeout_s: float = 5.0) -> dict[str, Any]:
         """The master's view (``/json/``): workers, cores, memory, applications.
 
         Raises:
             ClusterError: the master's web UI does not answer.
         """
         try:
-            with urllib.request.urlopen(f"{state.webui_url}/json/", timeout=timeout_s) as response:  # noqa: S310 - loopback
-                return json.loads(response.read())
+            with urllib.request.urlopen(f"{state.webui_url}/json/", timeout=timeout_s) as response:  # loopback
+                return cast(dict[str, Any], json.loads(response.read()))
         except (OSError, ValueError) as err:
             msg = (
                 f"the master's web UI {state.webui_url} does not answer ({err}); see "
@@ -231,7 +233,7 @@ class LocalCluster:
     def _any_alive(state: ClusterState) -> bool:
         return any(_alive(pid) for pid in (state.master_pid, *state.worker_pids))
 
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         """What runs: ``{"running": bool, "master_url", "webui_url", "workers": [...], "apps": [...]}``."""
         state = self.state()
         if state is None or not self._any_alive(state):

@@ -8,11 +8,12 @@ own server (``org.apache.spark.sql.connect.service.SparkConnectServer``, in the 
 PySpark 4.3 ships) on this machine with the kit's Spark settings, in a process group of its own, so it can be
 stopped with everything it started.
 
-Example:
-    >>> with LocalConnectServer() as server:                            # doctest: +SKIP
-    ...     spark = connect_session(server.url)                         # sc://127.0.0.1:<free port>
-    ...     spark.range(3).count()
-    3
+Example::
+
+    with LocalConnectServer() as server:
+        spark = connect_session(server.url)                         # sc://127.0.0.1:<free port>
+        spark.range(3).count()
+    # 3
 """
 
 from __future__ import annotations
@@ -155,7 +156,7 @@ def connect_session(url: str, *, timeout_s: float = 30.0, check: bool = True) ->
 def _probe_function(modules: tuple[str, ...]) -> Any:
     # Built in a function, so cloudpickle sends it by value: the server's workers need nothing of the kit to run it.
     # No type hints: over Connect, PySpark reads a UDF's hints to guess a pandas UDF and warns when it cannot.
-    def probe(_):  # noqa: ANN001, ANN202
+    def probe(_):  # type: ignore[no-untyped-def]  # hints left out on purpose (above)
         import importlib
         import json
         import socket
@@ -201,7 +202,7 @@ def check_server(spark: Any, url: str = "", *, modules: tuple[str, ...] = _SERVE
         lines = [line for line in str(err).splitlines() if line.strip()][:3]
         msg = f"{url} could not run the kit's Python check ({type(err).__name__}: {' / '.join(lines)}). {fix}"
         raise ConnectError(msg, url=url) from None
-    report = json.loads(row["report"])
+    report: dict[str, Any] = json.loads(row["report"])
     if report["missing"] or report["python"] != list(sys.version_info[:2]):
         msg = (
             f"{url}'s Python workers cannot run the kit: Python {report['python']} at {report['executable']} on "

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from types import MappingProxyType
+from typing import Any
 
 __all__ = [
     "AD_TYPES",
@@ -77,7 +78,7 @@ _loads = json.loads
 _CHECKS: tuple[tuple[str, type], ...] = tuple(FIELD_TYPES.items())
 
 
-def parse_event(value: bytes | bytearray | memoryview | None) -> tuple[dict | None, str | None]:
+def parse_event(value: bytes | bytearray | memoryview | None) -> tuple[dict[str, Any] | None, str | None]:
     """Decide whether a Kafka record value is a valid event, and why not when it isn't.
 
     Checks run in this order and the first failure wins: the bytes are UTF-8 (``"bad_utf8"``); the text is

@@ -14,11 +14,12 @@ with no librdkafka equivalent keep a handle on kafka-python too. ``client="confl
 (:mod:`kit._rdadmin`): such a handle opens no kafka-python connection, the one way to use a broker kafka-python
 cannot reach (librdkafka's mock cluster, ``kit.broker.EmbeddedBroker(kind="mock")``).
 
-Example:
-    >>> with Kafka("127.0.0.1:9092") as kafka:                          # doctest: +SKIP
-    ...     kafka.create_topic("events", partitions=4)
-    ...     ends = kafka.end_offsets("events")                            # {TopicPartition: offset}
-    ...     rows = list(kafka.read_range("events", 0, 0, ends[TopicPartition("events", 0)]))
+Example::
+
+    with Kafka("127.0.0.1:9092") as kafka:
+        kafka.create_topic("events", partitions=4)
+        ends = kafka.end_offsets("events")                            # {TopicPartition: offset}
+        rows = list(kafka.read_range("events", 0, 0, ends[TopicPartition("events", 0)]))
 
 Records come back as kafka-python ``ConsumerRecord`` tuples (``topic, partition, offset, timestamp,
 timestamp_type, key, value, headers`` among their fields) with raw ``bytes`` keys and values.
@@ -54,6 +55,10 @@ from kit.errors import (
     TopicConfigurationMismatch,
     UnknownTopic,
 )
+from kit.sender import KafkaPythonSender, Sender
+
+# kit._rdkafka and kit._rdadmin (librdkafka) are imported inside the methods of a confluent handle: they import
+# confluent-kafka, which may be absent (resolve_client then falls back to kafka-python). Neither imports this module.
 
 __all__ = [
     "CLIENTS",
@@ -138,7 +143,7 @@ def key_partition(key: bytes, partitions: int) -> int:
     ``(murmur2(key) & 0x7fffffff) % partitions`` — so the kit, kafka-python and Java producers all put a
     key on the same partition.
     """
-    return (murmur2(key) & 0x7FFFFFFF) % partitions
+    return int(murmur2(key) & 0x7FFFFFFF) % partitions
 
 
 def client_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -416,7 +421,9 @@ def wait_for_broker(
     consumer.close()
 
 
-def _listed(list_offsets: Callable[[list[TopicPartition]], dict], tps: list[TopicPartition]) -> dict:
+def _listed(
+    list_offsets: Callable[[list[TopicPartition]], dict[TopicPartition, Any]], tps: list[TopicPartition]
+) -> dict[TopicPartition, Any]:
     """kafka-python's ``beginning_offsets``/``end_offsets`` of ``tps``, also for partitions it has just met.
 
     Asked for several partitions, kafka-python leaves out those whose leader its metadata does not know yet (a
@@ -602,7 +609,7 @@ class Kafka:
             properties, untranslated = translate(config, _PRODUCER_NAMES)
             if not untranslated:
                 return RdSender(self.bootstrap_servers, {**self._rd_properties, **properties}, max_block_s)
-        return _KafkaPythonSender(self.producer(max_block_ms=int(max_block_s * 1000), **config))
+        return KafkaPythonSender(self.producer(max_block_ms=int(max_block_s * 1000), **config))
 
     def close(self) -> None:
         """Close every client this handle opened."""
@@ -791,7 +798,7 @@ class Kafka:
                 except OffsetOutOfRangeError:
                     return listed
                 if records:
-                    return min(records[0].offset, listed)
+                    return min(int(records[0].offset), listed)
             raise KafkaTimeout(
                 operation=f"reading the first record of {tp.topic}-{tp.partition}", timeout_s=self.timeout_s,
                 last_observed={"listed beginning": listed},
@@ -850,7 +857,9 @@ class Kafka:
             ends.update(self._high_watermarks(consumer, {tp: listed[tp] - 1 for tp in to_fetch}))
         return {tp: ends[tp] for tp in tps}
 
-    def _high_watermarks(self, consumer: KafkaConsumer, fetch_at: Mapping[TopicPartition, int]) -> dict:
+    def _high_watermarks(
+        self, consumer: KafkaConsumer, fetch_at: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, int]:
         """kafka-python: the high watermark of a Fetch response for each partition, fetched at its offset.
 
         Raises:
@@ -931,7 +940,7 @@ class Kafka:
             # fetch needs no records: fetch_max_bytes=1 makes the broker return one batch of the first partition
             # and only the high watermarks of the others. Tansu ignores max_partition_fetch_bytes, so without it a
             # fetch behind the end returned up to 50 MB, decoded record by record, and the fetches kafka-python
-            # sends ahead did the same: 370 ms for 8 partitions fetched at their start, 5.5 ms with it.
+            # sends ahead did the same (benchmarks/results/changes.md §19).
             self._offsets_consumer = self._consumer(
                 fetch_max_wait_ms=100, max_partition_fetch_bytes=1, fetch_max_bytes=1
             )
@@ -1076,72 +1085,3 @@ class Kafka:
                 receive_buffer_bytes=4 * 1024 * 1024,
             )
         return self._reader
-
-
-class Sender:
-    """Sends records and reports each one's outcome; from :meth:`Kafka.sender`, whichever client is behind it.
-
-    ``send`` queues one record; ``on_done(partition, offset, error)`` is called once for it, from ``send``,
-    ``flush`` or ``close`` (``error`` None when the broker acknowledged it). ``flush(timeout_s)`` waits for
-    every outcome and returns how many are still outstanding.
-    """
-
-    def send(
-        self,
-        topic: str,
-        *,
-        key: bytes | None,
-        value: bytes | None,
-        partition: int | None = None,
-        timestamp_ms: int | None = None,
-        headers: list[tuple[str, bytes | None]] | None = None,
-        on_done: Any = None,
-    ) -> None:
-        """Queue one record for ``topic``; ``on_done(partition, offset, error)`` is called once for it.
-
-        ``partition`` None lets the client's partitioner choose; ``timestamp_ms`` None lets the client stamp
-        the record with the current time.
-        """
-        raise NotImplementedError
-
-    def flush(self, timeout_s: float) -> int:
-        """Wait up to ``timeout_s`` for every queued record's outcome; return how many are still outstanding."""
-        raise NotImplementedError
-
-    def close(self, timeout_s: float = 5.0) -> None:
-        """Wait up to ``timeout_s`` (default 5 s) for what is still queued, then close the producer."""
-        raise NotImplementedError
-
-
-class _KafkaPythonSender(Sender):
-    def __init__(self, producer: KafkaProducer) -> None:
-        self._producer = producer
-        self._futures: list[Any] = []
-
-    def send(
-        self,
-        topic: str,
-        *,
-        key: bytes | None,
-        value: bytes | None,
-        partition: int | None = None,
-        timestamp_ms: int | None = None,
-        headers: list[tuple[str, bytes | None]] | None = None,
-        on_done: Any = None,
-    ) -> None:
-        future = self._producer.send(
-            topic, key=key, value=value, partition=partition, timestamp_ms=timestamp_ms, headers=headers or []
-        )
-        if on_done is not None:
-            future.add_callback(lambda meta: on_done(meta.partition, meta.offset, None))
-            future.add_errback(lambda exc: on_done(partition if partition is not None else -1, -1, exc))
-        self._futures.append(future)
-
-    def flush(self, timeout_s: float) -> int:
-        with contextlib.suppress(KafkaTimeoutError):
-            self._producer.flush(timeout=timeout_s)
-        self._futures = [f for f in self._futures if not f.is_done]
-        return len(self._futures)
-
-    def close(self, timeout_s: float = 5.0) -> None:
-        self._producer.close(timeout=timeout_s)

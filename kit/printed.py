@@ -7,7 +7,7 @@ while a job's own output function runs.
 from __future__ import annotations
 
 import io
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["Tee"]
 
@@ -24,7 +24,7 @@ class Tee(io.TextIOBase):
     def write(self, text: str) -> int:
         """Keep ``text`` and pass it on to the console."""
         self.text.append(text)
-        return self.console.write(text)
+        return cast(int, self.console.write(text))
 
     def flush(self) -> None:
         """Flush the console."""

@@ -18,11 +18,12 @@ A frame with a ``topic`` column is split over several topics (a workload with tw
 impressions/clicks join): each row goes to its own topic, every topic is created with ``partitions``, and
 the result gives end offsets per topic. Rows are still sent in frame order, so the topics advance together.
 
-Example:
-    >>> frame = read_dataset("events.parquet")                              # doctest: +SKIP
-    >>> result = replay(frame, "127.0.0.1:9092", ReplaySettings(topic="events", partitions=4))
-    >>> result.records, result.end_offsets
-    (100000, {0: 24873, 1: 25210, 2: 24950, 3: 24967})
+Example::
+
+    frame = read_dataset("events.parquet")
+    result = replay(frame, "127.0.0.1:9092", ReplaySettings(topic="events", partitions=4))
+    result.records, result.end_offsets
+    # (100000, {0: 24873, 1: 25210, 2: 24950, 3: 24967})
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -209,7 +210,7 @@ def _partitions_for(frame: pd.DataFrame, settings: ReplaySettings, partitions: i
                 "Fix: replay into a topic with enough partitions, or use partition_by='key'."
             )
             raise ConfigError(msg)
-        return chosen
+        return cast(np.ndarray, chosen)
     cache: dict[bytes, int] = {}  # keys repeat a lot (users), murmur2 in Python is not free
     seqs = np.arange(len(frame))
     return np.fromiter(
@@ -245,7 +246,7 @@ def replay(
     settings: ReplaySettings,
     *,
     on_progress: ProgressCallback | None = None,
-    kafka_settings: dict | None = None,
+    kafka_settings: dict[str, Any] | None = None,
 ) -> ReplayResult:
     """Produce every row of a dataset frame (columns ``key``, ``value``, ``timestamp_ms``) into a topic.
 

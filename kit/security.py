@@ -684,7 +684,7 @@ _PEM_FILES = {"ssl_cadata": "ssl_cafile", "ssl_certdata": "ssl_certfile", "ssl_k
 
 
 def _pem_dir() -> Path:
-    global _PEM_DIR  # noqa: PLW0603 - one private directory per process, removed at exit
+    global _PEM_DIR  # one private directory per process, removed at exit
     if _PEM_DIR is None:
         _PEM_DIR = Path(tempfile.mkdtemp(prefix="dmk-kafka-pem-"))  # mode 0700
         atexit.register(shutil.rmtree, _PEM_DIR, True)

@@ -12,10 +12,11 @@ code), and a probe job checks that the executors' Python can import them and the
 cannot, the context is stopped and :class:`~kit.errors.ConfigError` says what is missing and how to install it.
 Checkpoint locations must be reachable from every node: :func:`check_location`.
 
-Example:
-    >>> spark = spark_session("my-app")                                   # doctest: +SKIP
-    >>> ssc = streaming_context(1.0)                                       # doctest: +SKIP
-    >>> ssc.stop(stopSparkContext=False)                                   # doctest: +SKIP
+Example::
+
+    spark = spark_session("my-app")
+    ssc = streaming_context(1.0)
+    ssc.stop(stopSparkContext=False)
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
-    from pyspark import SparkContext
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
     from pyspark.streaming import StreamingContext
 
@@ -68,11 +69,9 @@ SHORT_RUN_CONF: dict[str, str] = {
 }
 """Settings for a JVM that lives a minute or two (a ``dmk compare`` driver, a test session): the JIT's first tier
 only. HotSpot's second tier (C2) compiles Spark's hot methods again, optimized, on compiler threads that compete
-with the batches for the cores; in a short run that costs more than it saves. ``running_counts`` through
-``Engine.start`` at ``dmk compare``'s batch cap (800 records), 2 cores (``benchmarks/compare_batch_cost.py
---engine E --profile messy --records 24000 [--conf spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1]``,
-benchmarks/results/changes.md §17): CPU per batch modern 1,021-1,142 → 567-629 ms, legacy 885 → 500 ms. A
-long-lived job (the bench's throughput runs, production) keeps both tiers."""
+with the batches for the cores; in a short run that costs more than it saves (measured with
+``benchmarks/compare_batch_cost.py``, benchmarks/results/changes.md §17). A long-lived job (the bench's
+throughput runs, production) keeps both tiers."""
 
 ROCKSDB_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 """Spark's RocksDB state store provider: the kit's default (``transformWithStateInPandas`` requires it)."""
@@ -93,9 +92,9 @@ _BASE_CONF: dict[str, str] = {
     "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
     # Without Hadoop's native library (PySpark's wheel has none) the local file system sets every file's
     # permissions by forking `chmod`, and FileContext, Spark's default way to write checkpoint files, also
-    # forks `readlink` for each: about 30 processes forked from the JVM per micro-batch (JFR's ProcessStart
+    # forks `readlink` for each: dozens of processes forked from the JVM per micro-batch (JFR's ProcessStart
     # events). The FileSystem-based manager writes the same files, renamed into place the same way, without
-    # the readlinks: offset log 71 -> 18 ms, commit log 44 -> 12 ms a micro-batch (benchmarks/modern_batch_cost.py).
+    # the readlinks, in a fraction of the time (benchmarks/modern_batch_cost.py; changes.md §19).
     # Spark falls back to it by itself on stores without FileContext (S3); rename is atomic on local disks
     # and HDFS, which is what it needs.
     "spark.sql.streaming.checkpointFileManagerClass": CHECKPOINT_FILE_MANAGER,
@@ -246,7 +245,7 @@ def ship_kit(sc: SparkContext) -> str:
     return str(target)
 
 
-def _probe(_: Any) -> dict:
+def _probe(_: Any) -> dict[str, Any]:
     import importlib
     import socket
 
@@ -261,7 +260,7 @@ def _probe(_: Any) -> dict:
             "missing": missing, "kit": kit_file}
 
 
-def check_executors(sc: SparkContext) -> list[dict]:
+def check_executors(sc: SparkContext) -> list[dict[str, Any]]:
     """Run one probe task per default-parallelism slot (the executors registered so far); returns what each saw.
 
     Raises:
@@ -323,9 +322,9 @@ def kit_settings(
     if cores:
         # One task per core: every task of a Python stage is a round trip to a Python worker, and the DStream
         # side's updateStateByKey runs a task per state partition every batch, records or not. The same for
-        # Structured Streaming's state partitions (a task each per micro-batch): with 2 instead of 4 on
-        # local[2], a 1,000-record running_counts micro-batch took 574 instead of 771 ms
-        # (benchmarks/modern_batch_cost.py). A checkpoint keeps the number it was started with.
+        # Structured Streaming's state partitions (a task each per micro-batch): fewer tasks, shorter
+        # micro-batches (benchmarks/modern_batch_cost.py; changes.md §19). A checkpoint keeps the number it was
+        # started with.
         settings["spark.default.parallelism"] = str(cores)
         settings["spark.sql.shuffle.partitions"] = str(cores)
     if on_this_host(settings["spark.master"]):
@@ -344,7 +343,7 @@ def kit_settings(
 
 def spark_conf(
     app_name: str = "dmk", master: str | None = None, conf: Mapping[str, Any] | None = None, *, ui: bool = False
-):
+) -> SparkConf:
     """A ``SparkConf`` with :func:`kit_settings` applied and the app name set."""
     from pyspark import SparkConf
 

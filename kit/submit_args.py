@@ -107,7 +107,7 @@ def install() -> None:
     def launch_gateway(conf: Any = None, popen_kwargs: Any = None) -> Any:
         _scrub()
         _scrub_conf(conf)
-        return launch(conf, popen_kwargs)
+        return launch(conf, popen_kwargs)  # type: ignore[no-untyped-call]  # PySpark leaves it untyped
 
     launch_gateway._dmk_scrubbing = True  # type: ignore[attr-defined]
     context.launch_gateway = launch_gateway

@@ -12,10 +12,11 @@ Public modules:
 * :mod:`legacy.engine` -- :class:`kit.engine.Engine` over the runner (what ``compare`` drives);
 * :mod:`legacy.errors` -- the errors the DStream side raises (base :class:`~legacy.errors.LegacyError`).
 
-Example (a Spark 2.4 job, only the import changed):
-    >>> from legacy.kafka import KafkaUtils, OffsetRange                                   # doctest: +SKIP
-    >>> stream = KafkaUtils.createDirectStream(ssc, ["events"], {"metadata.broker.list": "h:9092"})  # doctest: +SKIP
-    >>> stream.foreachRDD(lambda rdd: print(rdd.offsetRanges()))                           # doctest: +SKIP
+Example (a Spark 2.4 job, only the import changed)::
+
+    from legacy.kafka import KafkaUtils, OffsetRange
+    stream = KafkaUtils.createDirectStream(ssc, ["events"], {"metadata.broker.list": "h:9092"})
+    stream.foreachRDD(lambda rdd: print(rdd.offsetRanges()))
 
 See ``docs/legacy.md``.
 """

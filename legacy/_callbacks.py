@@ -5,9 +5,8 @@ The JVM calls back into the driver's Python for every Python DStream operation o
 batch's RDDs as a ``java.util.List``. PySpark walks that list with py4j's iterator, and py4j ends an iteration
 the way Java does: its last ``next()`` throws ``NoSuchElementException``. Once a SparkSession exists, PySpark's
 SQL error handler converts every Java exception crossing py4j (a dozen round trips to classify it, and its
-stack trace as text), so each callback paid about 28 ms for that one exception: with a timer around every
-call of a legacy ``running_counts`` run (ten calls a batch), 3.29 s of PySpark's own time in 100 calls, and
-0.52 s once the list is read by index. The driver spent that while Spark generated each batch.
+stack trace as text), so each callback paid for that one exception, on the driver, while Spark generated each
+batch (the figures: docs/legacy.md and benchmarks/results/changes.md, "The legacy batch, second pass").
 
 :func:`install` hands ``TransformFunction.call`` the list already read by index (``size()`` and ``get(i)``),
 which is what the original does with it, minus the exception. Nothing else changes: the same function runs

@@ -10,13 +10,14 @@ checkpoint when it creates the context, and compares it before restoring: a mism
 It also connects restored direct Kafka streams to the new context before it starts (batch listener and
 input-info reports), which plain ``StreamingContext.getOrCreate`` leaves to the first batch after start.
 
-Example:
-    >>> def create():                                                        # doctest: +SKIP
-    ...     ssc = StreamingContext(sc, 2)
-    ...     KafkaUtils.createDirectStream(ssc, ["events"], params).foreachRDD(save)
-    ...     return ssc
-    >>> ssc = get_or_create("/data/checkpoints/job", create)                 # doctest: +SKIP
-    >>> ssc.start()                                                          # doctest: +SKIP
+Example::
+
+    def create():
+        ssc = StreamingContext(sc, 2)
+        KafkaUtils.createDirectStream(ssc, ["events"], params).foreachRDD(save)
+        return ssc
+    ssc = get_or_create("/data/checkpoints/job", create)
+    ssc.start()
 """
 
 from __future__ import annotations

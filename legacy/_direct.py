@@ -21,9 +21,10 @@ Rate control (``legacy.rate``) uses Spark's own JVM ``PIDRateEstimator``, fed by
 ``StreamingListener`` with the record counts this stream reports to Spark's ``InputInfoTracker`` (so batch
 infos, the UI and the estimator see the same numbers as with Spark's Kafka stream).
 
-Example (what ``KafkaUtils.createDirectStream`` does):
-    >>> stream = create_direct_stream(ssc, ["events"], {"bootstrap.servers": "127.0.0.1:9092"})  # doctest: +SKIP
-    >>> stream.foreachRDD(lambda rdd: print(rdd.offsetRanges()))                                # doctest: +SKIP
+Example (what ``KafkaUtils.createDirectStream`` does)::
+
+    stream = create_direct_stream(ssc, ["events"], {"bootstrap.servers": "127.0.0.1:9092"})
+    stream.foreachRDD(lambda rdd: print(rdd.offsetRanges()))
 """
 
 from __future__ import annotations
@@ -58,9 +59,6 @@ from legacy._types import Broker, KafkaMessageAndMetadata, OffsetRange, TopicAnd
 from legacy.errors import BatchNotGenerated, StateFormatMismatch
 from legacy.rate import JvmPIDRateEstimator, RateSettings, _java_double_to_long, until_offsets
 
-# Every Python DStream operation of every batch is a callback from the JVM: make each skip a Java exception.
-_install_callbacks()
-
 __all__ = [
     "DirectStreamSnapshot",
     "DirectStreamState",
@@ -70,7 +68,6 @@ __all__ = [
     "RateUpdate",
     "create_direct_stream",
     "create_rdd",
-    "live_state",
     "take_restored",
 ]
 
@@ -365,11 +362,6 @@ _RESTORED: list[DirectStreamState] = []
 _RESTORED_LOCK = threading.Lock()
 
 
-def live_state(uid: str) -> DirectStreamState | None:
-    """The state of direct stream ``uid`` in this driver, if it has one."""
-    return _LIVE.get(uid)
-
-
 def take_restored() -> list[DirectStreamState]:
     """States unpickled (from a checkpoint) since the last call, oldest first; the list is then cleared."""
     with _RESTORED_LOCK:
@@ -447,6 +439,8 @@ class DirectStreamState:
         self._batches = state["batches"]
         self._latest_ms = state["latest_ms"]
         self._init_transient()
+        # A stream restored from a checkpoint is created again by Spark, without create_direct_stream.
+        _install_callbacks()
         with _RESTORED_LOCK:
             _RESTORED.append(self)
 
@@ -955,6 +949,8 @@ def create_direct_stream(
     The starting offsets are fixed now, on the driver: ``from_offsets`` (which also fixes the partitions),
     else every partition of ``topics`` at ``auto.offset.reset``.
     """
+    # Every Python DStream operation of every batch is a callback from the JVM: make each skip a Java exception.
+    _install_callbacks()
     topics = _check_topics(topics)
     params = KafkaParams.parse(kafka_params)
     sc = ssc.sparkContext

@@ -26,11 +26,12 @@ If the consumer fails, the error is logged and raised by every following batch
 Delivery is at most once for what sits in Spark's buffers on a driver crash, and a re-start may read records
 again; ``docs/legacy-receiver.md`` says exactly when.
 
-Example (what ``KafkaUtils.createStream(ssc, zk, "my-group", {"events": 1})`` did):
-    >>> stream = create_receiver_stream(ssc, "127.0.0.1:9092", "my-group", {"events": 1})  # doctest: +SKIP
-    >>> stream.map(lambda kv: kv[1]).count().pprint()                                      # doctest: +SKIP
-    >>> ssc.start()                                                                         # doctest: +SKIP
-    >>> ssc.stop(stopSparkContext=False)   # also closes the bridge                         # doctest: +SKIP
+Example (what ``KafkaUtils.createStream(ssc, zk, "my-group", {"events": 1})`` did)::
+
+    stream = create_receiver_stream(ssc, "127.0.0.1:9092", "my-group", {"events": 1})
+    stream.map(lambda kv: kv[1]).count().pprint()
+    ssc.start()
+    ssc.stop(stopSparkContext=False)   # also closes the bridge
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from pyspark.streaming import DStream
 
 from kit.errors import BrokerUnavailable, ConfigError
 from kit.kafka import Kafka, client_settings, process_settings, python_client_config
+from legacy._callbacks import install as _install_callbacks
 from legacy._types import KafkaMessageAndMetadata
 from legacy.errors import LegacyError
 
@@ -456,7 +458,7 @@ class ReceiverBridge:
                 if was_paused:
                     consumer.resume(*consumer.paused())
                 self._take(consumer.poll(timeout_ms=200))
-        except Exception as exc:  # noqa: BLE001 - any failure of the consumer ends the stream, loudly
+        except Exception as exc:  # any failure of the consumer ends the stream, loudly
             self._error = self._new_error(
                 "its Kafka consumer failed; records it had taken are still served, nothing more is read",
                 "check the broker and the consumer settings, then stop the StreamingContext and start it again "
@@ -510,7 +512,7 @@ class ReceiverBridge:
                     log.info("receiver bridge %s: %d records not handed over; committing their offsets as the "
                              "group's position: %s", self.address, len(self._outgoing) + len(self._buffer), first_held)
             consumer.close(autocommit=rewind)
-        except Exception:  # noqa: BLE001 - closing must not mask the stop; the group re-reads from its last commit
+        except Exception:  # closing must not mask the stop; the group re-reads from its last commit
             log.exception(
                 "receiver bridge %s: closing the Kafka consumer of group %r failed", self.address, self.group_id
             )
@@ -539,7 +541,7 @@ class ReceiverBridge:
                     self._read_or_drop(conn)
                 if conn is not None and conn is self._conn and conn in ready_w:
                     self._write(conn)
-        except Exception as exc:  # noqa: BLE001 - the server failing ends the stream like the consumer failing
+        except Exception as exc:  # the server failing ends the stream like the consumer failing
             self._error = self._error or self._new_error(
                 "its socket server failed", "stop the StreamingContext and start it again", exc
             )
@@ -825,6 +827,8 @@ def create_receiver_stream(
         UnknownTopic: a topic does not exist.
         BrokerUnavailable: no broker answers at ``bootstrap_servers``.
     """
+    # Every Python DStream operation of every batch is a callback from the JVM: make each skip a Java exception.
+    _install_callbacks()
     names = _normalise_topics(topics)
     if not isinstance(group_id, str) or not group_id:
         msg = f"group_id must be a non-empty string, got {group_id!r}"

@@ -35,7 +35,6 @@ __all__ = [
     "OffsetStoreUnavailable",
     "OffsetsNotSaved",
     "StateFormatMismatch",
-    "UnsupportedApi",
     "UnsupportedKafkaParams",
     "checkpoint_not_found",
 ]
@@ -75,20 +74,6 @@ class UnsupportedKafkaParams(ConfigError):
             expected=self.supported,
             actual=sorted(self.unsupported),
         )
-
-
-class UnsupportedApi(LegacyError):
-    """A Spark 2.4 ``pyspark.streaming.kafka`` call that has no equivalent here.
-
-    Attributes:
-        api: the call, e.g. ``"KafkaUtils.createStream"``.
-        alternative: what to use instead.
-    """
-
-    def __init__(self, api: str, reason: str, alternative: str) -> None:
-        self.api = api
-        self.alternative = alternative
-        super().__init__(f"{api} is not supported: {reason}. Use {alternative} instead.")
 
 
 class CheckpointCodeChanged(LegacyError):

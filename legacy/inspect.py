@@ -12,14 +12,15 @@ Reading a checkpoint unpickles the job's Python functions, so the job's modules 
 the process-wide registry of restored direct-stream states (``legacy._direct.take_restored``): do not inspect
 while the same process restores a context (``get_or_create``) on another thread.
 
-Example:
-    >>> cp = inspect_legacy_checkpoint("/data/checkpoints/job")            # doctest: +SKIP
-    >>> print(cp.describe())                                                # doctest: +SKIP
-    >>> json.dumps(cp.to_json())                                            # doctest: +SKIP
-    >>> for position in last_completed_position(cp):                       # doctest: +SKIP
-    ...     if position.ambiguous:
-    ...         raise SystemExit(f"batches {position.pending_with_records} may be partly written")
-    ...     print(position.offsets)                                         # {"events": {0: 1200, 1: 1180}}
+Example::
+
+    cp = inspect_legacy_checkpoint("/data/checkpoints/job")
+    print(cp.describe())
+    json.dumps(cp.to_json())
+    for position in last_completed_position(cp):
+        if position.ambiguous:
+            raise SystemExit(f"batches {position.pending_with_records} may be partly written")
+        print(position.offsets)                                         # {"events": {0: 1200, 1: 1180}}
 """
 
 from __future__ import annotations

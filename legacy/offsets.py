@@ -20,14 +20,15 @@ or with ``.from_offset, .until_offset``, a 4-tuple (Spark's ``OffsetRange.toTupl
 object whose ``offsetRanges()`` method returns such ranges (Spark's ``HasOffsetRanges``). What is stored per
 partition is ``until_offset``: the next offset to read.
 
-Example:
-    >>> with SqlOffsetStore.sqlite("job.db", consumer="clicks-per-user") as store:      # doctest: +SKIP
-    ...     from_offsets = store.load(["clicks"])            # {TopicPartition: next offset}; {} at first
-    ...     # ... for each batch, with ranges = rdd.offsetRanges():
-    ...     with store.transaction(batch_time, ranges) as tx:
-    ...         if not tx.already_done:                      # a replayed batch commits nothing twice
-    ...             tx.executemany("INSERT INTO counts VALUES (?, ?)", rows)
-    ...             tx.save_offsets()
+Example::
+
+    with SqlOffsetStore.sqlite("job.db", consumer="clicks-per-user") as store:
+        from_offsets = store.load(["clicks"])            # {TopicPartition: next offset}; {} at first
+        # ... for each batch, with ranges = rdd.offsetRanges():
+        with store.transaction(batch_time, ranges) as tx:
+            if not tx.already_done:                      # a replayed batch commits nothing twice
+                tx.executemany("INSERT INTO counts VALUES (?, ?)", rows)
+                tx.save_offsets()
 """
 
 from __future__ import annotations

@@ -70,10 +70,9 @@ _LATE = "late-data-what-each-operator-drops"
 _PT = "processing-time-is-not-event-time"
 _SKEW = "partition-skew-under-a-record-limit"
 _TWO = "two-inputs-one-watermark"
-_MODES = "output-mode-timing"
 _DUPS = "duplicates-after-a-restart"
 _RECEIVERS = "loss-after-a-restart-receivers"
-# The lifecycle subsections ("Lifecycle, one by one"): both sides' code, in legacy/ and modern/lifecycle.py.
+# The lifecycle subsections ("Lifecycle, one by one"): both sides' code, in examples/playbook/.
 _EXACTLY_ONCE = "output-and-offsets-exactly-once"
 _LISTENERS = "batch-metrics-listeners"
 _GRACEFUL = "graceful-stop"
@@ -142,14 +141,14 @@ _R: list[Rule] = [
          "stop() interrupts the running micro-batch; a restart re-runs it from the checkpoint, so the sink must be "
          "idempotent by batch id.", _any("stop")),
     Rule("StreamingContext.stop(stopGraceFully=True)", "no graceful stop in Spark: "
-         "modern.lifecycle.stop_gracefully(query) waits until no micro-batch is running or uncommitted, then "
+         "the playbook's stop_gracefully(query) waits until no micro-batch is running or uncommitted, then "
          "query.stop(); or trigger(availableNow=True) runs that end by themselves", _GRACEFUL, False,
          "A graceful stop finished the queued batches and drained receivers; query.stop() interrupts the current "
          "micro-batch, which is re-run after a restart: no loss only with an idempotent sink. A query with a backlog "
          "on the default trigger has no gap between micro-batches to stop in: give it a processing-time trigger.",
          _any("stop_gracefully", "stop+status", "trigger:availableNow")),
     Rule("StreamingContext.remember", "nothing: a query keeps no past batches; a past range is read again with a "
-         "batch read of its offsets (modern.lifecycle.read_offset_range); state retention comes from withWatermark",
+         "batch read of its offsets (the playbook's read_offset_range); state retention comes from withWatermark",
          _SLICE, True, "remember() kept batch RDDs for slice() and ad-hoc queries; drop it.",
          _any("withWatermark", "read_offset_range", "read+option:endingOffsets")),
     Rule("StreamingContext.sparkContext", "spark.sparkContext", _MAP, True, "", _any("sparkContext", "SparkSession")),
@@ -167,7 +166,7 @@ _R: list[Rule] = [
          "binaryFile yields whole files, not records of recordLength bytes.", _any("readStream+format:binaryFile"),
          DSTREAM),
     Rule("StreamingContext.queueStream", "no Python memory source: in tests, files in a directory read by the file "
-         "source with maxFilesPerTrigger=1 (modern.lifecycle.queue_stream), or the transformation tested on a static "
+         "source with maxFilesPerTrigger=1 (the playbook's queue_stream), or the transformation tested on a static "
          "DataFrame", _INPUTS, False,
          "queueStream RDDs are not checkpointable; a test source must replay from its own offsets.",
          _any("queue_stream", "readStream+maxFilesPerTrigger", "readStream+format:rate", "readStream"), DSTREAM),
@@ -288,7 +287,7 @@ _R: list[Rule] = [
          "The function saw both streams' RDDs of one batch, matched by arrival; a stream-stream join matches by "
          "event time from state.", _any("join", "union", "unionByName"), DSTREAM),
     Rule("DStream.slice", 'no counterpart: a batch read of the same range (spark.read.format("kafka") with '
-         "startingOffsets/endingOffsets or startingTimestamp/endingTimestamp; modern.lifecycle.read_offset_range)",
+         "startingOffsets/endingOffsets or startingTimestamp/endingTimestamp; the playbook's read_offset_range)",
          _SLICE, False,
          "slice returned the remembered batch RDDs between two times.", _any("read"), None),
     # -- joins ---------------------------------------------------------------------------------------------
@@ -447,7 +446,7 @@ CONF_RULES: dict[str, Rule] = {
         Rule("spark.streaming.driver.writeAheadLog.closeFileAfterWrite", "nothing: the offsets and commits logs",
              _RECEIVERS, True, "", ()),
         Rule("spark.streaming.stopGracefullyOnShutdown", "none: on shutdown query.stop() interrupts the micro-batch, "
-             "which is re-run after a restart; stop queries with modern.lifecycle.stop_gracefully before shutting "
+             "which is re-run after a restart; stop queries with the playbook's stop_gracefully before shutting "
              "down", _GRACEFUL, False,
              "No loss and no duplicate only with an idempotent sink (foreachBatch keyed by batch_id).",
              _any("foreachBatch")),

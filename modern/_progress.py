@@ -2,10 +2,9 @@
 
 PySpark's own listener turns every progress event into Python objects field by field, over py4j: a round trip
 for each of the progress's, its sources', sink's and state operators' fields (dozens per micro-batch), several
-of them resolving class names against every jar on the classpath. For one running_counts micro-batch that took
-about 200 ms of the listener thread and 65 ms of the JVM's CPU (JFR and py-spy of
-``benchmarks/modern_batch_cost.py``), on the same two cores as the query. This one asks the JVM for the progress
-as JSON (``StreamingQueryProgress.json``, what ``StreamingQuery.lastProgress`` gives): two calls.
+of them resolving class names against every jar on the classpath, on the same cores as the query (figures in
+benchmarks/results/changes.md §19). This one asks the JVM for the progress as JSON
+(``StreamingQueryProgress.json``, what ``StreamingQuery.lastProgress`` gives): two calls.
 
 Example::
 

@@ -12,14 +12,15 @@ with ``includeHeaders``), same options and semantics: ``subscribe`` / ``subscrib
 ``maxRecordsPerPartition``, ``Trigger.AvailableNow`` honouring the limits. Offsets are Spark's JSON
 (``{"topic": {"0": 42}}``) in the checkpoint's offset log. Differences are listed in ``docs/modern.md``.
 
-Example:
-    >>> fmt = source_format(spark)                                          # doctest: +SKIP
-    >>> events = (spark.readStream.format(fmt)
-    ...     .option("kafka.bootstrap.servers", "127.0.0.1:9092")
-    ...     .option("subscribe", "events")
-    ...     .option("startingOffsets", "earliest")
-    ...     .option("maxOffsetsPerTrigger", 10000)
-    ...     .load())
+Example::
+
+    fmt = source_format(spark)
+    events = (spark.readStream.format(fmt)
+        .option("kafka.bootstrap.servers", "127.0.0.1:9092")
+        .option("subscribe", "events")
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", 10000)
+        .load())
 """
 
 from __future__ import annotations
@@ -363,7 +364,7 @@ def group_ranges(ranges: list[KafkaInputPartition], max_partitions: int | None) 
     ]
 
 
-def _plan(settings: SourceSettings, start: Offsets, end: Offsets, earliest_of) -> list[InputPartition]:  # noqa: ANN001
+def _plan(settings: SourceSettings, start: Offsets, end: Offsets, earliest_of) -> list[InputPartition]:
     new = [tp for tp in end if tp not in start]
     new_start = earliest_of(new) if new else {}
     ranges = []

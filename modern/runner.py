@@ -44,8 +44,8 @@ from kit.errors import ConfigError, RunTimeout
 from kit.security import redacted_repr
 from kit.workloads import job_id
 from modern.kafka import offsets_from_json
-from modern.lifecycle import with_trigger
 from modern.sinks import ParquetBatchSink
+from modern.triggers import with_trigger
 from modern.workloads import Source, resolve
 
 __all__ = ["ModernRun", "ModernRunConfig", "RunTimeout", "continue_totals", "job_id", "late_dropped"]
@@ -63,7 +63,7 @@ class ModernRunConfig:
         dataset: the spec of the replayed dataset.
         jobs: ``(workload, variant)`` pairs; each is its own query.
         trigger: processing-time trigger interval (``"0 seconds"``: as fast as possible, Spark's default),
-            ``"availableNow"`` or ``"once"`` (:func:`modern.lifecycle.with_trigger`; a continuous trigger raises
+            ``"availableNow"`` or ``"once"`` (:func:`modern.triggers.with_trigger`; a continuous trigger raises
             ``ContinuousTriggerUnsupported`` at :meth:`ModernRun.start`). Default ``"0 seconds"``.
         source_options: extra Kafka source options (``maxOffsetsPerTrigger``, ``startingOffsets``...). Default:
             none.

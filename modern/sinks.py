@@ -4,10 +4,11 @@ Structured Streaming re-runs the last batch after a restart when its commit was 
 ``batch=<id>`` atomically (:func:`kit.sink.write_batch`) makes that replay harmless, so the end-to-end result
 is exactly-once (seed 002: replayable source + idempotent sink).
 
-Example:
-    >>> query = (frame.writeStream.foreachBatch(ParquetBatchSink("/tmp/out"))     # doctest: +SKIP
-    ...          .option("checkpointLocation", "/tmp/ckpt").start())
-    >>> read_batches("/tmp/out")                                                    # doctest: +SKIP
+Example::
+
+    query = (frame.writeStream.foreachBatch(ParquetBatchSink("/tmp/out"))
+             .option("checkpointLocation", "/tmp/ckpt").start())
+    read_batches("/tmp/out")
 """
 
 from __future__ import annotations

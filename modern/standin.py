@@ -191,7 +191,7 @@ def install(progress_path: str | Path) -> None:
 
     stream_load = DataStreamReader.load
 
-    def load_fed(self: Any, path: Any = None, format: Any = None, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+    def load_fed(self: Any, path: Any = None, format: Any = None, *args: Any, **kwargs: Any) -> Any:
         source = format or getattr(self, "_dmk_format", None)
         if format is not None:
             self._dmk_format = format

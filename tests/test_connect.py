@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from compare.diff import assert_equivalent
+from compare.diff import assert_outputs_equal
 from compare.harness import EngineRun, dataset_spec, run_engine
 from kit import workloads
 from kit.broker import free_port
@@ -82,7 +82,7 @@ def test_running_counts_over_connect_equals_the_oracle(bootstrap_servers, connec
                      spark=connect_spark, workdir=tmp_path, timeout_s=300)
 
     got = workloads.final_result(workloads.get(name), run.rows(name))
-    assert_equivalent(expected.rows, got, keys=workloads.get(name).key_columns,
+    assert_outputs_equal(expected.rows, got, keys=workloads.get(name).key_columns,
                       values=workloads.get(name).value_columns)
     assert _assert_dead_letters(run, expected.dead_letters) > 0
     progress = read_progress(run.out_dir, name)  # polled over Connect (modern.runner._ProgressPoller)
@@ -136,7 +136,7 @@ def test_every_modern_workload_over_connect_equals_the_oracle(connect_run, name,
     _, _, oracles = _messy()
     got = workloads.final_result(spec, run.rows(name, variant))
     assert len(got) > 0
-    assert_equivalent(oracles[name].rows, got, keys=spec.key_columns, values=spec.value_columns)
+    assert_outputs_equal(oracles[name].rows, got, keys=spec.key_columns, values=spec.value_columns)
     assert _assert_dead_letters(run, oracles["running_counts"].dead_letters) > 0
     if name in ("dedup", "join"):  # Spark counts input records there (tests/test_workloads.py)
         assert late_dropped(run.out_dir, workloads.job_id(name, variant)) == len(oracles[name].late_dropped)

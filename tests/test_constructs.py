@@ -1,6 +1,6 @@
 """The playbook's data-processing constructs: legacy = modern = oracle, row for row, on one small dataset.
 
-The dataset (:func:`kit.constructs.sample`) is 8 seconds of events. The DStream side reads it with
+The dataset (:func:`examples.playbook.oracles.sample`) is 8 seconds of events. The DStream side reads it with
 ``ssc.queueStream(rdds, oneAtATime=True)`` on a 1 s batch interval, batch ``i`` holding exactly the events of
 second ``i`` of event time, as Spark's own DStream tests feed their windows; then arrival time is event time,
 and only then do arrival-time windows equal event-time ones (docs/playbook.md, "Processing time is not event
@@ -25,8 +25,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from kit import constructs as oracle
-from kit.constructs import BASE_MS, SLIDE_S, WINDOW_S
+from examples.playbook import oracles as oracle
+from examples.playbook.oracles import BASE_MS, SLIDE_S, WINDOW_S
 
 pytestmark = pytest.mark.filterwarnings("ignore:DStream is deprecated:FutureWarning")
 
@@ -62,8 +62,8 @@ def _run_legacy(names: list[str], checkpoint: Path) -> dict[str, list[tuple[int,
     Batch ``k`` (1-based) is the one that read second ``k - 1``; a window emitted with batch ``k`` ends at second
     ``k`` of event time.
     """
+    from examples.playbook import legacy_constructs as legacy
     from kit.spark import streaming_context
-    from legacy import constructs as legacy
 
     ssc = streaming_context(1.0)
     ssc.checkpoint(str(checkpoint))
@@ -100,7 +100,7 @@ def _run_legacy(names: list[str], checkpoint: Path) -> dict[str, list[tuple[int,
 @pytest.fixture(scope="module")
 def legacy_run(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
     """``legacy_run(name)``: ``[(batch, rows), ...]`` of a legacy construct, from one run of its tier's group."""
-    from legacy import constructs as legacy
+    from examples.playbook import legacy_constructs as legacy
 
     runs: dict[bool, dict[str, list[tuple[int, list]]]] = {}
 
@@ -190,15 +190,9 @@ def test_the_dataset_has_what_the_constructs_need() -> None:
     assert len({e["event_time"] for e in EVENTS}) == len(EVENTS)
 
 
-def test_the_oracle_module_example_runs() -> None:
-    import doctest
-
-    assert doctest.testmod(oracle).failed == 0
-
-
 @pytest.mark.spark
 def test_map_partitions_equals_map_in_pandas(legacy_run, spark, event_files, tmp_path) -> None:
-    from modern import constructs as modern
+    from examples.playbook import modern_constructs as modern
 
     expected = oracle.map_partitions(FRAME)
     assert _per_batch(legacy_run("map_partitions")) == _sorted([((t - BASE_MS) // 1000, t, *rest) for t, *rest in expected])
@@ -211,7 +205,7 @@ def test_map_partitions_equals_map_in_pandas(legacy_run, spark, event_files, tmp
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["reduce_by_key", "count_by_value"])
 def test_per_batch_reduce_equals_the_same_reduce_in_foreach_batch(legacy_run, spark, event_files, tmp_path, name) -> None:
-    from modern import constructs as modern
+    from examples.playbook import modern_constructs as modern
 
     expected = oracle.ORACLES[name](FRAME)
     assert _per_batch(legacy_run(name)) == expected
@@ -222,7 +216,7 @@ def test_per_batch_reduce_equals_the_same_reduce_in_foreach_batch(legacy_run, sp
 @pytest.mark.spark
 @pytest.mark.slow
 def test_running_totals_in_state_equal_update_state_by_key(legacy_run, spark, event_files, tmp_path) -> None:
-    from modern import constructs as modern
+    from examples.playbook import modern_constructs as modern
 
     expected = oracle.running_totals(FRAME)
     last_batch = max(k for k, _ in legacy_run("running_totals"))
@@ -235,7 +229,7 @@ def test_running_totals_in_state_equal_update_state_by_key(legacy_run, spark, ev
 
 @pytest.mark.spark
 def test_count_by_window_equals_group_by_window_count(legacy_run, spark, event_files, tmp_path) -> None:
-    from modern import constructs as modern
+    from examples.playbook import modern_constructs as modern
 
     expected = oracle.count_by_window(FRAME)
     legacy = _per_window(legacy_run("count_by_window"))
@@ -254,7 +248,7 @@ def test_count_by_window_equals_group_by_window_count(legacy_run, spark, event_f
     "name", ["count_by_value_and_window", "reduce_by_key_and_window", "reduce_by_key_and_window_without_inverse"]
 )
 def test_windowed_reduce_by_key_equals_group_by_window_and_key(legacy_run, spark, event_files, tmp_path, name) -> None:
-    from modern import constructs as modern
+    from examples.playbook import modern_constructs as modern
 
     oracle_name = name.removesuffix("_without_inverse")
     expected = oracle.ORACLES[oracle_name](FRAME)
@@ -266,7 +260,7 @@ def test_windowed_reduce_by_key_equals_group_by_window_and_key(legacy_run, spark
 @pytest.mark.spark
 @pytest.mark.slow
 def test_reduce_by_window_equals_group_by_window_sum(legacy_run, spark, event_files, tmp_path) -> None:
-    from modern import constructs as modern
+    from examples.playbook import modern_constructs as modern
 
     expected = oracle.reduce_by_window(FRAME)
     legacy = _per_window(legacy_run("reduce_by_window"))
@@ -279,7 +273,7 @@ def test_reduce_by_window_equals_group_by_window_sum(legacy_run, spark, event_fi
 @pytest.mark.spark
 @pytest.mark.slow
 def test_group_by_key_and_window_equals_collect_list_per_window(legacy_run, spark, event_files, tmp_path) -> None:
-    from modern import constructs as modern
+    from examples.playbook import modern_constructs as modern
 
     expected = oracle.group_by_key_and_window(FRAME)
     legacy = _per_window(legacy_run("group_by_key_and_window"))
@@ -312,7 +306,7 @@ def test_the_inverse_function_leaves_keys_at_zero_unless_filtered(legacy_run) ->
 def test_outer_joins_and_cogroup_equal_event_time_joins_on_one_second_windows(
     legacy_run, spark, event_files, tmp_path, name
 ) -> None:
-    from modern import constructs as modern
+    from examples.playbook import modern_constructs as modern
 
     expected = oracle.ORACLES[name](FRAME)
     legacy = _sorted([(k - 1, key, *values) for k, rows in legacy_run(name) for key, values in rows])
@@ -332,7 +326,7 @@ def test_outer_joins_and_cogroup_equal_event_time_joins_on_one_second_windows(
 @pytest.mark.slow
 def test_cogroup_in_pandas_runs_per_micro_batch_on_a_stream(spark, event_files, tmp_path) -> None:
     """PySpark 4.3 runs ``groupBy().cogroup().applyInPandas()`` on a stream: each micro-batch's groups, no state."""
-    from modern import constructs as modern
+    from examples.playbook import modern_constructs as modern
 
     expected = oracle.cogroup(FRAME)
     got = _run_modern(spark, event_files, tmp_path, modern.cogroup_in_pandas)
@@ -342,7 +336,7 @@ def test_cogroup_in_pandas_runs_per_micro_batch_on_a_stream(spark, event_files, 
 @pytest.mark.spark
 @pytest.mark.slow
 def test_transform_with_rdd_code_equals_dataframe_code_in_foreach_batch(legacy_run, spark, event_files, tmp_path) -> None:
-    from modern import constructs as modern
+    from examples.playbook import modern_constructs as modern
 
     expected = oracle.top_per_batch(FRAME)
     assert _per_batch(legacy_run("top_per_batch")) == expected

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import doctest
 import json
 import time
 from collections import Counter, defaultdict
@@ -12,8 +11,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import kit.dataset
-import kit.events
 from kit.dataset import (
     COLUMNS,
     KINDS,
@@ -111,12 +108,6 @@ def test_parse_event_reasons(value, reason):
 def test_parse_event_accepts_bytearray_and_memoryview():
     assert parse_event(bytearray(VALID))[1] is None
     assert parse_event(memoryview(VALID))[1] is None
-
-
-def test_module_docstring_examples_run():
-    for module in (kit.events, kit.dataset):
-        result = doctest.testmod(module)
-        assert result.failed == 0 and result.attempted > 0, module.__name__
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from compare.diff import OutputsDiffer, assert_equivalent, diff_outputs, render_three_way, three_way
+from compare.diff import OutputsDiffer, assert_outputs_equal, diff_outputs, render_three_way, three_way
 from kit.errors import KitError
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -68,13 +68,13 @@ def test_a_missing_column_is_a_clear_error() -> None:
         diff_outputs(pd.DataFrame({"key": [], "count": []}), pd.DataFrame({"key": []}), keys=["key"])
 
 
-def test_assert_equivalent_raises_a_readable_report() -> None:
+def test_assert_outputs_equal_raises_a_readable_report() -> None:
     oracle = pd.DataFrame({"key": [f"k{i}" for i in range(30)], "count": range(30)})
     actual = oracle.assign(count=oracle["count"] + (oracle.index % 2))
     with pytest.raises(OutputsDiffer) as info:
-        assert_equivalent(oracle, actual, keys=["key"], limit=3)
+        assert_outputs_equal(oracle, actual, keys=["key"], limit=3)
     assert info.value.diff.counts()["rows_mismatched"] == 15
-    assert (GOLDEN / "assert_equivalent.txt").read_text() == str(info.value)
+    assert (GOLDEN / "assert_outputs_equal.txt").read_text() == str(info.value)
 
 
 def test_three_way_table_shows_only_differing_keys() -> None:

@@ -452,6 +452,47 @@ def test_dstream_callbacks_end_without_a_java_exception(ssc, kafka: Kafka, topic
     assert converted == []
 
 
+def _unpatched_transform_call(monkeypatch) -> type:
+    """PySpark's ``TransformFunction`` with a ``call`` the kit has not patched (restored after the test)."""
+    from pyspark.streaming.util import TransformFunction
+
+    current = TransformFunction.call
+
+    def call(self, milliseconds, jrdds):
+        return current(self, milliseconds, jrdds)
+
+    monkeypatch.setattr(TransformFunction, "call", call)
+    return TransformFunction
+
+
+def test_importing_legacy_leaves_pyspark_unpatched() -> None:
+    """The callbacks of legacy/_callbacks.py are installed by creating a stream, never by an import."""
+    import subprocess
+    import sys
+
+    code = (
+        "import importlib, pkgutil, legacy\n"
+        "for m in pkgutil.walk_packages(legacy.__path__, 'legacy.'): importlib.import_module(m.name)\n"
+        "from pyspark.streaming.util import TransformFunction\n"
+        "import sys; print(sum(m.startswith('legacy.') for m in sys.modules), "
+        "getattr(TransformFunction.call, 'reads_by_index', False))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
+    imported, patched = out.split()
+    assert int(imported) >= 20  # every module of legacy, legacy.kafka and legacy._direct among them
+    assert patched == "False"
+
+
+@ON_BOTH_BROKERS
+def test_creating_a_direct_stream_installs_the_callbacks(ssc, kafka: Kafka, topic_factory, bootstrap_servers: str, monkeypatch) -> None:
+    transform = _unpatched_transform_call(monkeypatch)
+    assert not getattr(transform.call, "reads_by_index", False)
+    topic = topic_factory()
+    send_messages(kafka, topic, {"a": 1})
+    KafkaUtils.createDirectStream(ssc, [topic], params(bootstrap_servers, **{"auto.offset.reset": "smallest"}))
+    assert transform.call.reads_by_index is True
+
+
 @ON_BOTH_BROKERS
 def test_kafka_direct_stream_from_offset(ssc, kafka: Kafka, topic_factory, bootstrap_servers: str) -> None:
     topic = topic_factory()
@@ -618,7 +659,7 @@ def test_commit_async_commits_when_the_next_batch_is_generated(ssc, kafka: Kafka
     acknowledged: list[dict] = []
     committed_at_output: list[dict] = []
 
-    def output(rdd) -> None:  # noqa: ANN001 - captures the stream, as 0-10 jobs do
+    def output(rdd) -> None:  # captures the stream, as 0-10 jobs do
         committed_at_output.append(kafka.group_offsets(group))
         stream.commitAsync(rdd.offsetRanges(), lambda offsets, error: acknowledged.append((offsets, error)))
 

@@ -34,7 +34,7 @@ def _produce(bootstrap_servers: str, topic: str) -> set[str]:
     return values
 
 
-def _crash_and_resume(bootstrap_servers: str, topic: str, store: str, location: str, results: str, progress) -> None:  # noqa: ANN001
+def _crash_and_resume(bootstrap_servers: str, topic: str, store: str, location: str, results: str, progress) -> None:
     command = driver_command("legacy_store_copy", bootstrap_servers, topic, store, location, results)
     # Killed after a few stored batches, with most of the input still ahead.
     kill_mid_stream(command + ["run", str(TOTAL)], lambda: progress() >= 300, progress)

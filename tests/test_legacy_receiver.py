@@ -295,6 +295,25 @@ def test_records_arrive_exactly_with_binary_keys_and_values(spark, kafka, bootst
 
 @pytest.mark.kafka
 @pytest.mark.spark
+def test_creating_a_receiver_stream_installs_the_callbacks(spark, bootstrap_servers, topic_factory, monkeypatch) -> None:
+    from pyspark.streaming.util import TransformFunction
+
+    from kit.spark import streaming_context
+
+    current = TransformFunction.call
+    monkeypatch.setattr(TransformFunction, "call", lambda self, milliseconds, jrdds: current(self, milliseconds, jrdds))
+    ssc = streaming_context(0.5)
+    try:
+        assert not getattr(TransformFunction.call, "reads_by_index", False)
+        create_receiver_stream(ssc, bootstrap_servers, f"pytest-{uuid.uuid4().hex[:8]}", [topic_factory()],
+                               kafka_settings=FAST_JOIN)
+        assert TransformFunction.call.reads_by_index is True
+    finally:
+        ssc.stop(stopSparkContext=False)
+
+
+@pytest.mark.kafka
+@pytest.mark.spark
 def test_group_offsets_reach_the_end_offsets_and_a_message_handler_sees_every_record(spark, kafka, bootstrap_servers, topic_factory) -> None:
     from kit.spark import streaming_context
 

@@ -3,7 +3,6 @@ batch's outputs with its offsets, and the export of committed outputs as batch f
 
 from __future__ import annotations
 
-import doctest
 import os
 from pathlib import Path
 
@@ -77,15 +76,6 @@ def test_a_batch_commits_outputs_with_offsets_once_and_exports_them(tmp_path: Pa
 
 def test_export_is_nothing_for_file_modes(tmp_path: Path) -> None:
     assert export_outputs(_config(tmp_path), None) == 0
-
-
-def test_docstring_examples_run() -> None:
-    import kit.sink
-    import legacy._receiver
-
-    for module in (kit.sink, legacy._receiver):
-        result = doctest.testmod(module)
-        assert result.failed == 0 and result.attempted > 0, module.__name__
 
 
 def test_a_batch_regenerated_with_a_longer_range_replaces_its_commit(tmp_path: Path) -> None:

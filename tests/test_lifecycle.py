@@ -1,4 +1,5 @@
-"""The lifecycle constructs, both sides on the same data: ``legacy.lifecycle`` against ``modern.lifecycle``.
+"""The lifecycle constructs, both sides on the same data: the playbook's ``legacy_lifecycle``
+against ``modern_lifecycle`` (examples/playbook/).
 
 Each test runs the DStream construct and its Structured Streaming counterpart as ``docs/playbook.md``
 ("Lifecycle, one by one") shows them, on one Kafka topic (or one set of input lines), and checks exact rows.
@@ -14,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from _streaming import produce
+
+from examples.playbook import legacy_lifecycle as legacy
+from examples.playbook import modern_lifecycle as modern
+from examples.playbook.metrics import BatchMetrics
 from kit.kafka import Kafka
-from kit.lifecycle import BatchMetrics
-from legacy import lifecycle as legacy
-from modern import lifecycle as modern
 from modern.errors import ContinuousTriggerUnsupported, GracefulStopTimeout
 from modern.kafka import source_format
 
@@ -466,7 +467,7 @@ def test_the_modern_runner_refuses_a_continuous_trigger_before_any_query_starts(
                              dataset=DatasetSpec.from_profile("clean", records=10),
                              jobs=(("running_counts", "default"),), trigger="continuous")
     run = ModernRun(spark, config)
-    with pytest.raises(ContinuousTriggerUnsupported, match="modern.lifecycle.with_trigger: trigger 'continuous'"):
+    with pytest.raises(ContinuousTriggerUnsupported, match="modern.triggers.with_trigger: trigger 'continuous'"):
         run.start()
     assert run.queries == {} and not spark.streams.active
 

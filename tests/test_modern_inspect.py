@@ -338,7 +338,7 @@ def test_an_empty_directory_and_a_missing_one(tmp_path: Path) -> None:
 
 @pytest.mark.spark
 @pytest.mark.kafka
-def test_a_real_stateful_query(spark, bootstrap_servers: str, topic_factory, tmp_path: Path) -> None:  # noqa: ANN001
+def test_a_real_stateful_query(spark, bootstrap_servers: str, topic_factory, tmp_path: Path) -> None:
     from kafka import KafkaProducer
 
     from modern.kafka import source_format
@@ -435,7 +435,7 @@ def test_batch_spans_take_a_committed_batch_the_progress_missed_from_the_checkpo
         [100_000, 100_900, 22], [200_000, 203_000, 23]]
 
 
-def test_idle_triggers_are_spans_without_records(spark, bootstrap_servers: str, topic_factory, tmp_path: Path) -> None:  # noqa: ANN001
+def test_idle_triggers_are_spans_without_records(spark, bootstrap_servers: str, topic_factory, tmp_path: Path) -> None:
     """A query with nothing new to read runs no micro-batch; Spark records the idle trigger's progress without
     posting it, and the kit's listener fetches it: a span without records, its own duration, no batch repeated."""
     import time

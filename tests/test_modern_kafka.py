@@ -46,18 +46,18 @@ def _produce(bootstrap_servers: str, topic: str, per_partition: dict[int, int], 
     ])
 
 
-def _reader(spark, bootstrap_servers: str, **options):  # noqa: ANN001
+def _reader(spark, bootstrap_servers: str, **options):
     reader = spark.readStream.format(source_format(spark)).option("kafka.bootstrap.servers", bootstrap_servers)
     for key, value in options.items():
         reader = reader.option(key, str(value))
     return reader.load()
 
 
-def _run_available_now(frame, checkpoint: Path, *, timeout_s: float = 120, on_batch=None) -> list[list[tuple]]:  # noqa: ANN001
+def _run_available_now(frame, checkpoint: Path, *, timeout_s: float = 120, on_batch=None) -> list[list[tuple]]:
     """Run to completion under Trigger.AvailableNow; one sorted list of (topic, partition, offset, value) per batch."""
     batches: dict[int, list[tuple]] = {}
 
-    def collect(df, batch_id: int) -> None:  # noqa: ANN001
+    def collect(df, batch_id: int) -> None:
         rows = df.selectExpr("topic", "partition", "offset", "CAST(value AS STRING) AS value").collect()
         batches[batch_id] = sorted(tuple(r) for r in rows)
         if on_batch is not None:
@@ -559,7 +559,7 @@ def test_a_topic_created_while_a_pattern_query_runs_is_read_from_earliest(
     _produce(bootstrap_servers, first, {0: 2, 1: 1})
     rows: list[tuple] = []
 
-    def collect(df, batch_id: int) -> None:  # noqa: ANN001
+    def collect(df, batch_id: int) -> None:
         rows.extend(tuple(r) for r in df.selectExpr("topic", "partition", "offset").collect())
 
     frame = _reader(spark, bootstrap_servers, subscribePattern=f"{prefix}_.*", startingOffsets="earliest",

@@ -66,16 +66,16 @@ def _expected(value: bytes | None) -> tuple:
     return (*fields, reason)
 
 
-def _parsed(spark, values: list[bytes | None]) -> list[tuple]:  # noqa: ANN001
+def _parsed(spark, values: list[bytes | None]) -> list[tuple]:
     frame = spark.createDataFrame(list(enumerate(values)), "i int, value binary")
     return [tuple(row.p) for row in with_parsed(frame).select("i", "p").orderBy("i").collect()]
 
 
-def test_corner_cases_are_decided_as_parse_event_decides(spark) -> None:  # noqa: ANN001
+def test_corner_cases_are_decided_as_parse_event_decides(spark) -> None:
     assert _parsed(spark, CORNER_CASES) == [_expected(v) for v in CORNER_CASES]
 
 
-def test_every_record_of_a_messy_dataset_is_decided_as_parse_event_decides(spark) -> None:  # noqa: ANN001
+def test_every_record_of_a_messy_dataset_is_decided_as_parse_event_decides(spark) -> None:
     values = generate(DatasetSpec.from_profile("messy", records=3_000, seed=11, events_per_second=50))["value"].tolist()
     assert _parsed(spark, values) == [_expected(v) for v in values]
 

@@ -299,7 +299,7 @@ def test_secrets_are_withheld_from_disk_pickles_and_found_again_in_the_process()
 
 
 @pytest.fixture(scope="module")
-def tls(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+def tls(tmp_path_factory: pytest.TempPathFactory):
     """``(pki, bootstrap)`` of a broker reachable only through TLS with a client certificate."""
     directory = tmp_path_factory.mktemp("tls")
     pki = make_pki(directory / "pki", PASSWORD)

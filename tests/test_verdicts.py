@@ -224,7 +224,7 @@ def test_the_label_check_names_the_engines_parser_when_it_drifts(monkeypatch: py
     import kit.dataset
     import kit.events
 
-    def inclusive_upper_bound(value):  # noqa: ANN001, ANN202 - both bounds a millisecond loose
+    def inclusive_upper_bound(value):  # both bounds a millisecond loose
         event, reason = kit.events.parse_event(value)
         if reason == "bad_timestamp":
             loose = json.loads(value)
@@ -448,7 +448,7 @@ def test_compare_jobs_with_two_empty_outputs_is_nothing_compared(monkeypatch: py
     import compare.jobs as jobs
 
     @contextlib.contextmanager
-    def no_kafka(*args: object, **kwargs: object):  # noqa: ANN202 - a stand-in for kafka_or_embedded
+    def no_kafka(*args: object, **kwargs: object):  # a stand-in for kafka_or_embedded
         yield SimpleNamespace(bootstrap_servers="unused:9092")
 
     figures = {"command": "python job.py", "output_rows": 0, "batches": 3, "seconds": 1.0, "throughput_rps": 0.0,
@@ -457,7 +457,7 @@ def test_compare_jobs_with_two_empty_outputs_is_nothing_compared(monkeypatch: py
     monkeypatch.setattr(jobs, "kafka_or_embedded", no_kafka)
     outputs = {"legacy": pd.DataFrame({"customer": pd.Series(dtype=object)})}
 
-    def side(engine, *args):  # noqa: ANN001, ANN002, ANN202 - _run_side's signature
+    def side(engine, *args):  # _run_side's signature
         return outputs.get(engine.name, pd.DataFrame({"customer": pd.Series(dtype=object)})), dict(figures)
 
     monkeypatch.setattr(jobs, "_run_side", side)

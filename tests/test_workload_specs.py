@@ -109,7 +109,7 @@ def test_the_readme_workloads_example_runs() -> None:
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     code = readme.split("## Paired workloads", 1)[1].split("```python", 1)[1].split("```", 1)[0]
     scope: dict = {}
-    exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - the README's own example
+    exec(compile(code, "README.md", "exec"), scope)  # the README's own example
     assert len(scope["expected"].late_dropped) > 0 and len(scope["expected"].rows) > 0
 
 

@@ -23,7 +23,7 @@ import re
 import pandas as pd
 import pytest
 
-from compare.diff import assert_equivalent
+from compare.diff import assert_outputs_equal
 from compare.harness import EngineRun, dataset_spec, run_engine
 from kit import workloads
 from kit.dataset import generate
@@ -108,7 +108,7 @@ def test_final_result_equals_the_oracle(engine_run, profile, name, engine, varia
     expected = _data(profile, name)[2][name].rows
     got = workloads.final_result(spec, run.rows(name, variant))
     assert len(got) > 0
-    assert_equivalent(expected, got, keys=spec.key_columns, values=spec.value_columns)
+    assert_outputs_equal(expected, got, keys=spec.key_columns, values=spec.value_columns)
 
 
 def _assert_dead_letters(run: EngineRun, rejects: pd.DataFrame) -> int:
@@ -199,7 +199,7 @@ def test_dedup_transform_with_state_equals_the_oracle_on_a_short_stream(bootstra
                      workdir=tmp_path)
 
     got = workloads.final_result(dedup, run.rows(name, variant))
-    assert_equivalent(expected.rows, got, keys=dedup.key_columns, values=dedup.value_columns)
+    assert_outputs_equal(expected.rows, got, keys=dedup.key_columns, values=dedup.value_columns)
     assert spec.kind_counts()["duplicate"] > 0
     assert late_dropped(run.out_dir, workloads.job_id(name, variant)) == len(expected.late_dropped) > 0
     assert _assert_dead_letters(run, expected.dead_letters) > 0
@@ -291,6 +291,6 @@ def test_legacy_join_does_not_depend_on_how_the_input_is_partitioned(
     join = workloads.get("join")
     variant = _variant("join", "legacy", "default").name
     got = workloads.final_result(join, run.rows("join", variant))
-    assert_equivalent(oracles["join"].rows, got, keys=join.key_columns, values=join.value_columns)
+    assert_outputs_equal(oracles["join"].rows, got, keys=join.key_columns, values=join.value_columns)
     late = run.late("join", variant)
     assert sorted(run.seqs_of(late)) == sorted(oracles["join"].late_dropped["seq"])

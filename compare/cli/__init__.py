@@ -344,7 +344,7 @@ def cmd_broker_start(args: argparse.Namespace) -> int:
     broker = EmbeddedBroker(port=args.port, log_path=args.log)
     stop = False
 
-    def _stop(signum, frame):  # noqa: ANN001
+    def _stop(signum, frame):
         nonlocal stop
         stop = True
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -263,7 +263,7 @@ def get(name: str) -> WorkloadSpec:
             "package.module:SPEC)."
         )
         raise ConfigError(msg, field="workload", expected=NAMES, actual=name)
-    return importlib.import_module(f"kit.workloads.{name}").SPEC
+    return cast(WorkloadSpec, importlib.import_module(f"kit.workloads.{name}").SPEC)
 
 
 @dataclass(frozen=True)
@@ -272,14 +272,14 @@ class Job:
 
     spec: WorkloadSpec
     name: str
-    build: Callable
+    build: Callable[..., Any]
     equivalent: bool
 
 
 def resolve(
     engine: Literal["legacy", "modern"],
     workload: str | WorkloadSpec,
-    variant: str | Callable = "default",
+    variant: str | Callable[..., Any] = "default",
     *,
     builders: Callable[[str], object],
 ) -> Job:
@@ -310,7 +310,7 @@ def resolve(
     chosen = spec.variant(engine, variant)
     if ":" in chosen.function:
         # A spec's variant names its builder function; load_ref is typed for any object.
-        build = cast(Callable, load_ref(chosen.function, f"{engine} job"))
+        build = cast(Callable[..., Any], load_ref(chosen.function, f"{engine} job"))
     else:
         build = getattr(builders(spec.name), chosen.function)
     return Job(spec, job_id(spec.name, variant), build, chosen.equivalent)
@@ -359,7 +359,7 @@ def parse_dataset(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         replay order (``-2**62`` for the first), i.e. what an ideal engine's watermark is computed from when
         the record arrives. ``rejects`` has ``seq`` and ``reason``.
     """
-    good: list[dict] = []
+    good: list[dict[str, Any]] = []
     bad: list[tuple[int, str]] = []
     for seq, value in zip(frame["seq"].tolist(), frame["value"].tolist(), strict=True):
         event, reason = read_record(value)

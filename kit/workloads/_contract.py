@@ -29,6 +29,7 @@ Example:
 from __future__ import annotations
 
 import json
+from typing import Any
 
 __all__ = ["BOUNDARY_TIMES", "FIRST_VALID_MS", "LAST_VALID_MS", "FIELDS", "REASONS", "read_record"]
 
@@ -72,7 +73,7 @@ def _has_type(value: object, kind: str) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def read_record(value: bytes | bytearray | memoryview | None) -> tuple[dict | None, str | None]:
+def read_record(value: bytes | bytearray | memoryview | None) -> tuple[dict[str, Any] | None, str | None]:
     """``(fields, None)`` for a record the contract calls an event, else ``(None, reason)``.
 
     ``fields`` holds the seven contract fields only.

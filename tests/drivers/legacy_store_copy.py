@@ -37,7 +37,7 @@ def main(bootstrap: str, topic: str, store_kind: str, location: str, results: st
     from_offsets = {TopicAndPartition(tp.topic, tp.partition): o for tp, o in resume.items()} or None
     stream = KafkaUtils.createDirectStream(ssc, [topic], params, fromOffsets=from_offsets)
 
-    def output(batch_time, rdd) -> None:  # noqa: ANN001
+    def output(batch_time, rdd) -> None:
         ranges = rdd.offsetRanges()
         values = rdd.map(lambda kv: kv[1]).collect()
         if store_results is None:

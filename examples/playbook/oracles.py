@@ -1,10 +1,10 @@
 """The data-processing constructs of the playbook's map: a small dataset, its parameters and pandas oracles.
 
-``legacy/constructs.py`` (DStream → DStream) and ``modern/constructs.py`` (DataFrame → DataFrame) hold one
-small function per construct under the same name; this module holds what both sides and the tests share, and
-nothing engine-specific. Each oracle takes the events as a pandas DataFrame (columns ``side``, ``key``,
-``value``, ``event_time`` in epoch milliseconds) and returns the construct's rows as a sorted list of tuples of
-plain Python values, in the shape documented on the oracle.
+``legacy_constructs.py`` (DStream → DStream) and ``modern_constructs.py`` (DataFrame → DataFrame), beside
+this module, hold one small function per construct under the same name; this module holds what both sides and
+the tests share, and nothing engine-specific. Each oracle takes the events as a pandas DataFrame (columns
+``side``, ``key``, ``value``, ``event_time`` in epoch milliseconds) and returns the construct's rows as a sorted
+list of tuples of plain Python values, in the shape documented on the oracle.
 
 Times in the rows are whole seconds from :data:`BASE_MS`: ``second`` is the second of event time a record falls
 in (the DStream batch it arrives in when batch ``i`` holds exactly the events of second ``i``, and the
@@ -289,5 +289,5 @@ ORACLES: dict[str, Callable[[pd.DataFrame], list[tuple]]] = {
     "cogroup": cogroup,
     "top_per_batch": top_per_batch,
 }
-"""Each construct's oracle by name: the names of the paired functions in ``legacy.constructs`` and
-``modern.constructs``."""
+"""Each construct's oracle by name: the names of the paired functions in ``examples.playbook.legacy_constructs`` and
+``examples.playbook.modern_constructs``."""

@@ -1,9 +1,9 @@
 """Engine-neutral figures of a streaming job's life: one :class:`BatchMetrics` per completed batch.
 
 A DStream ``StreamingListener`` and a ``StreamingQueryListener`` report batches in different shapes
-(``BatchInfo`` with Scala options; a progress JSON). ``legacy.lifecycle.BatchMetricsListener`` and
-``modern.lifecycle.batch_metrics_listener`` turn them into this one record, so a migration can check that
-the rewritten job's monitoring sees the same figures.
+(``BatchInfo`` with Scala options; a progress JSON). ``legacy_lifecycle.BatchMetricsListener`` and
+``modern_lifecycle.batch_metrics_listener`` (beside this module) turn them into this one record, so a migration
+can check that the rewritten job's monitoring sees the same figures.
 
 Example:
     >>> m = BatchMetrics(engine="legacy", batch=1_700_000_000_000, records=50, duration_ms=250,

@@ -1,18 +1,20 @@
 """Structured Streaming counterparts of the DStream lifecycle: sinks, listeners, stopping, waiting, test inputs.
 
-Each function here is the modern half of a pair whose legacy half is in :mod:`legacy.lifecycle` (same
-construct, same order); ``docs/playbook.md`` ("Lifecycle, one by one") shows both and ``tests/test_lifecycle.py``
-runs both on the same data.
+Each function here is the modern half of a pair whose legacy half is in
+:mod:`examples.playbook.legacy_lifecycle` (same construct, same order); ``docs/playbook.md`` ("Lifecycle, one
+by one") shows both and ``tests/test_lifecycle.py`` runs both on the same data.
 
 * :func:`upsert_batch` — ``foreachBatch`` writing a micro-batch to PostgreSQL idempotently, keyed by batch id
   (what replaces results and offsets committed in one transaction);
-* :func:`batch_metrics_listener` — a ``StreamingQueryListener`` reporting :class:`kit.lifecycle.BatchMetrics`;
+* :func:`batch_metrics_listener` — a ``StreamingQueryListener`` reporting
+  :class:`examples.playbook.metrics.BatchMetrics`;
 * :func:`stop_gracefully` — stop a query between micro-batches, with a deadline (Spark 4.3 has no graceful stop);
 * :func:`run_until` / :func:`run_any_until` — ``awaitTermination(timeout)`` that raises the query's error;
 * :func:`read_offset_range` — a batch read of offset ranges (``remember``/``slice``);
 * :func:`text_file_stream`, :func:`socket_text_stream`, :func:`queue_stream` — the file and socket sources and a
   replayable test stream (PySpark has no Python memory source);
-* :func:`with_trigger` — ``once``, ``availableNow``, processing time; continuous refused with a clear error.
+* :func:`with_trigger` — ``once``, ``availableNow``, processing time; continuous refused with a clear error (it is
+  the runtime's :func:`modern.triggers.with_trigger`, which :mod:`modern.runner` uses).
 
 Example::
 
@@ -31,12 +33,12 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from kit.lifecycle import BatchMetrics
-from modern.errors import ContinuousTriggerUnsupported, GracefulStopTimeout
+from examples.playbook.metrics import BatchMetrics
+from modern.errors import GracefulStopTimeout
+from modern.triggers import with_trigger
 
 __all__ = [
     "GracefulStop",
@@ -81,10 +83,6 @@ def upsert_batch(dsn: str, table: str) -> Callable[[Any, int], None]:
 
 
 # -- StreamingListener  →  StreamingQueryListener ----------------------------------------------------------
-
-def _epoch_ms(timestamp: str) -> int:
-    return round(datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp() * 1000)
-
 
 # --8<-- [start:batch_metrics_listener]
 def batch_metrics_listener(on_batch: Callable[[BatchMetrics], None], query_name: str | None = None) -> Any:
@@ -274,27 +272,3 @@ def queue_stream(spark: Any, batches: Sequence[Iterable[str]], directory: str | 
         os.replace(temp, target / f"batch-{i:06d}.txt")
     return text_file_stream(spark, target, max_files_per_trigger=1)
 # --8<-- [end:queue_stream]
-
-
-# -- batch interval  →  triggers --------------------------------------------------------------------------
-
-# --8<-- [start:with_trigger]
-def with_trigger(writer: Any, trigger: str) -> Any:
-    """``writer`` (a ``DataStreamWriter``) with the trigger named by ``trigger``.
-
-    ``"once"`` (one micro-batch of everything available, ignoring ``maxOffsetsPerTrigger``; deprecated),
-    ``"availableNow"`` (everything available at the start, in micro-batches that honour the rate limits, then
-    stop), or a processing-time interval such as ``"1 second"`` (``"0 seconds"``: back to back, Spark's default).
-
-    Raises:
-        ContinuousTriggerUnsupported: ``"continuous"`` or ``"continuous:<interval>"``: the kit's Kafka source and
-            ``foreachBatch`` cannot run continuous processing.
-    """
-    if trigger == "once":
-        return writer.trigger(once=True)
-    if trigger == "availableNow":
-        return writer.trigger(availableNow=True)
-    if trigger.split(":", 1)[0].strip().lower() == "continuous":
-        raise ContinuousTriggerUnsupported(trigger, where="modern.lifecycle.with_trigger")
-    return writer.trigger(processingTime=trigger)
-# --8<-- [end:with_trigger]

@@ -1,19 +1,21 @@
 """The playbook's data-processing constructs on DStreams, one small function each (Spark 2.4 semantics).
 
 Each function takes a DStream of event dicts (``side``, ``key``, ``value``, ``event_time`` in epoch ms; see
-:func:`kit.constructs.sample`) and returns the DStream the construct makes, as a Spark 2.x job wrote it. Its
-counterpart of the same name is in ``modern/constructs.py`` and its oracle in ``kit/constructs.py``;
-``tests/test_constructs.py`` holds the three to the same rows, and ``docs/playbook.md`` ("Constructs, one by
-one") shows the code between the ``--8<--`` markers.
+:func:`examples.playbook.oracles.sample`) and returns the DStream the construct makes, as a Spark 2.x job
+wrote it. Its counterpart of the same name is in ``modern_constructs.py`` beside it and its oracle in
+``oracles.py``; ``tests/test_constructs.py`` holds the three to the same rows, and ``docs/playbook.md``
+("Constructs, one by one") shows the code between the ``--8<--`` markers.
 
 The windowed functions with an inverse function need ``ssc.checkpoint(dir)``. They take their durations from
-:mod:`kit.constructs`: a window of ``WINDOW_S`` seconds sliding by ``SLIDE_S``, on a ``BATCH_S`` batch interval.
+:mod:`examples.playbook.oracles`: a window of ``WINDOW_S`` seconds sliding by ``SLIDE_S``, on a ``BATCH_S``
+batch interval.
 
-Example:
-    >>> from kit.constructs import by_second, sample                                     # doctest: +SKIP
-    >>> rdds = [ssc.sparkContext.parallelize(batch) for batch in by_second(sample())]   # doctest: +SKIP
-    >>> counts = count_by_window(ssc.queueStream(rdds, oneAtATime=True))                 # doctest: +SKIP
-    >>> counts.pprint()                                                                  # doctest: +SKIP
+Example::
+
+    from examples.playbook.oracles import by_second, sample
+    rdds = [ssc.sparkContext.parallelize(batch) for batch in by_second(sample())]
+    counts = count_by_window(ssc.queueStream(rdds, oneAtATime=True))
+    counts.pprint()
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import operator
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from kit.constructs import SLIDE_S, TOP_N, WINDOW_S, load_regions
+from examples.playbook.oracles import SLIDE_S, TOP_N, WINDOW_S, load_regions
 
 __all__ = [
     "cogroup",

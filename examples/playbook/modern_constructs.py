@@ -1,7 +1,7 @@
 """The playbook's data-processing constructs in Structured Streaming, one small function each (Spark 4.3).
 
-Each function has the name of its DStream counterpart in ``legacy/constructs.py`` and its oracle in
-``kit/constructs.py``. Most take a streaming DataFrame of events (``side``, ``key``, ``value`` and
+Each function has the name of its DStream counterpart in ``examples/playbook/legacy_constructs.py`` and its oracle in
+``examples/playbook/oracles.py``. Most take a streaming DataFrame of events (``side``, ``key``, ``value`` and
 ``event_time``, a timestamp) and return a streaming DataFrame. A DStream construct whose result is per batch
 has two counterparts: a running result kept in state (``running_totals``), or the batch DataFrame inside
 ``foreachBatch``; :func:`reduce_by_key`, :func:`count_by_value` and :func:`top_per_batch` take and return a
@@ -9,11 +9,12 @@ micro-batch's DataFrame and are meant for ``foreachBatch``. ``tests/test_constru
 rows as the DStream side and the oracle, and ``docs/playbook.md`` ("Constructs, one by one") shows the code
 between the ``--8<--`` markers.
 
-Example:
-    >>> counts = count_by_window(events)                                               # doctest: +SKIP
-    >>> query = counts.writeStream.outputMode("append").format("console").start()      # doctest: +SKIP
-    >>> per_batch = events.writeStream.foreachBatch(                                   # doctest: +SKIP
-    ...     lambda batch, batch_id: reduce_by_key(batch).show()).start()
+Example::
+
+    counts = count_by_window(events)
+    query = counts.writeStream.outputMode("append").format("console").start()
+    per_batch = events.writeStream.foreachBatch(
+        lambda batch, batch_id: reduce_by_key(batch).show()).start()
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from kit.constructs import BATCH_S, SLIDE_S, TOP_N, WATERMARK_DELAY_S, WINDOW_S, load_regions
+from examples.playbook.oracles import BATCH_S, SLIDE_S, TOP_N, WATERMARK_DELAY_S, WINDOW_S, load_regions
 
 __all__ = [
     "cogroup",

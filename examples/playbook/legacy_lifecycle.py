@@ -1,13 +1,13 @@
 """The DStream lifecycle as Spark 2.4 jobs wrote it: transactional output, listeners, stopping, waiting, test inputs.
 
-Each function here is the legacy half of a pair whose modern half is in :mod:`modern.lifecycle` (same
+Each function here is the legacy half of a pair whose modern half is in :mod:`examples.playbook.modern_lifecycle` (same
 construct, same order); ``docs/playbook.md`` ("Lifecycle, one by one") shows both and ``tests/test_lifecycle.py``
 runs both on the same data.
 
 * :func:`save_with_offsets` — ``foreachRDD`` writing a batch's results and its Kafka offset ranges to a database
   in ONE transaction (:class:`legacy.offsets.SqlOffsetStore`), and :func:`resume_from_store`, the direct stream
   that starts where the stored offsets end;
-* :class:`BatchMetricsListener` — a ``StreamingListener`` reporting :class:`kit.lifecycle.BatchMetrics`;
+* :class:`BatchMetricsListener` — a ``StreamingListener`` reporting :class:`examples.playbook.metrics.BatchMetrics`;
 * :func:`stop_gracefully` — ``ssc.stop(stopSparkContext=False, stopGraceFully=True)``;
 * :func:`run_until` — ``awaitTerminationOrTimeout``;
 * :func:`records_between` — ``ssc.remember`` and ``dstream.slice``;
@@ -31,8 +31,8 @@ from typing import Any
 
 from pyspark.streaming import StreamingListener
 
+from examples.playbook.metrics import BatchMetrics
 from kit.kafka import Kafka
-from kit.lifecycle import BatchMetrics
 
 __all__ = [
     "BatchMetricsListener",
