@@ -28,7 +28,7 @@ Example::
                             legacy="python jobs/legacy.py {bootstrap} {topic} {output_topic} {checkpoint}",
                             modern="python jobs/modern.py {bootstrap} {topic} {output_topic} {checkpoint}")
     result = compare_jobs(settings)
-    result.metrics["equivalent"]
+    result.metrics.equivalent
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ import pandas as pd
 from compare.diff import EQUIVALENT, Check, OutputDiff, diff_outputs
 from compare.diff import verdict as judge
 from compare.errors import EngineFailed
+from compare.metrics import BatchesCompared, DiffCounts, JobFigures, JobsMetrics, JobsOracle
 from compare.supervise import log_tail
 from kit import own_output, workloads
 from kit.broker import kafka_or_embedded
@@ -1121,13 +1122,13 @@ class JobsResult:
     """A finished compare-jobs run: its metrics (as in ``metrics.json``) and the diff (legacy as expected)."""
 
     out_dir: Path
-    metrics: dict
+    metrics: JobsMetrics
     diff: OutputDiff
 
     @property
     def equivalent(self) -> bool:
         """The two jobs' outputs agree (and equal the oracle, when one was given)."""
-        return bool(self.metrics["equivalent"])
+        return self.metrics.equivalent
 
 
 def _offset_progress(progress: Callable[[str, int, int], None], task: str, done: int,
@@ -1315,31 +1316,33 @@ def compare_jobs(settings: JobsSettings, progress: Callable[[str, int, int], Non
                 rows[column] = None
     diff = diff_outputs(shaped["legacy"], shaped["modern"], key, values)
     summary = diff.summary() if not diff.equal else ""
-    metrics: dict[str, Any] = {
-        "input": settings.input_file, "records": len(frame), "key": list(settings.key), "mode": settings.mode,
-        "output": settings.output, "equivalent": bool(diff.equal), "jobs_agree": bool(diff.equal),
-        "modern_vs_legacy": diff.counts(), "summary": summary,
-        "jobs": {name: {**figures[name], "rows_compared": len(shaped[name])} for name in engines},
-        "legacy_python2": _python2_note() if settings.legacy_python2 else None,
-    }
+    equal = bool(diff.equal)
+    batches = oracle = None
     if settings.mode == "batches":
-        metrics["batches"] = {"compared": len(ranges), "first_differing": _first_batch(diff, ranges, settings.key)}
-        first = metrics["batches"]["first_differing"]
+        first = _first_batch(diff, ranges, settings.key)
+        batches = BatchesCompared(compared=len(ranges), first_differing=first)
         if first:
-            metrics["summary"] = (f"first differing batch: {first['batch']} of {len(ranges)} (input {first['input'][0]}"
-                                  f"..{first['input'][1]}), keys {first['keys']}. {summary}")
+            summary = (f"first differing batch: {first['batch']} of {len(ranges)} (input {first['input'][0]}"
+                       f"..{first['input'][1]}), keys {first['keys']}. {summary}")
     if oracle_fn is not None:
         expected = _shape(oracle_fn(frame), settings.key, settings.mode, "oracle")  # type: ignore[operator]
         against = {name: diff_outputs(expected, rows, settings.key, [c for c in values if c in expected.columns])
                    for name, rows in shaped.items()}
-        metrics["oracle"] = {"rows": len(expected), **{f"{n}_vs_oracle": d.counts() for n, d in against.items()}}
-        metrics["equivalent"] = bool(diff.equal) and all(d.equal for d in against.values())
+        oracle = JobsOracle(rows=len(expected), **{f"{n}_vs_oracle": DiffCounts(**d.counts())
+                                                   for n, d in against.items()})
+        equal = equal and all(d.equal for d in against.values())
     # An empty oracle (or, without one, two empty outputs) compared nothing: NOTHING COMPARED, not a pass.
-    compared = metrics["oracle"]["rows"] if "oracle" in metrics else max(len(f) for f in shaped.values())
-    metrics["verdict"], metrics["warnings"] = judge(
-        [Check("rows", "both", metrics["equivalent"], metrics["summary"] or "equal")], compared)
-    metrics["equivalent"] = metrics["verdict"] == EQUIVALENT
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str) + "\n", encoding="utf-8")
+    compared = oracle.rows if oracle is not None else max(len(f) for f in shaped.values())
+    outcome, warnings = judge([Check("rows", "both", equal, summary or "equal")], compared)
+    metrics = JobsMetrics(
+        input=settings.input_file, records=len(frame), key=tuple(settings.key), mode=settings.mode,
+        output=settings.output, equivalent=outcome == EQUIVALENT, jobs_agree=bool(diff.equal),
+        modern_vs_legacy=DiffCounts(**diff.counts()), summary=summary,
+        jobs={name: JobFigures(**figures[name], rows_compared=len(shaped[name])) for name in engines},
+        legacy_python2=_python2_note() if settings.legacy_python2 else None,
+        verdict=outcome, warnings=tuple(warnings), batches=batches, oracle=oracle,
+    )
+    metrics.write(out)
     (out / "report.md").write_text(_report(metrics, diff, settings), encoding="utf-8")
     (out / "report.html").write_text(_report_html(metrics, diff, settings), encoding="utf-8")
     return JobsResult(out, metrics, diff)
@@ -1403,24 +1406,25 @@ def _python2_note() -> str:
     return f"the legacy job ran with dmk's Python 2 compatibility layer (--legacy-python2): {PROVIDES}"
 
 
-def _report(metrics: dict, diff: OutputDiff, settings: JobsSettings, limit: int = 20) -> str:
-    verdict = metrics["verdict"]
-    lines = [f"# dmk compare-jobs: {verdict}", *(f"\nwarning: {w}" for w in metrics["warnings"]),
-             *([f"\nNote: {metrics['legacy_python2']}."] if metrics.get("legacy_python2") else []), "",
-             f"Input: `{metrics['input']}` ({metrics['records']:,} records), replayed into each job's own topic. "
+def _report(metrics: JobsMetrics, diff: OutputDiff, settings: JobsSettings, limit: int = 20) -> str:
+    verdict = metrics.verdict
+    lines = [f"# dmk compare-jobs: {verdict}", *(f"\nwarning: {w}" for w in metrics.warnings),
+             *([f"\nNote: {metrics.legacy_python2}."] if metrics.legacy_python2 else []), "",
+             f"Input: `{metrics.input}` ({metrics.records:,} records), replayed into each job's own topic. "
              f"Compared by `{', '.join(settings.key)}`, mode `{settings.mode}`, outputs from the "
              f"{settings.output}.", "",
              "| | legacy | modern |", "|---|---|---|"]
     for label, field_ in (("command", "command"), ("output rows", "output_rows"), ("rows compared", "rows_compared"),
                           ("batches", "batches"), ("seconds", "seconds"), ("throughput (records/s)", "throughput_rps"),
                           ("last input → last output (ms)", "result_latency_ms")):
-        lines.append(f"| {label} | {metrics['jobs']['legacy'][field_]} | {metrics['jobs']['modern'][field_]} |")
-    lines += ["", f"Modern against legacy: {metrics['modern_vs_legacy']}."]
-    if "oracle" in metrics:
-        lines.append(f"Against the oracle ({metrics['oracle']['rows']} rows): legacy "
-                     f"{metrics['oracle']['legacy_vs_oracle']}, modern {metrics['oracle']['modern_vs_oracle']}.")
+        lines.append(f"| {label} | {getattr(metrics.jobs['legacy'], field_)} | "
+                     f"{getattr(metrics.jobs['modern'], field_)} |")
+    lines += ["", f"Modern against legacy: {metrics.modern_vs_legacy.counts()}."]
+    if metrics.oracle is not None:
+        lines.append(f"Against the oracle ({metrics.oracle.rows} rows): legacy "
+                     f"{metrics.oracle.legacy_vs_oracle.counts()}, modern {metrics.oracle.modern_vs_oracle.counts()}.")
     if not diff.equal:
-        lines += ["", f"{metrics['summary']}", "", "## First differing keys (legacy | modern)", ""]
+        lines += ["", f"{metrics.summary}", "", "## First differing keys (legacy | modern)", ""]
         for title, frame in _differences(diff):
             if len(frame):
                 lines += [f"### {title} ({len(frame)})", "", "```", frame.head(limit).to_string(index=False), "```", ""]
@@ -1436,13 +1440,13 @@ def _differences(diff: OutputDiff) -> list[tuple[str, pd.DataFrame]]:
     return [("only in legacy", diff.missing), ("only in modern", diff.unexpected), ("values differ", renamed)]
 
 
-def _report_html(metrics: dict, diff: OutputDiff, settings: JobsSettings, limit: int = 20) -> str:
+def _report_html(metrics: JobsMetrics, diff: OutputDiff, settings: JobsSettings, limit: int = 20) -> str:
     """The report as one self-contained HTML page (the same figures and differing keys as ``report.md``)."""
-    verdict = metrics["verdict"]
-    jobs = metrics["jobs"]
+    verdict = metrics.verdict
+    jobs = metrics.jobs
     rows = "".join(
-        f"<tr><th>{html.escape(label)}</th><td>{html.escape(str(jobs['legacy'][key]))}</td>"
-        f"<td>{html.escape(str(jobs['modern'][key]))}</td></tr>"
+        f"<tr><th>{html.escape(label)}</th><td>{html.escape(str(getattr(jobs['legacy'], key)))}</td>"
+        f"<td>{html.escape(str(getattr(jobs['modern'], key)))}</td></tr>"
         for label, key in (("command", "command"), ("output rows", "output_rows"), ("rows compared", "rows_compared"),
                            ("batches", "batches"), ("seconds", "seconds"), ("throughput (records/s)", "throughput_rps"),
                            ("last input → last output (ms)", "result_latency_ms"))
@@ -1454,13 +1458,13 @@ def _report_html(metrics: dict, diff: OutputDiff, settings: JobsSettings, limit:
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>dmk compare-jobs: {verdict}</title>
 <style>body{{font-family:sans-serif;max-width:1200px;margin:2em auto}} td,th{{padding:.2em .6em;text-align:left}}
-.verdict{{font-weight:bold;color:{'#1a7f37' if metrics['equivalent'] else '#cf222e'}}}</style>
+.verdict{{font-weight:bold;color:{'#1a7f37' if metrics.equivalent else '#cf222e'}}}</style>
 </head><body><h1>dmk compare-jobs</h1><p class="verdict">{verdict}</p>
-<p>Input <code>{html.escape(metrics['input'])}</code> ({metrics['records']:,} records), compared by
+<p>Input <code>{html.escape(metrics.input)}</code> ({metrics.records:,} records), compared by
 <code>{html.escape(', '.join(settings.key))}</code>, mode <code>{settings.mode}</code>, outputs from the
-{html.escape(settings.output)}. {html.escape(metrics['summary'])}</p>
+{html.escape(settings.output)}. {html.escape(metrics.summary)}</p>
 <table><tr><th></th><th>legacy</th><th>modern</th></tr>{rows}</table>
-<p>Modern against legacy: {html.escape(str(metrics['modern_vs_legacy']))}</p>
+<p>Modern against legacy: {html.escape(str(metrics.modern_vs_legacy.counts()))}</p>
 {('<h2>First differing keys</h2>' + differences) if differences else ''}
 </body></html>
 """

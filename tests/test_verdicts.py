@@ -451,8 +451,8 @@ def test_compare_jobs_with_two_empty_outputs_is_nothing_compared(monkeypatch: py
     def no_kafka(*args: object, **kwargs: object):  # noqa: ANN202 - a stand-in for kafka_or_embedded
         yield SimpleNamespace(bootstrap_servers="unused:9092")
 
-    figures = {"command": "python job.py", "output_rows": 0, "batches": 3, "seconds": 1.0, "throughput_rps": 0.0,
-               "result_latency_ms": None}
+    figures = {"command": "python job.py", "output_rows": 0, "input_records": 1, "input_kind": "kafka", "batches": 3,
+               "seconds": 1.0, "throughput_rps": 0.0, "result_latency_ms": None}
     monkeypatch.setattr(jobs, "read_capture", lambda path: pd.DataFrame({"partition": [0], "value": [b"{}"]}))
     monkeypatch.setattr(jobs, "kafka_or_embedded", no_kafka)
     outputs = {"legacy": pd.DataFrame({"customer": pd.Series(dtype=object)})}
