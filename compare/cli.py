@@ -718,7 +718,9 @@ def cmd_checkpoint_inspect(args: argparse.Namespace) -> int:
         from modern.inspect import inspect_modern_checkpoint, list_query_checkpoints
 
         queries = list_query_checkpoints(directory)
-        is_query = (directory / "offsets").is_dir() or (directory / "metadata").is_file()
+        from kit.layout import is_query_checkpoint
+
+        is_query = is_query_checkpoint(directory)
         if not is_query and not queries:
             entries = sorted(p.name for p in directory.iterdir())[:8]
             msg = (

@@ -69,7 +69,7 @@ from compare.metrics import (
 )
 from compare.settings import LEGACY_MODES, CompareSettings, default_rate
 from compare.supervise import EngineOutcome, Progress, run_engine_process
-from kit import workloads
+from kit import layout, workloads
 from kit.broker import kafka_or_embedded
 from kit.dataset import (
     DatasetSpec,
@@ -294,7 +294,7 @@ def _checks(
                     f"{missing:,} not dead-lettered, {extra:,} dead-lettered wrongly (record and reason) of "
                     f"{len(oracle.dead_letters):,}" if missing or extra
                     else f"equal ({len(got_dead):,} records, each with its reason)")
-    late_dir = outcome.out_dir / f"{job}.late"
+    late_dir = layout.late(outcome.out_dir, job)
     if late_dir.is_dir():
         late = read_batches(late_dir)
         expected = oracle.late_dropped

@@ -205,13 +205,18 @@ def test_faults_the_replay_outlives_are_injected_after_it(tmp_path: Path) -> Non
 
 def test_input_coverage_counts_records_never_processed_and_processed_twice() -> None:
     from compare.measure import input_coverage
+    from kit.ranges import OffsetRange
+
+    def ranges(*given: tuple[str, int, int, int]) -> list[OffsetRange]:
+        return [OffsetRange(*r) for r in given]
 
     ends = {"a": {0: 10, 1: 4}, "b": {0: 3}}
     # Exact cover, in pieces and with empty ranges: nothing lost, nothing repeated.
-    assert input_coverage([("a", 0, 0, 4), ("a", 0, 4, 4), ("a", 0, 4, 10), ("a", 1, 0, 4), ("b", 0, 0, 3)], ends) == (0, 0)
+    assert input_coverage(ranges(("a", 0, 0, 4), ("a", 0, 4, 4), ("a", 0, 4, 10), ("a", 1, 0, 4), ("b", 0, 0, 3)),
+                          ends) == (0, 0)
     # A gap (a-0 4..6), an overlap (a-1 1..3 twice more), a partition never read (b-0), a range past the end.
-    ranges = [("a", 0, 0, 4), ("a", 0, 6, 12), ("a", 1, 0, 4), ("a", 1, 1, 3), ("a", 1, 1, 3)]
-    assert input_coverage(ranges, ends) == (2 + 3, 4)
+    gappy = ranges(("a", 0, 0, 4), ("a", 0, 6, 12), ("a", 1, 0, 4), ("a", 1, 1, 3), ("a", 1, 1, 3))
+    assert input_coverage(gappy, ends) == (2 + 3, 4)
 
 
 @pytest.mark.parametrize(

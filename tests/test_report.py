@@ -20,7 +20,8 @@ from compare.measure import after_startup, backlog, batch_breakdown, keeping_up,
 from compare.metrics import CompareMetrics, Percentiles
 from compare.report import baseline_rows, render, smoothed_rate
 from kit import workloads
-from legacy.engine import BATCHES_LOG, LEGACY
+from kit.layout import BATCHES_LOG
+from legacy.engine import LEGACY
 from modern.engine import MODERN
 from tests._metrics import compare_metrics, engine, kept_up, settings
 
