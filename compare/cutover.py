@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from compare.errors import CutoverAmbiguous
-from kit import workloads
+from kit import layout, workloads
 from kit.errors import ConfigError
 from kit.sink import read_batches, write_keyed
 
@@ -260,8 +260,8 @@ def _export_committed(source: PositionSource, out: Path) -> None:
 
 def _batch_files(directory: Path) -> dict[int, list[Path]]:
     files: dict[int, list[Path]] = {}
-    for path in directory.glob("*/batch=*.parquet"):
-        files.setdefault(int(path.name[len("batch="):-len(".parquet")]), []).append(path)
+    for path in directory.glob(f"*/{layout.BATCH_FILES}"):
+        files.setdefault(layout.batch_of_file(path), []).append(path)
     return files
 
 
@@ -271,7 +271,7 @@ def _keyed_beyond(directory: Path, offsets: dict) -> dict[Path, pd.DataFrame]:
     Maps each such file to the rows it holds within the position (those stay).
     """
     found: dict[Path, pd.DataFrame] = {}
-    for path in sorted(directory.glob("dead_letters.*/keyed-*.parquet")):
+    for path in sorted(p for d in layout.dead_letter_dirs(directory) for p in d.glob(layout.KEYED_FILES)):
         rows = pd.read_parquet(path)
         ends = [offsets.get((t, int(p)), EARLIEST) for t, p in zip(rows["topic"], rows["partition"], strict=True)]
         beyond = rows["offset"].astype("int64").to_numpy() >= pd.Series(ends, dtype="int64").to_numpy()

@@ -28,7 +28,7 @@ Example::
                             legacy="python jobs/legacy.py {bootstrap} {topic} {output_topic} {checkpoint}",
                             modern="python jobs/modern.py {bootstrap} {topic} {output_topic} {checkpoint}")
     result = compare_jobs(settings)
-    result.metrics["equivalent"]
+    result.metrics.equivalent
 """
 
 from __future__ import annotations
@@ -59,13 +59,16 @@ import pandas as pd
 from compare.diff import EQUIVALENT, Check, OutputDiff, diff_outputs
 from compare.diff import verdict as judge
 from compare.errors import EngineFailed
+from compare.metrics import BatchesCompared, DiffCounts, JobFigures, JobsMetrics, JobsOracle
 from compare.supervise import log_tail
-from kit import own_output, workloads
+from kit import layout, own_output, workloads
 from kit.broker import kafka_or_embedded
 from kit.capture import arrival_order, read_capture, replay_capture
-from kit.engine import BATCH_SPAN_COLUMNS, DriverConfig, ProcessedRange, written_lines
+from kit.engine import BATCH_SPAN_COLUMNS, DriverConfig, written_lines
 from kit.errors import ConfigError, RunTimeout
 from kit.kafka import Kafka, java_client_settings, using_process_settings
+from kit.progress import ProgressRow, read_progress_rows
+from kit.ranges import LINES, OffsetRange
 from kit.security import KAFKA_SECURITY_ENV
 
 __all__ = [
@@ -301,7 +304,7 @@ def _reached_by_every_source(per_source: dict[tuple[str, int, int], int],
     """
     seen: dict[tuple[str, int], int] = {}
     for topic, partition, _, until in ranges:
-        nth = 0 if topic == "lines" else seen.get((topic, partition), 0)
+        nth = 0 if topic == LINES else seen.get((topic, partition), 0)
         seen[(topic, partition)] = nth + 1
         per_source[(topic, partition, nth)] = max(per_source.get((topic, partition, nth), 0), until)
     reached: dict[tuple[str, int], int] = {}
@@ -320,9 +323,9 @@ def _consumed(reached: Mapping[tuple[str, int], int], wanted: Mapping[tuple[str,
     """
     if not counts_lines:
         return all(reached.get(tp, 0) >= end for tp, end in wanted.items())
-    by_lines = reached.get(("lines", 0), -1) >= sum(wanted.values())
+    by_lines = reached.get((LINES, 0), -1) >= sum(wanted.values())
     direct = [tp for tp in wanted if tp in reached]
-    if ("lines", 0) in reached and direct:
+    if (LINES, 0) in reached and direct:
         return by_lines and all(reached[tp] >= wanted[tp] for tp in wanted)
     return by_lines or all(reached.get(tp, 0) >= end for tp, end in wanted.items())
 
@@ -361,8 +364,8 @@ class ScriptRun:
         (a socket's lines wait for its connection; a file source reads the files already there).
         """
         deadline = time.monotonic() + timeout_s
-        while not written_lines(self.engine.progress_path(self.out)) and not (
-                opened and written_lines(self.out / "inputs.jsonl")):
+        while not read_progress_rows(self.engine.progress_path(self.out)) and not (
+                opened and written_lines(self.out / layout.INPUTS)):
             if self.check(may_end=True):
                 break  # it ended by itself: await_offsets says whether it had consumed its input
             if time.monotonic() > deadline:
@@ -375,7 +378,7 @@ class ScriptRun:
 
     def check_input(self, kind: str) -> None:
         """Raise :class:`ConfigError` if the job opened inputs, none of them of ``kind`` (what is fed to it)."""
-        opened = written_lines(self.out / "inputs.jsonl")
+        opened = written_lines(self.out / layout.INPUTS)
         if opened and not any(row["kind"] == kind for row in opened):
             seen = ", ".join(f"{row['kind']} at {row['at']}" for row in opened)
             msg = (f"the {self.engine.name} job reads no {kind} input, which is what it was given; it opened {seen}: "
@@ -398,7 +401,7 @@ class ScriptRun:
         deadline = time.monotonic() + timeout_s
         wanted = {(t, p): e for t, parts in end_offsets.items() for p, e in parts.items()}
         if lines is not None:
-            wanted = {("lines", 0): lines}
+            wanted = {(LINES, 0): lines}
         reached: dict[tuple[str, int], int] = {}
         seen, changed = -1, time.monotonic()
         while True:
@@ -442,12 +445,11 @@ class ScriptRun:
         only by its extra batches, as a DStream job: on a loaded machine a window's micro-batch took seconds
         more than the ones before it, and the draft was stopped while it wrote the window.
         """
-        reported = written_lines(self.engine.progress_path(self.out))
-        if any(r.get("clock") for r in reported):
+        reported = read_progress_rows(self.engine.progress_path(self.out))
+        if any(r.clock for r in reported):
             return float("inf")
         recent = reported[1:][-5:]
-        slowest_ms = max((int(r["completed_ms"]) - int(r["batch_ms"]) for r in recent
-                          if "completed_ms" in r and "batch_ms" in r), default=0)
+        slowest_ms = max((r.completed_ms - r.batch_ms for r in recent), default=0)
         return max(QUIET_S, 2 * slowest_ms / 1000)
 
     def stop(self, grace_s: float = 30.0) -> None:
@@ -505,7 +507,7 @@ class ScriptEngine:
 
     def progress_path(self, out_dir: str | Path) -> Path:
         """Where the job's stand-ins report its progress."""
-        return Path(out_dir) / "progress.jsonl"
+        return Path(out_dir) / layout.STANDIN_PROGRESS
 
     def placeholders(self, config: DriverConfig) -> dict[str, str]:
         """The values of the command's placeholders for ``config`` (its single input topic)."""
@@ -555,17 +557,16 @@ class ScriptEngine:
         """Not known: a script sets its own batch interval or trigger (0: judged by its batches' lengths)."""
         return 0.0
 
-    def batch_ranges(self, out_dir: str | Path) -> list[list[ProcessedRange]]:
+    def batch_ranges(self, out_dir: str | Path) -> list[list[OffsetRange]]:
         """The offset ranges of each completed batch, in completion order (both stand-ins report them alike)."""
-        return [[(t, int(p), int(f), int(u)) for t, p, f, u in row["ranges"]]
-                for row in written_lines(self.progress_path(out_dir))]
+        return [list(row.ranges) for row in read_progress_rows(self.progress_path(out_dir))]
 
     def batch_spans(
         self, out_dir: str | Path, job: str | None = None, checkpoint_dir: Path | None = None
     ) -> pd.DataFrame:
         """One row per completed batch, from the stand-ins' reports (no scheduling delay is known)."""
-        rows = [(r["batch_ms"], r["batch_ms"], r["completed_ms"], r["records"], r["completed_ms"] - r["batch_ms"], 0)
-                for r in written_lines(self.progress_path(out_dir))]
+        rows = [(r.batch_ms, r.batch_ms, r.completed_ms, r.records, r.completed_ms - r.batch_ms, 0)
+                for r in read_progress_rows(self.progress_path(out_dir))]
         return pd.DataFrame(rows, columns=list(BATCH_SPAN_COLUMNS))
 
     def batch_phases(self, out_dir: str | Path, job: str | None = None) -> pd.DataFrame:
@@ -582,7 +583,7 @@ class ScriptEngine:
         """Records of the batches reported so far."""
         return int(self.batch_spans(out_dir)["records"].sum())
 
-    def processed_ranges(self, out_dir: str | Path, job: str, checkpoint_dir: Path | None) -> list[ProcessedRange]:
+    def processed_ranges(self, out_dir: str | Path, job: str, checkpoint_dir: Path | None) -> list[OffsetRange]:
         """Every completed batch's ranges."""
         return [r for ranges in self.batch_ranges(out_dir) for r in ranges]
 
@@ -788,7 +789,7 @@ def read_files(out_dir: Path, side: str, location: str) -> pd.DataFrame:
         ConfigError: the job wrote nothing under ``location`` (where it did write is named), or a file that
             is not text.
     """
-    writes = written_lines(out_dir / "outputs.jsonl")
+    writes = written_lines(out_dir / layout.OUTPUTS)
     if not any(w.get("to") for w in writes):
         elsewhere = sorted({str(w["path"]) for w in writes})
         if elsewhere:
@@ -803,7 +804,7 @@ def read_files(out_dir: Path, side: str, location: str) -> pd.DataFrame:
         msg = (f"the {side} job wrote nothing under {location} (--output files:); {hint}; both jobs' logs are under "
                f"{out_dir.parent}")
         raise ConfigError(msg, field="output", expected=location, actual=elsewhere[:3])
-    completed = {int(r["batch_ms"]): int(r["completed_ms"]) for r in written_lines(out_dir / "progress.jsonl")}
+    completed = {r.batch_ms: r.completed_ms for r in read_progress_rows(out_dir / layout.STANDIN_PROGRESS)}
     root = out_dir / FILES_DIR
     found = []
     for path in root.rglob("*") if root.is_dir() else ():
@@ -913,7 +914,7 @@ def read_printed(out_dir: Path, side: str, chosen: str = "") -> pd.DataFrame:
     Raises:
         ConfigError: the job printed nothing, or several streams and ``chosen`` names none of them.
     """
-    entries = written_lines(out_dir / "printed.jsonl")
+    entries = written_lines(out_dir / layout.PRINTED)
     streams = sorted({e["stream"] for e in entries if "stream" in e})
     names = [n for n in chosen.split(",") if n]
     wanted = names[min(SIDES.index(side), len(names) - 1)] if names else ""  # NAME,NAME: --legacy's, --modern's
@@ -964,14 +965,7 @@ def name_printed(frames: Mapping[str, pd.DataFrame], key: tuple[str, ...] = ()) 
 # -- batches -----------------------------------------------------------------------------------------------
 
 
-def batch_key(progress: Mapping[str, Any]) -> str:
-    """A reported batch's name in :data:`BATCH`: its ``batch_ms`` (DStream), ``query_id/batch_id`` (query)."""
-    if progress.get("query_id") is not None:
-        return f"{progress['query_id']}/{progress['batch_id']}"
-    return str(progress["batch_ms"])
-
-
-def batch_cuts(progress: list[dict[str, Any]]) -> list[tuple[str, tuple[tuple[str, int], ...]]]:
+def batch_cuts(progress: list[ProgressRow]) -> list[tuple[str, tuple[tuple[str, int], ...]]]:
     """``(batch, input consumed up to the batch's end)`` per reported batch, in the order reported.
 
     What was consumed is a position per Kafka partition (``p0``, ``p1``...: the topics differ between the jobs,
@@ -980,10 +974,10 @@ def batch_cuts(progress: list[dict[str, Any]]) -> list[tuple[str, tuple[tuple[st
     reached: dict[str, int] = {}
     cuts = []
     for row in progress:
-        for name, partition, _, until in row["ranges"]:
-            slot = "lines" if name == "lines" else f"p{partition}"
-            reached[slot] = max(reached.get(slot, 0), int(until))
-        cuts.append((batch_key(row), tuple(sorted(reached.items()))))
+        for r in row.ranges:
+            slot = LINES if r.topic == LINES else f"p{r.partition}"
+            reached[slot] = max(reached.get(slot, 0), r.until_offset)
+        cuts.append((row.key, tuple(sorted(reached.items()))))
     return cuts
 
 
@@ -1121,13 +1115,13 @@ class JobsResult:
     """A finished compare-jobs run: its metrics (as in ``metrics.json``) and the diff (legacy as expected)."""
 
     out_dir: Path
-    metrics: dict
+    metrics: JobsMetrics
     diff: OutputDiff
 
     @property
     def equivalent(self) -> bool:
         """The two jobs' outputs agree (and equal the oracle, when one was given)."""
-        return bool(self.metrics["equivalent"])
+        return self.metrics.equivalent
 
 
 def _offset_progress(progress: Callable[[str, int, int], None], task: str, done: int,
@@ -1143,7 +1137,7 @@ def _between_batches(progress_path: Path, *, into: float = 0.25) -> None:
     to 100 ms (1 s when fewer than two were reported). A chunk fed right after a cut has most of an interval
     to arrive before the next one.
     """
-    times = sorted({int(row["batch_ms"]) for row in written_lines(progress_path)})
+    times = sorted({row.batch_ms for row in read_progress_rows(progress_path)})
     gaps = [b - a for a, b in zip(times, times[1:], strict=False) if b - a >= 100]
     interval = max(100, round(min(gaps) / 100) * 100) if gaps else 1000
     now = time.time() * 1000
@@ -1315,31 +1309,33 @@ def compare_jobs(settings: JobsSettings, progress: Callable[[str, int, int], Non
                 rows[column] = None
     diff = diff_outputs(shaped["legacy"], shaped["modern"], key, values)
     summary = diff.summary() if not diff.equal else ""
-    metrics: dict[str, Any] = {
-        "input": settings.input_file, "records": len(frame), "key": list(settings.key), "mode": settings.mode,
-        "output": settings.output, "equivalent": bool(diff.equal), "jobs_agree": bool(diff.equal),
-        "modern_vs_legacy": diff.counts(), "summary": summary,
-        "jobs": {name: {**figures[name], "rows_compared": len(shaped[name])} for name in engines},
-        "legacy_python2": _python2_note() if settings.legacy_python2 else None,
-    }
+    equal = bool(diff.equal)
+    batches = oracle = None
     if settings.mode == "batches":
-        metrics["batches"] = {"compared": len(ranges), "first_differing": _first_batch(diff, ranges, settings.key)}
-        first = metrics["batches"]["first_differing"]
+        first = _first_batch(diff, ranges, settings.key)
+        batches = BatchesCompared(compared=len(ranges), first_differing=first)
         if first:
-            metrics["summary"] = (f"first differing batch: {first['batch']} of {len(ranges)} (input {first['input'][0]}"
-                                  f"..{first['input'][1]}), keys {first['keys']}. {summary}")
+            summary = (f"first differing batch: {first['batch']} of {len(ranges)} (input {first['input'][0]}"
+                       f"..{first['input'][1]}), keys {first['keys']}. {summary}")
     if oracle_fn is not None:
         expected = _shape(oracle_fn(frame), settings.key, settings.mode, "oracle")  # type: ignore[operator]
         against = {name: diff_outputs(expected, rows, settings.key, [c for c in values if c in expected.columns])
                    for name, rows in shaped.items()}
-        metrics["oracle"] = {"rows": len(expected), **{f"{n}_vs_oracle": d.counts() for n, d in against.items()}}
-        metrics["equivalent"] = bool(diff.equal) and all(d.equal for d in against.values())
+        oracle = JobsOracle(rows=len(expected), **{f"{n}_vs_oracle": DiffCounts(**d.counts())
+                                                   for n, d in against.items()})
+        equal = equal and all(d.equal for d in against.values())
     # An empty oracle (or, without one, two empty outputs) compared nothing: NOTHING COMPARED, not a pass.
-    compared = metrics["oracle"]["rows"] if "oracle" in metrics else max(len(f) for f in shaped.values())
-    metrics["verdict"], metrics["warnings"] = judge(
-        [Check("rows", "both", metrics["equivalent"], metrics["summary"] or "equal")], compared)
-    metrics["equivalent"] = metrics["verdict"] == EQUIVALENT
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2, default=str) + "\n", encoding="utf-8")
+    compared = oracle.rows if oracle is not None else max(len(f) for f in shaped.values())
+    outcome, warnings = judge([Check("rows", "both", equal, summary or "equal")], compared)
+    metrics = JobsMetrics(
+        input=settings.input_file, records=len(frame), key=tuple(settings.key), mode=settings.mode,
+        output=settings.output, equivalent=outcome == EQUIVALENT, jobs_agree=bool(diff.equal),
+        modern_vs_legacy=DiffCounts(**diff.counts()), summary=summary,
+        jobs={name: JobFigures(**figures[name], rows_compared=len(shaped[name])) for name in engines},
+        legacy_python2=_python2_note() if settings.legacy_python2 else None,
+        verdict=outcome, warnings=tuple(warnings), batches=batches, oracle=oracle,
+    )
+    metrics.write(out)
     (out / "report.md").write_text(_report(metrics, diff, settings), encoding="utf-8")
     (out / "report.html").write_text(_report_html(metrics, diff, settings), encoding="utf-8")
     return JobsResult(out, metrics, diff)
@@ -1361,9 +1357,9 @@ def _numbered_batches(
         ConfigError: a job reported no batch that consumed input, or the jobs' batches never consumed the same
             input (nothing to align them on).
     """
-    progress = {name: written_lines(path) for name, path in progress_paths.items()}
+    progress = {name: read_progress_rows(path) for name, path in progress_paths.items()}
     for name, rows in progress.items():
-        if not any(r["ranges"] and any(u > f for _, _, f, u in r["ranges"]) for r in rows):
+        if not any(r.count() for row in rows for r in row.ranges):
             msg = (f"--mode batches: the {name} job reported no batch that consumed input (see "
                    f"{progress_paths[name]}); use --mode final or all")
             raise ConfigError(msg, field="mode", expected="batches with input", actual=len(rows))
@@ -1378,7 +1374,7 @@ def _numbered_batches(
         if BATCH in rows.columns:
             keys = list(rows[BATCH])
         else:
-            done = sorted((int(r["completed_ms"]), batch_key(r)) for r in progress[name])
+            done = sorted((r.completed_ms, r.key) for r in progress[name])
             stamps = rows.attrs.get("timestamps") or []
             keys = [done[min(bisect.bisect_left(done, (int(t), "")), len(done) - 1)][1] if done else "" for t in stamps]
         result[name] = rows.assign(**{BATCH_COLUMN: [numbered[name].get(k, after) for k in keys]})
@@ -1403,24 +1399,25 @@ def _python2_note() -> str:
     return f"the legacy job ran with dmk's Python 2 compatibility layer (--legacy-python2): {PROVIDES}"
 
 
-def _report(metrics: dict, diff: OutputDiff, settings: JobsSettings, limit: int = 20) -> str:
-    verdict = metrics["verdict"]
-    lines = [f"# dmk compare-jobs: {verdict}", *(f"\nwarning: {w}" for w in metrics["warnings"]),
-             *([f"\nNote: {metrics['legacy_python2']}."] if metrics.get("legacy_python2") else []), "",
-             f"Input: `{metrics['input']}` ({metrics['records']:,} records), replayed into each job's own topic. "
+def _report(metrics: JobsMetrics, diff: OutputDiff, settings: JobsSettings, limit: int = 20) -> str:
+    verdict = metrics.verdict
+    lines = [f"# dmk compare-jobs: {verdict}", *(f"\nwarning: {w}" for w in metrics.warnings),
+             *([f"\nNote: {metrics.legacy_python2}."] if metrics.legacy_python2 else []), "",
+             f"Input: `{metrics.input}` ({metrics.records:,} records), replayed into each job's own topic. "
              f"Compared by `{', '.join(settings.key)}`, mode `{settings.mode}`, outputs from the "
              f"{settings.output}.", "",
              "| | legacy | modern |", "|---|---|---|"]
     for label, field_ in (("command", "command"), ("output rows", "output_rows"), ("rows compared", "rows_compared"),
                           ("batches", "batches"), ("seconds", "seconds"), ("throughput (records/s)", "throughput_rps"),
                           ("last input → last output (ms)", "result_latency_ms")):
-        lines.append(f"| {label} | {metrics['jobs']['legacy'][field_]} | {metrics['jobs']['modern'][field_]} |")
-    lines += ["", f"Modern against legacy: {metrics['modern_vs_legacy']}."]
-    if "oracle" in metrics:
-        lines.append(f"Against the oracle ({metrics['oracle']['rows']} rows): legacy "
-                     f"{metrics['oracle']['legacy_vs_oracle']}, modern {metrics['oracle']['modern_vs_oracle']}.")
+        lines.append(f"| {label} | {getattr(metrics.jobs['legacy'], field_)} | "
+                     f"{getattr(metrics.jobs['modern'], field_)} |")
+    lines += ["", f"Modern against legacy: {metrics.modern_vs_legacy.counts()}."]
+    if metrics.oracle is not None:
+        lines.append(f"Against the oracle ({metrics.oracle.rows} rows): legacy "
+                     f"{metrics.oracle.legacy_vs_oracle.counts()}, modern {metrics.oracle.modern_vs_oracle.counts()}.")
     if not diff.equal:
-        lines += ["", f"{metrics['summary']}", "", "## First differing keys (legacy | modern)", ""]
+        lines += ["", f"{metrics.summary}", "", "## First differing keys (legacy | modern)", ""]
         for title, frame in _differences(diff):
             if len(frame):
                 lines += [f"### {title} ({len(frame)})", "", "```", frame.head(limit).to_string(index=False), "```", ""]
@@ -1436,13 +1433,13 @@ def _differences(diff: OutputDiff) -> list[tuple[str, pd.DataFrame]]:
     return [("only in legacy", diff.missing), ("only in modern", diff.unexpected), ("values differ", renamed)]
 
 
-def _report_html(metrics: dict, diff: OutputDiff, settings: JobsSettings, limit: int = 20) -> str:
+def _report_html(metrics: JobsMetrics, diff: OutputDiff, settings: JobsSettings, limit: int = 20) -> str:
     """The report as one self-contained HTML page (the same figures and differing keys as ``report.md``)."""
-    verdict = metrics["verdict"]
-    jobs = metrics["jobs"]
+    verdict = metrics.verdict
+    jobs = metrics.jobs
     rows = "".join(
-        f"<tr><th>{html.escape(label)}</th><td>{html.escape(str(jobs['legacy'][key]))}</td>"
-        f"<td>{html.escape(str(jobs['modern'][key]))}</td></tr>"
+        f"<tr><th>{html.escape(label)}</th><td>{html.escape(str(getattr(jobs['legacy'], key)))}</td>"
+        f"<td>{html.escape(str(getattr(jobs['modern'], key)))}</td></tr>"
         for label, key in (("command", "command"), ("output rows", "output_rows"), ("rows compared", "rows_compared"),
                            ("batches", "batches"), ("seconds", "seconds"), ("throughput (records/s)", "throughput_rps"),
                            ("last input → last output (ms)", "result_latency_ms"))
@@ -1454,13 +1451,13 @@ def _report_html(metrics: dict, diff: OutputDiff, settings: JobsSettings, limit:
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>dmk compare-jobs: {verdict}</title>
 <style>body{{font-family:sans-serif;max-width:1200px;margin:2em auto}} td,th{{padding:.2em .6em;text-align:left}}
-.verdict{{font-weight:bold;color:{'#1a7f37' if metrics['equivalent'] else '#cf222e'}}}</style>
+.verdict{{font-weight:bold;color:{'#1a7f37' if metrics.equivalent else '#cf222e'}}}</style>
 </head><body><h1>dmk compare-jobs</h1><p class="verdict">{verdict}</p>
-<p>Input <code>{html.escape(metrics['input'])}</code> ({metrics['records']:,} records), compared by
+<p>Input <code>{html.escape(metrics.input)}</code> ({metrics.records:,} records), compared by
 <code>{html.escape(', '.join(settings.key))}</code>, mode <code>{settings.mode}</code>, outputs from the
-{html.escape(settings.output)}. {html.escape(metrics['summary'])}</p>
+{html.escape(settings.output)}. {html.escape(metrics.summary)}</p>
 <table><tr><th></th><th>legacy</th><th>modern</th></tr>{rows}</table>
-<p>Modern against legacy: {html.escape(str(metrics['modern_vs_legacy']))}</p>
+<p>Modern against legacy: {html.escape(str(metrics.modern_vs_legacy.counts()))}</p>
 {('<h2>First differing keys</h2>' + differences) if differences else ''}
 </body></html>
 """

@@ -9,7 +9,7 @@ Example:
     >>> import pandas as pd
     >>> percentiles(latency(pd.DataFrame({"emitted_at": [110, 250], "last_input_ts": [100, 200]})))["max"]
     50.0
-    >>> input_coverage([("t", 0, 0, 5), ("t", 0, 3, 8)], {"t": {0: 10}})
+    >>> input_coverage([OffsetRange("t", 0, 0, 5), OffsetRange("t", 0, 3, 8)], {"t": {0: 10}})
     (2, 2)
 """
 
@@ -25,7 +25,9 @@ import numpy as np
 import pandas as pd
 
 from kit import workloads
-from kit.engine import Engine, ProcessedRange
+from kit.engine import Engine
+from kit.layout import EVENT_LOG, dead_letter_dirs
+from kit.ranges import OffsetRange
 from kit.sink import read_batches
 
 __all__ = [
@@ -84,7 +86,7 @@ def percentiles(values: pd.Series) -> dict[str, float | None]:
 
 def dead_letters(out_dir: Path) -> pd.DataFrame:
     """Every dead-letter row a run wrote (``dead_letters.<input>`` outputs, the same for every engine)."""
-    frames = [read_batches(d) for d in sorted(out_dir.glob("dead_letters.*")) if d.is_dir()]
+    frames = [read_batches(d) for d in dead_letter_dirs(out_dir)]
     frames = [f for f in frames if not f.empty]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(DEAD_LETTER_COLUMNS))
 
@@ -102,21 +104,22 @@ def timeline(spans: pd.DataFrame) -> pd.DataFrame:
     })
 
 
-def input_coverage(ranges: list[ProcessedRange], end_offsets: dict[str, dict[int, int]]) -> tuple[int, int]:
+def input_coverage(ranges: list[OffsetRange], end_offsets: dict[str, dict[int, int]]) -> tuple[int, int]:
     """``(never processed, processed more than once)`` input records, from the ranges batches processed.
 
     Example:
-        >>> input_coverage([("t", 0, 0, 5), ("t", 0, 3, 8), ("t", 1, 2, 4)], {"t": {0: 10, 1: 4}})
+        >>> input_coverage([OffsetRange("t", 0, 0, 5), OffsetRange("t", 0, 3, 8), OffsetRange("t", 1, 2, 4)],
+        ...                {"t": {0: 10, 1: 4}})
         (4, 2)
     """
     lost = repeated = 0
     for topic, parts in end_offsets.items():
         for partition, end in parts.items():
             marks = np.zeros(end + 1, dtype="int64")
-            for t, p, first, until in ranges:
-                if t == topic and p == partition and until > first:
-                    marks[min(first, end)] += 1
-                    marks[min(until, end)] -= 1
+            for r in ranges:
+                if r.topic == topic and r.partition == partition and r.until_offset > r.from_offset:
+                    marks[min(r.from_offset, end)] += 1
+                    marks[min(r.until_offset, end)] -= 1
             times = np.cumsum(marks)[:end]
             lost += int((times == 0).sum())
             repeated += int(np.clip(times - 1, 0, None).sum())
@@ -239,10 +242,6 @@ def keeping_up(
 
 
 # -- where the time goes -------------------------------------------------------------------------------------
-
-EVENT_LOG = "eventlog"
-"""Where a driver process's Spark event log goes, under the engine's output directory."""
-
 
 def event_log_conf(out_dir: Path) -> dict[str, str]:
     """Spark settings that write a driver's event log (every job, stage and task) to ``out_dir/eventlog``.

@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 import re
 from collections.abc import Sequence
+from dataclasses import is_dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from compare.measure import KEPT_UP_BATCHES
-from kit.errors import ConfigError
+from compare.metrics import METRICS_FILE, CompareMetrics, EngineMetrics
 
 __all__ = ["baseline_rows", "change", "load_metrics", "render", "smoothed_rate", "summary_rows", "verdict_lines"]
 
@@ -33,21 +33,14 @@ ENGINES = ("legacy", "modern")
 _COLORS = {"legacy": "#d62728", "modern": "#1f77b4"}
 
 
-def load_metrics(run_dir: Path) -> dict:
-    """``metrics.json`` of a run directory.
+def load_metrics(run_dir: Path) -> CompareMetrics:
+    """``metrics.json`` of a compare run directory (:meth:`compare.metrics.CompareMetrics.read`).
 
     Raises:
-        ConfigError: not a compare run directory, or its metrics.json is damaged.
+        MetricsError: not a compare run directory, or its metrics.json is damaged or of another shape.
+        MetricsVersionError: its metrics.json is of another version (the message says to re-run the compare).
     """
-    path = Path(run_dir) / "metrics.json"
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        msg = f"{run_dir} is not a dmk compare run directory (no metrics.json); give the --out of a compare run"
-        raise ConfigError(msg) from None
-    except (OSError, ValueError) as err:
-        msg = f"{path} cannot be read ({err}); re-run the compare"
-        raise ConfigError(msg) from None
+    return CompareMetrics.read(Path(run_dir))
 
 
 def _series(run_dir: Path, name: str) -> pd.DataFrame:
@@ -59,7 +52,7 @@ SMOOTHING_S = 5
 """The throughput plot's moving window (s): a batch's records spread over the seconds its batch covers."""
 
 
-def _plots(run_dir: Path, metrics: dict) -> dict[str, Path]:
+def _plots(run_dir: Path, metrics: CompareMetrics) -> dict[str, Path]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -67,12 +60,13 @@ def _plots(run_dir: Path, metrics: dict) -> dict[str, Path]:
 
     target = run_dir / "plots"
     target.mkdir(exist_ok=True)
-    engines = metrics.get("engines", {})
-    rate = (metrics.get("settings") or {}).get("rate_rps")
+    engines = metrics.engines
+    rate = metrics.settings.rate_rps
 
     def since_replay(engine: str, ms: pd.Series) -> pd.Series:
         """Seconds since the engine's replay began (each engine has its own replay, at the same pace)."""
-        start = engines.get(engine, {}).get("replay_started_ms") or ms.min()
+        figures = engines.get(engine)
+        start = (figures.replay_started_ms if figures else None) or ms.min()
         return (ms - start) / 1000
 
     def latency_cdf(ax, engine: str) -> None:  # a matplotlib Axes
@@ -92,7 +86,8 @@ def _plots(run_dir: Path, metrics: dict) -> dict[str, Path]:
 
     def waiting(ax, engine: str) -> None:
         frame = _series(run_dir, f"backlog_{engine}")
-        input_rps = (engines.get(engine, {}).get("kept_up") or {}).get("input_rps")
+        figures = engines.get(engine)
+        input_rps = figures.kept_up.input_rps if figures and figures.kept_up else None
         if frame.empty or not input_rps:
             return
         # From nothing waiting when the replay began; between batches the input waiting grows, at each batch's end
@@ -201,10 +196,12 @@ _ROWS: tuple[tuple[str, str, int | None], ...] = (
 )
 
 
-def _get(engine: dict, path: str) -> object:
+def _get(engine: EngineMetrics | None, path: str) -> object:
+    """The figure at ``path`` (attribute names, then keys of a dict figure), None where there is none."""
     value: object = engine
     for part in path.split("."):
-        value = value.get(part) if isinstance(value, dict) else None
+        value = (getattr(value, part) if is_dataclass(value) else value.get(part) if isinstance(value, dict)
+                 else None)
     return value
 
 
@@ -220,20 +217,20 @@ def _fmt(value: object) -> str:
     return str(value)
 
 
-def summary_rows(metrics: dict) -> list[tuple[str, ...]]:
+def summary_rows(metrics: CompareMetrics) -> list[tuple[str, ...]]:
     """``(figure, legacy, modern, oracle)`` rows of the summary table: a cell per engine, in :data:`ENGINES` order."""
-    oracle = metrics["oracle"]
-    expected = {"rows_matched": oracle["rows"], "dead_letters": oracle["dead_letters"],
-                "late_dropped": oracle["late_dropped"], "rows_missing": 0, "rows_unexpected": 0, "rows_mismatched": 0}
+    oracle = metrics.oracle
+    expected = {"rows_matched": oracle.rows, "dead_letters": oracle.dead_letters,
+                "late_dropped": oracle.late_dropped, "rows_missing": 0, "rows_unexpected": 0, "rows_mismatched": 0}
     rows = []
     for label, path, _ in _ROWS:
-        cells = [_fmt(_get(metrics["engines"].get(e, {}), path)) for e in ENGINES]
+        cells = [_fmt(_get(metrics.engines.get(e), path)) for e in ENGINES]
         rows.append((label, *cells, _fmt(expected.get(path))))
     return rows
 
 
-def _verdict(metrics: dict) -> str:
-    verdict = metrics.get("verdict") or ("EQUIVALENT" if metrics["equivalent"] else "DIFFERENT")  # an older run's
+def _verdict(metrics: CompareMetrics) -> str:
+    verdict = metrics.verdict
     if verdict == "NOTHING COMPARED":
         return ("NOTHING COMPARED: the oracle has no rows, so the run tested nothing (a failure; the warnings below "
                 "say what to change)")
@@ -242,11 +239,9 @@ def _verdict(metrics: dict) -> str:
     return "DIFFERENT: at least one engine differs from the oracle (see the parts below and the diff)"
 
 
-def verdict_lines(metrics: dict) -> list[str]:
+def verdict_lines(metrics: CompareMetrics) -> list[str]:
     """One line per part of the verdict (rows, dead letters, late drops, input) and engine, then the warnings."""
-    marks = {True: "ok", False: "DIFFERS", None: "not checked"}
-    lines = [f"{c['part']}, {c['engine']}: {marks[c['ok']]}: {c['detail']}" for c in metrics.get("checks", [])]
-    return lines + [f"warning: {w}" for w in metrics.get("warnings", [])]
+    return [c.line() for c in metrics.checks] + [f"warning: {w}" for w in metrics.warnings]
 
 
 def _diff_preview(run_dir: Path, limit: int = 10) -> list[tuple[str, pd.DataFrame, int]]:
@@ -265,7 +260,7 @@ TOLERANCE = 0.10
 """A timing or rate counts as a regression when it is this much worse than the baseline's (run-to-run spread)."""
 
 
-def baseline_rows(metrics: dict, baseline: dict) -> list[tuple[str, str, str, str, str, str]]:
+def baseline_rows(metrics: CompareMetrics, baseline: CompareMetrics) -> list[tuple[str, str, str, str, str, str]]:
     """``(figure, engine, baseline, this run, ratio, mark)`` for every figure both runs have.
 
     ``mark`` is ``REGRESSION`` when a figure moved the wrong way (beyond :data:`TOLERANCE` for timings and
@@ -275,9 +270,11 @@ def baseline_rows(metrics: dict, baseline: dict) -> list[tuple[str, str, str, st
     rows = []
     judged = [(label, path, direction) for label, path, direction in _ROWS if direction is not None]
     for engine in ENGINES:
-        now, before = metrics["engines"].get(engine, {}), baseline.get("engines", {}).get(engine, {})
+        now, before = metrics.engines.get(engine), baseline.engines.get(engine)
+        if now is None or before is None:
+            continue
         phases = [(f"time: {phase} (median)", f"time_breakdown_ms.{phase}", -1)
-                  for phase in now.get("time_breakdown_ms") or {} if phase in (before.get("time_breakdown_ms") or {})]
+                  for phase in now.time_breakdown_ms if phase in before.time_breakdown_ms]
         for label, path, direction in (*judged, *phases):
             old, new = _get(before, path), _get(now, path)
             if not isinstance(old, int | float) or not isinstance(new, int | float):
@@ -308,43 +305,39 @@ _EXACT = {"rows_missing", "rows_unexpected", "rows_mismatched", "lost_rows", "du
           "input_records_lost", "input_records_repeated"}
 
 
-def _keeping_up(metrics: dict) -> list[str]:
+def _keeping_up(metrics: CompareMetrics) -> list[str]:
     """One sentence per engine: did it keep up with the replay, and why."""
-    if not (metrics.get("settings") or {}).get("rate_rps"):
+    if not metrics.settings.rate_rps:
         return ["The replay was not paced (all input was in Kafka before the engines started), so there was "
                 "nothing to keep up with: the run measures how fast each engine drains a backlog."]
     sentences = []
     for engine in ENGINES:
-        if "kept_up" not in metrics["engines"].get(engine, {}):
-            sentences.append(f"{engine}: not measured (the run was made by an older dmk).")
-            continue
-        figures = metrics["engines"][engine]["kept_up"]
-        if not figures:
+        engine_figures = metrics.engines.get(engine)
+        figures = engine_figures.kept_up if engine_figures is not None else None
+        if engine_figures is None or figures is None:
             sentences.append(f"{engine}: no batch processed records.")
             continue
-        reason = figures["reason"]
-        if "caught_up_ms" in figures:  # not in the runs of an older dmk
-            caught_up = figures["caught_up_ms"]
-            reason += (" It never caught up with the replay." if caught_up is None
-                       else f" Start-up: caught up {caught_up / 1000:.1f} s after the replay began.")
-        if figures.get("p99_within_bound") is not None:
-            steady = "latency_after_startup_ms" in metrics["engines"][engine]
-            p99 = metrics["engines"][engine]["latency_after_startup_ms" if steady else "latency_ms"]["p99"]
-            side = "within" if figures["p99_within_bound"] else "over"
-            bound = figures["latency_bound_ms"] / 1000
-            latency = ("No output row's input came after that" if p99 is None else
-                       f"Latency p99{' after that' if steady else ''} {p99 / 1000:.1f} s")
-            reason += (f" {latency}: {side} the {bound:g} s a run that keeps up stays within (2 × batch interval + "
-                       "watermark delay).")
-        sentences.append(reason if figures["kept_up"] else f"**{reason}**")
+        reason = figures.reason
+        caught_up = figures.caught_up_ms
+        reason += (" It never caught up with the replay." if caught_up is None
+                   else f" Start-up: caught up {caught_up / 1000:.1f} s after the replay began.")
+        p99 = engine_figures.latency_after_startup_ms.p99
+        side = "within" if figures.p99_within_bound else "over"
+        bound = figures.latency_bound_ms / 1000
+        latency = ("No output row's input came after that" if p99 is None
+                   else f"Latency p99 after that {p99 / 1000:.1f} s")
+        reason += (f" {latency}: {side} the {bound:g} s a run that keeps up stays within (2 × batch interval + "
+                   "watermark delay).")
+        sentences.append(reason if figures.kept_up else f"**{reason}**")
     return sentences
 
 
-def _breakdown(metrics: dict) -> list[tuple[str, list[tuple[str, str]]]]:
+def _breakdown(metrics: CompareMetrics) -> list[tuple[str, list[tuple[str, str]]]]:
     """Per engine: ``(phase, median)`` rows of where a batch with records spends its time."""
     tables = []
     for engine in ENGINES:
-        phases = metrics["engines"].get(engine, {}).get("time_breakdown_ms") or {}
+        figures = metrics.engines.get(engine)
+        phases = figures.time_breakdown_ms if figures is not None else {}
         rows = [(phase if phase in ("Spark jobs", "tasks") else f"{phase} (ms)", _fmt(value))
                 for phase, value in phases.items()]
         if rows:
@@ -380,29 +373,29 @@ def render(run_dir: Path, baseline: Path | None = None) -> tuple[Path, Path]:
     base = load_metrics(Path(baseline)) if baseline is not None else None
     plots = _plots(run_dir, metrics)
     rows = summary_rows(metrics)
-    settings = metrics.get("settings", {})
+    settings = metrics.settings
     diffs = _diff_preview(run_dir)
-    title = f"dmk compare: {metrics['workload']}"
+    title = f"dmk compare: {metrics.workload}"
 
-    paragraphs = [metrics.get("summary", "")]
+    paragraphs = [metrics.summary]
     paragraphs.append(
-        f"Dataset: `{metrics['dataset']}` ({metrics['records']:,} records). Replay: "
-        + (f"{settings.get('rate_rps'):,.0f} records/s" if settings.get("rate_rps") else "burst before start")
-        + f", {settings.get('partitions')} partitions. Legacy mode `{settings.get('legacy_mode')}`, "
-        f"batch {settings.get('batch_seconds')} s; modern trigger `{settings.get('trigger')}`. "
-        f"Jobs: `{settings.get('legacy_job')}`, `{settings.get('modern_job')}`; oracle `{settings.get('oracle')}`."
-        + (f" {'The legacy driver JVM' if settings.get('connect') else 'Driver JVMs'}: the JIT's first tier only "
+        f"Dataset: `{metrics.dataset}` ({metrics.records:,} records). Replay: "
+        + (f"{settings.rate_rps:,.0f} records/s" if settings.rate_rps else "burst before start")
+        + f", {settings.partitions} partitions. Legacy mode `{settings.legacy_mode}`, "
+        f"batch {settings.batch_seconds} s; modern trigger `{settings.trigger}`. "
+        f"Jobs: `{settings.legacy_job}`, `{settings.modern_job}`; oracle `{settings.oracle}`."
+        + (f" {'The legacy driver JVM' if settings.connect else 'Driver JVMs'}: the JIT's first tier only "
            "(`-XX:TieredStopAtLevel=1`: a short run pays less for it than for the second tier's compiling, "
            "docs/compare.md)."
-           if "TieredStopAtLevel=1" in (settings.get("driver_java_options") or "") else "")
+           if "TieredStopAtLevel=1" in settings.driver_java_options else "")
     )
-    if settings.get("kill_driver") or settings.get("pause_broker_s"):
+    if settings.kill_driver or settings.pause_broker_s:
         paragraphs.append(
-            f"Faults asked for: driver SIGKILLed {settings.get('kill_driver')} time(s) per engine and restarted from "
-            f"its checkpoint; broker paused {settings.get('pause_broker_s')} s per replay. Injected: "
-            + "; ".join(_faults_injected(name, e) for name, e in metrics.get("engines", {}).items()) + "."
+            f"Faults asked for: driver SIGKILLed {settings.kill_driver} time(s) per engine and restarted from "
+            f"its checkpoint; broker paused {settings.pause_broker_s} s per replay. Injected: "
+            + "; ".join(_faults_injected(name, e) for name, e in metrics.engines.items()) + "."
         )
-        if metrics.get("faults_injected") is False:
+        if not metrics.faults_injected:
             paragraphs.append(
                 "**INCOMPLETE: not every requested fault was injected, so the run did not test what was asked.**")
     kept = _keeping_up(metrics)
@@ -418,11 +411,11 @@ def render(run_dir: Path, baseline: Path | None = None) -> tuple[Path, Path]:
     compared = baseline_rows(metrics, base) if base is not None else []
     base_note = ""
     if base is not None:
-        base_note = (f"Baseline: `{baseline}` ({base.get('workload')}, {base.get('records', 0):,} records). Ratio: "
+        base_note = (f"Baseline: `{baseline}` ({base.workload}, {base.records:,} records). Ratio: "
                      f"this run ÷ baseline; REGRESSION: a timing or rate more than {TOLERANCE:.0%} worse, or any "
                      "more wrong rows or records.")
-        if base.get("workload") != metrics["workload"]:
-            base_note += f" **The baseline ran another workload ({base.get('workload')}).**"
+        if base.workload != metrics.workload:
+            base_note += f" **The baseline ran another workload ({base.workload}).**"
     base_header = ("figure", "engine", "baseline", "this run", "ratio", "change")
     # report.md and report.html say the same, section by section.
     md = [f"# {title}", "", f"**{_verdict(metrics)}**", ""]
@@ -448,7 +441,7 @@ def render(run_dir: Path, baseline: Path | None = None) -> tuple[Path, Path]:
         md.append("None: legacy, modern and the oracle hold the same rows.")
     for label, frame, total in diffs:
         md += [f"### {label} ({total} rows)", "", "```", frame.to_string(index=False), "```", ""]
-    md += ["", "Full diff: `diff/*.csv` and `diff/*.parquet`; metrics: `metrics.json`."]
+    md += ["", f"Full diff: `diff/*.csv` and `diff/*.parquet`; metrics: `{METRICS_FILE}`."]
     md_path = run_dir / "report.md"
     md_path.write_text("\n".join(md) + "\n", encoding="utf-8")
 
@@ -469,7 +462,7 @@ def render(run_dir: Path, baseline: Path | None = None) -> tuple[Path, Path]:
         f"<h2>Against the baseline</h2><p>{_inline_html(base_note)}</p>{_html_table(base_header, compared)}"
         if base is not None else ""
     )
-    color = "#2ca02c" if metrics["equivalent"] else "#d62728"
+    color = "#2ca02c" if metrics.equivalent else "#d62728"
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{html.escape(title)}</title>
@@ -505,11 +498,11 @@ gap:1em}figure{margin:0}img{max-width:100%;height:auto}code{font-size:.92em}
 h2{break-after:avoid}}"""
 
 
-def _faults_injected(engine: str, figures: dict) -> str:
+def _faults_injected(engine: str, figures: EngineMetrics) -> str:
     """One engine's injected faults in words: kill and pause times, and how many came after the replay."""
-    kills = ", ".join(f"{t:g} s" for t in figures.get("kills_at_s", [])) or "none"
-    pauses = ", ".join(f"{t:g} s" for t in figures.get("broker_paused_at_s", [])) or "none"
-    late = figures.get("faults_after_replay", 0)
+    kills = ", ".join(f"{t:g} s" for t in figures.kills_at_s) or "none"
+    pauses = ", ".join(f"{t:g} s" for t in figures.broker_paused_at_s) or "none"
+    late = figures.faults_after_replay
     after = f" ({late} after the replay ended, before the drain)" if late else ""
     return f"{engine} killed at {kills}, broker paused at {pauses}{after}"
 

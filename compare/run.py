@@ -21,17 +21,17 @@ Example::
 
     settings = CompareSettings("running_counts", out_dir=Path("runs/rc"), dataset=DatasetSpec.from_profile("messy"))
     result = run_compare(settings)
-    result.metrics["equivalent"]
+    result.metrics.equivalent
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -59,9 +59,17 @@ from compare.measure import (
     time_breakdown,
     timeline,
 )
+from compare.metrics import (
+    CompareMetrics,
+    EngineMetrics,
+    KeptUpFigures,
+    OracleCounts,
+    Percentiles,
+    RunSettings,
+)
 from compare.settings import LEGACY_MODES, CompareSettings, default_rate
 from compare.supervise import EngineOutcome, Progress, run_engine_process
-from kit import workloads
+from kit import layout, workloads
 from kit.broker import kafka_or_embedded
 from kit.dataset import (
     DatasetSpec,
@@ -86,18 +94,18 @@ class CompareResult:
     """A finished compare run: its metrics (as in ``metrics.json``) and the diff."""
 
     out_dir: Path
-    metrics: dict
+    metrics: CompareMetrics
     diff: ThreeWayDiff
 
     @property
     def equivalent(self) -> bool:
         """The verdict is EQUIVALENT: every check of every engine passed, and the oracle has rows."""
-        return bool(self.metrics["equivalent"])
+        return self.metrics.equivalent
 
     @property
     def verdict(self) -> str:
         """``EQUIVALENT``, ``DIFFERENT`` or ``NOTHING COMPARED`` (:func:`compare.diff.verdict`)."""
-        return str(self.metrics["verdict"])
+        return self.metrics.verdict
 
 
 def _dataset(settings: CompareSettings, out: Path) -> tuple[DatasetSpec, pd.DataFrame, str]:
@@ -142,12 +150,12 @@ def _measure(
     dataset_path: str,
     records: int,
     trajectory: pd.DataFrame | None = None,
-) -> tuple[dict, ThreeWayDiff, dict[str, pd.DataFrame]]:
+) -> tuple[CompareMetrics, ThreeWayDiff, dict[str, pd.DataFrame]]:
     rows = {engine: read_batches(o.out_dir / jobs[engine].name) for engine, o in outcomes.items()}
     finals = {engine: workloads.final_result(spec, r) for engine, r in rows.items()}
     diff = three_way(finals["legacy"], finals["modern"], oracle.rows, spec.key_columns, spec.value_columns)
     latencies = {engine: latency(r) for engine, r in rows.items()}
-    engines = {}
+    engines: dict[str, EngineMetrics] = {}
     checks: list[Check] = []
     series: dict[str, pd.DataFrame] = {}
     for name, outcome in outcomes.items():
@@ -177,71 +185,72 @@ def _measure(
                 "every update", name, not (unknown or backwards),
                 f"{unknown:,} rows with a value the key never had, {backwards:,} out of order, of {len(emitted):,}"
                 if unknown or backwards else f"each of {len(emitted):,} emitted rows a value its key had, in order"))
-        engines[name] = {
+        engines[name] = EngineMetrics(
             **against.counts(),
-            "dead_letters": len(dead),
-            "late_dropped": engine.late_dropped(outcome.out_dir, job),
-            "throughput_rps": round(len(outcome.replay.log) / span_s, 1),
-            "latency_ms": percentiles(latencies[name]),
-            "latency_after_startup_ms": percentiles(steady),
-            "output_rows": len(rows[name]),
-            "restarts": outcome.restarts,
-            "kills_at_s": outcome.kills,
-            "broker_paused_at_s": outcome.pauses,
-            "faults_after_replay": outcome.faults_after_replay,
-            "lost_rows": lost,
-            "duplicated_rows": duplicated,
-            "input_records_lost": never,
-            "input_records_repeated": repeated,
-            "replay_seconds": round(outcome.replay.seconds, 2),
-            "warmup_seconds": outcome.warmup_s,
-            "replay_started_ms": first_produced,
-            "input_records": len(outcome.replay.log),
-            "kept_up": kept.to_dict() | _latency_bound(settings, spec, steady) if kept else None,
-            "time_breakdown_ms": dict(time_breakdown(batches)),
-        }
+            dead_letters=len(dead),
+            late_dropped=engine.late_dropped(outcome.out_dir, job),
+            throughput_rps=round(len(outcome.replay.log) / span_s, 1),
+            latency_ms=Percentiles(**percentiles(latencies[name])),
+            latency_after_startup_ms=Percentiles(**percentiles(steady)),
+            output_rows=len(rows[name]),
+            restarts=outcome.restarts,
+            kills_at_s=tuple(outcome.kills),
+            broker_paused_at_s=tuple(outcome.pauses),
+            faults_after_replay=outcome.faults_after_replay,
+            lost_rows=lost,
+            duplicated_rows=duplicated,
+            input_records_lost=never,
+            input_records_repeated=repeated,
+            replay_seconds=round(outcome.replay.seconds, 2),
+            warmup_seconds=outcome.warmup_s,
+            replay_started_ms=first_produced,
+            input_records=len(outcome.replay.log),
+            kept_up=KeptUpFigures(**kept.to_dict(), **_latency_bound(settings, spec, steady)) if kept else None,
+            time_breakdown_ms=dict(time_breakdown(batches)),
+        )
     outcome_of, warnings = verdict(checks, len(oracle.rows), min_rows=settings.min_rows)
-    metrics = {
-        "workload": spec.name,
-        "summary": spec.summary,
-        "records": records,
-        "dataset": dataset_path,
+    job_refs: dict[str, Any] = {f"{engine}_job": _ref(job.build) for engine, job in jobs.items()}
+    metrics = CompareMetrics(
+        workload=spec.name,
+        summary=spec.summary,
+        records=records,
+        dataset=dataset_path,
         # Every part of the result equals the oracle's on both engines (the checks), and there was a result.
-        "verdict": outcome_of,
-        "equivalent": outcome_of == "EQUIVALENT",
-        "checks": [c.to_dict() for c in checks],
-        "warnings": warnings,
-        "min_rows": settings.min_rows,
-        "engines_agree": bool(diff.between.equal),
+        verdict=outcome_of,
+        equivalent=outcome_of == "EQUIVALENT",
+        checks=tuple(checks),
+        warnings=tuple(warnings),
+        min_rows=settings.min_rows,
+        engines_agree=bool(diff.between.equal),
         # Every requested fault was injected on every engine (else the run did not test what was asked).
-        "faults_injected": all(
+        faults_injected=all(
             len(o.kills) == settings.kill_driver and len(o.pauses) == (1 if settings.pause_broker_s else 0)
             for o in outcomes.values()
         ),
-        "oracle": {
-            "rows": len(oracle.rows),
-            "dead_letters": len(oracle.dead_letters),
-            "late_dropped": len(oracle.late_dropped),
-        },
-        "engines": engines,
-        "settings": {
-            "rate_rps": settings.rate_rps,
-            "partitions": settings.partitions,
-            "legacy_mode": settings.legacy_mode,
-            "connect": settings.connect,  # the modern driver's Spark Connect server, if any
-            "offset_store": redacted_dsn(settings.offset_store) if settings.offset_store else None,
-            "kafka_security": redact_settings(settings.kafka_security),
-            "batch_seconds": settings.batch_seconds,
-            "mode": settings.mode,
-            "trigger": settings.trigger,
-            "concurrent": settings.concurrent,
-            "kill_driver": settings.kill_driver,
-            "pause_broker_s": settings.pause_broker_s,
-            "driver_java_options": SHORT_RUN_CONF["spark.driver.extraJavaOptions"],
-            **{f"{engine}_job": _ref(job.build) for engine, job in jobs.items()},
-            "oracle": settings.oracle or _ref(spec.oracle),
-        },
-    }
+        oracle=OracleCounts(
+            rows=len(oracle.rows),
+            dead_letters=len(oracle.dead_letters),
+            late_dropped=len(oracle.late_dropped),
+        ),
+        engines=engines,
+        settings=RunSettings(
+            rate_rps=settings.rate_rps,
+            partitions=settings.partitions,
+            legacy_mode=settings.legacy_mode,
+            connect=settings.connect,  # the modern driver's Spark Connect server, if any
+            offset_store=redacted_dsn(settings.offset_store) if settings.offset_store else None,
+            kafka_security=redact_settings(settings.kafka_security),
+            batch_seconds=settings.batch_seconds,
+            mode=settings.mode,
+            trigger=settings.trigger,
+            concurrent=settings.concurrent,
+            kill_driver=settings.kill_driver,
+            pause_broker_s=settings.pause_broker_s,
+            driver_java_options=SHORT_RUN_CONF["spark.driver.extraJavaOptions"],
+            oracle=settings.oracle or _ref(spec.oracle),
+            **job_refs,
+        ),
+    )
     series |= {
         f"latency_{engine}": pd.DataFrame({"latency_ms": latencies[engine].to_numpy()}) for engine in outcomes
     }
@@ -285,7 +294,7 @@ def _checks(
                     f"{missing:,} not dead-lettered, {extra:,} dead-lettered wrongly (record and reason) of "
                     f"{len(oracle.dead_letters):,}" if missing or extra
                     else f"equal ({len(got_dead):,} records, each with its reason)")
-    late_dir = outcome.out_dir / f"{job}.late"
+    late_dir = layout.late(outcome.out_dir, job)
     if late_dir.is_dir():
         late = read_batches(late_dir)
         expected = oracle.late_dropped
@@ -309,7 +318,7 @@ def _checks(
     return [rows, letters, drops, inputs]
 
 
-def _latency_bound(settings: CompareSettings, spec: workloads.WorkloadSpec, latencies: pd.Series) -> dict:
+def _latency_bound(settings: CompareSettings, spec: workloads.WorkloadSpec, latencies: pd.Series) -> dict[str, Any]:
     """The latency a run that keeps up should stay within: p99 <= 2 x batch interval + watermark delay.
 
     A row waits at most for its batch to be cut and processed (two intervals), and an event-time result also
@@ -434,7 +443,7 @@ def run_compare(
     data.mkdir(exist_ok=True)
     for name, table in series.items():
         table.to_parquet(data / f"{name}.parquet", index=False)
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+    metrics.write(out)
     from compare.report import render
 
     render(out)

@@ -213,6 +213,7 @@ def verify(
     Raises:
         ConfigError: no rewrite: neither ``modern`` nor ``write_draft`` given.
     """
+    from compare.diff import NOTHING_COMPARED
     from compare.jobs import JobsSettings, compare_jobs
 
     out = settings.out_dir
@@ -254,13 +255,13 @@ def verify(
     except (EngineFailed, RunTimeout, ConfigError, DatasetError) as exc:
         return Verdict(CANNOT, f"{exc}{note}", out / "compare", rewrite)
     metrics = result.metrics
-    if str(metrics.get("verdict", "")).upper().startswith("NOTHING"):  # both outputs empty: no proof either way
-        warnings = "; ".join(metrics.get("warnings", []))
+    if metrics.verdict == NOTHING_COMPARED:  # both outputs empty: no proof either way
+        warnings = "; ".join(metrics.warnings)
         return Verdict(CANNOT, f"nothing was compared: neither job wrote a row ({warnings}); see "
                                f"{result.out_dir / 'report.md'}{note}", result.out_dir, rewrite)
     if result.equivalent:
-        return Verdict(EQUAL, f"{rewrite} and {settings.job} agree on {metrics['records']:,} records ({mode}, by "
+        return Verdict(EQUAL, f"{rewrite} and {settings.job} agree on {metrics.records:,} records ({mode}, by "
                               f"{', '.join(settings.key)}); report: {result.out_dir / 'report.md'}{note}",
                        result.out_dir, rewrite)
-    return Verdict(DIFFERS, f"{metrics['summary'].strip()} Report: {result.out_dir / 'report.md'}{note}",
+    return Verdict(DIFFERS, f"{metrics.summary.strip()} Report: {result.out_dir / 'report.md'}{note}",
                    result.out_dir, rewrite)

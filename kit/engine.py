@@ -35,14 +35,13 @@ import pandas as pd
 
 from kit.dataset import DatasetSpec
 from kit.errors import ConfigError
+from kit.ranges import OffsetRange
 
 __all__ = [
-    "BATCH_PHASE_COLUMNS", "BATCH_SPAN_COLUMNS", "DriverConfig", "Engine", "EngineRun", "ProcessedRange",
+    "BATCH_PHASE_COLUMNS", "BATCH_SPAN_COLUMNS", "DriverConfig", "Engine", "EngineRun", "OffsetRange",
     "redacted_dsn", "seconds", "written_lines",
 ]
 
-ProcessedRange = tuple[str, int, int, int]
-"""``(topic, partition, from_offset, until_offset)`` of the records one completed batch processed."""
 BATCH_SPAN_COLUMNS = ("batch_ms", "started_ms", "ended_ms", "records", "processing_ms", "scheduling_ms")
 """The columns of :meth:`Engine.batch_spans`."""
 BATCH_PHASE_COLUMNS = ("batch", "records")
@@ -314,8 +313,8 @@ class Engine(Protocol):
     def processed_records(self, out_dir: str | Path) -> int:
         """Input records the run's jobs have processed so far (read while the run goes on)."""
 
-    def processed_ranges(self, out_dir: str | Path, job: str, checkpoint_dir: Path | None) -> list[ProcessedRange]:
-        """The ranges of every completed batch of ``job`` (a batch re-run after a restart counts once).
+    def processed_ranges(self, out_dir: str | Path, job: str, checkpoint_dir: Path | None) -> list[OffsetRange]:
+        """The input ranges of every completed batch of ``job`` (a batch re-run after a restart counts once).
 
         ``checkpoint_dir``: the run's local checkpoint, when it has one.
         """

@@ -22,6 +22,7 @@ __all__ = [
     "ConfigError",
     "ConnectError",
     "DatasetError",
+    "InvalidOffsetRange",
     "KafkaConnectionRefused",
     "KafkaTimeout",
     "KitError",
@@ -53,6 +54,24 @@ class ConfigError(KitError, ValueError):
         self.expected = expected
         self.actual = actual
         super().__init__(message)
+
+
+class InvalidOffsetRange(KitError, ValueError):
+    """Something passed as an offset range is not one.
+
+    Attributes:
+        value: what was passed.
+        problem: what is wrong with it.
+    """
+
+    def __init__(self, value: object, problem: str) -> None:
+        self.value = value
+        self.problem = problem
+        super().__init__(
+            f"invalid offset range {value!r}: {problem}. An offset range is a (topic, partition, from_offset, "
+            "until_offset) tuple or an object with .topic, .partition and .fromOffset/.untilOffset "
+            "(or .from_offset/.until_offset), with 0 <= from_offset <= until_offset."
+        )
 
 
 class BrokerError(KitError):

@@ -32,6 +32,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from kit.layout import BATCH_FILES, KEYED_FILES, batch_file, keyed_file
+
 __all__ = ["KEYED_BATCH", "batch_path", "encode_batch", "read_batches", "write_batch", "write_encoded", "write_keyed"]
 
 KEYED_BATCH = -1
@@ -54,8 +56,8 @@ def encode_batch(batch: int, rows: pd.DataFrame, emitted_at: int | None = None) 
 
 
 def batch_path(directory: str | os.PathLike[str], batch: int) -> Path:
-    """Where batch ``batch`` of ``directory`` is (or will be) written."""
-    return Path(directory) / f"batch={batch:015d}.parquet"
+    """Where batch ``batch`` of ``directory`` is (or will be) written (:func:`kit.layout.batch_file`)."""
+    return batch_file(directory, batch)
 
 
 def write_encoded(directory: str | os.PathLike[str], batch: int, payload: bytes) -> Path:
@@ -96,7 +98,7 @@ def write_keyed(directory: str | os.PathLike[str], rows: pd.DataFrame) -> Path |
     digest = hashlib.sha256(pd.util.hash_pandas_object(rows, index=False).to_numpy().tobytes()).hexdigest()[:32]
     target = Path(directory)
     target.mkdir(parents=True, exist_ok=True)
-    final = target / f"keyed-{digest}.parquet"
+    final = keyed_file(target, digest)
     if final.exists():
         return final
     temp = target / f".{final.name}.{uuid.uuid4().hex}.tmp"
@@ -111,9 +113,9 @@ def read_batches(directory: str | os.PathLike[str]) -> pd.DataFrame:
     Batch files come first, in batch order, then keyed rows; an empty frame if there are none.
     """
     directory = Path(directory)
-    files = sorted(directory.glob("batch=*.parquet"))
+    files = sorted(directory.glob(BATCH_FILES))
     frames = [pd.read_parquet(f) for f in files]
-    keyed = [pd.read_parquet(f) for f in sorted(directory.glob("keyed-*.parquet"))]
+    keyed = [pd.read_parquet(f) for f in sorted(directory.glob(KEYED_FILES))]
     if keyed:
         rows = pd.concat(keyed, ignore_index=True).sort_values("emitted_at", kind="stable")
         frames.append(rows.drop_duplicates([c for c in rows.columns if c not in ("batch", "emitted_at")]))

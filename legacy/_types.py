@@ -8,6 +8,8 @@ Example:
     True
     >>> str(OffsetRange("events", 0, 0, 10))
     'OffsetRange(topic: events, partition: 0, range: [0 -> 10]'
+    >>> OffsetRange("events", 0, 0, 10)
+    OffsetRange(topic='events', partition=0, fromOffset=0, untilOffset=10)
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kit import ranges
 from kit.errors import ConfigError
 
 __all__ = ["Broker", "KafkaMessageAndMetadata", "OffsetRange", "TopicAndPartition", "utf8_decoder"]
@@ -40,9 +43,10 @@ def _check_topic(topic: object) -> None:
         raise ConfigError(msg, field="topic", expected="str", actual=topic)
 
 
-@dataclass(frozen=True)
-class OffsetRange:
-    """A range of offsets ``[fromOffset, untilOffset)`` of one Kafka topic-partition.
+class OffsetRange(ranges.OffsetRange):
+    """A range of offsets ``[fromOffset, untilOffset)`` of one Kafka topic-partition, as Spark 2.4 names it.
+
+    Spark 2.4's API on the kit's :class:`kit.ranges.OffsetRange`, which it is: the kit's code takes it as it is.
 
     Attributes:
         topic: Kafka topic name.
@@ -52,31 +56,22 @@ class OffsetRange:
 
     Raises:
         ConfigError: negative values or ``fromOffset > untilOffset``.
+        InvalidOffsetRange: a topic name Kafka would refuse.
     """
 
-    topic: str
-    partition: int
-    fromOffset: int  # noqa: N815 - Spark 2.4's name
-    untilOffset: int  # noqa: N815 - Spark 2.4's name
+    def __init__(self, topic: str, partition: int, fromOffset: int, untilOffset: int) -> None:  # noqa: N803
+        _check_topic(topic)
+        _check_int("partition", partition)
+        _check_int("fromOffset", fromOffset)
+        _check_int("untilOffset", untilOffset)
+        if untilOffset < fromOffset:
+            msg = f"untilOffset {untilOffset} is before fromOffset {fromOffset} for {topic}-{partition}"
+            raise ConfigError(msg, field="untilOffset", expected=f">= {fromOffset}", actual=untilOffset)
+        super().__init__(topic, partition, fromOffset, untilOffset)
 
-    def __post_init__(self) -> None:
-        _check_topic(self.topic)
-        _check_int("partition", self.partition)
-        _check_int("fromOffset", self.fromOffset)
-        _check_int("untilOffset", self.untilOffset)
-        if self.untilOffset < self.fromOffset:
-            msg = (
-                f"untilOffset {self.untilOffset} is before fromOffset {self.fromOffset} "
-                f"for {self.topic}-{self.partition}"
-            )
-            raise ConfigError(
-                msg,
-                field="untilOffset", expected=f">= {self.fromOffset}", actual=self.untilOffset,
-            )
-
-    def count(self) -> int:
-        """Number of offsets in the range (``untilOffset - fromOffset``), as Scala's ``OffsetRange.count``."""
-        return self.untilOffset - self.fromOffset
+    def __repr__(self) -> str:
+        return (f"OffsetRange(topic={self.topic!r}, partition={self.partition!r}, fromOffset={self.fromOffset!r}, "
+                f"untilOffset={self.untilOffset!r})")
 
     def __str__(self) -> str:
         # Spark 2.4's text exactly, unbalanced parenthesis included: jobs log and sometimes parse it.

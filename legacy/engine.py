@@ -28,10 +28,11 @@ from kit.engine import (
     BATCH_PHASE_COLUMNS,
     BATCH_SPAN_COLUMNS,
     DriverConfig,
-    ProcessedRange,
     seconds,
     written_lines,
 )
+from kit.layout import BATCHES_LOG, late
+from kit.ranges import OffsetRange
 from kit.sink import read_batches
 from kit.workloads import Job
 from legacy import workloads
@@ -49,8 +50,6 @@ from legacy.runner import (
 
 __all__ = ["LEGACY", "LegacyEngine", "LegacyRun", "batch_listener"]
 
-BATCHES_LOG = Path("metrics") / "batches.jsonl"
-"""Where a run's StreamingListener logs its completed batches, under the output root."""
 BATCH_TIME_PROPERTY = "spark.streaming.internal.batchTime"
 """The local property Spark Streaming's JobScheduler sets on every job of a batch: the batch time (ms)."""
 
@@ -265,7 +264,7 @@ class LegacyEngine:
         """Records of the batches the listener has logged."""
         return sum(row["records"] for row in written_lines(Path(out_dir) / BATCHES_LOG))
 
-    def processed_ranges(self, out_dir: str | Path, job: str, checkpoint_dir: Path | None) -> list[ProcessedRange]:
+    def processed_ranges(self, out_dir: str | Path, job: str, checkpoint_dir: Path | None) -> list[OffsetRange]:
         """The ranges of the progress files: one per batch time.
 
         A regenerated batch replaces its file; a dead receiver context's batches count too.
@@ -273,12 +272,13 @@ class LegacyEngine:
         frame = read_progress(out_dir)
         if frame.empty:
             return []
-        return list(zip(frame["topic"], frame["partition"].astype(int), frame["from_offset"].astype(int),
-                        frame["until_offset"].astype(int), strict=True))
+        return [OffsetRange(*r) for r in zip(frame["topic"], frame["partition"].astype(int),
+                                              frame["from_offset"].astype(int), frame["until_offset"].astype(int),
+                                              strict=True)]
 
     def late_dropped(self, out_dir: str | Path, job: str) -> int:
         """Rows of the job's ``<job>.late`` output."""
-        return len(read_batches(Path(out_dir) / f"{job}.late"))
+        return len(read_batches(late(out_dir, job)))
 
 
 LEGACY = LegacyEngine()

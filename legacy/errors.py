@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from kit.errors import CheckpointNotFound, ConfigError, KitError
+from kit.errors import CheckpointNotFound, ConfigError, InvalidOffsetRange, KitError
 
 __all__ = [
     "ArgumentTypeError",
@@ -277,24 +277,6 @@ class CheckpointCodeNotImportable(CheckpointUnreadable):
 
 class OffsetStoreError(LegacyError):
     """Base class of the errors an offset store raises."""
-
-
-class InvalidOffsetRange(KitError, ValueError):
-    """Something passed as an offset range is not one.
-
-    Attributes:
-        value: what was passed.
-        problem: what is wrong with it.
-    """
-
-    def __init__(self, value: object, problem: str) -> None:
-        self.value = value
-        self.problem = problem
-        super().__init__(
-            f"invalid offset range {value!r}: {problem}. An offset range is a (topic, partition, from_offset, "
-            "until_offset) tuple or an object with .topic, .partition and .fromOffset/.untilOffset "
-            "(or .from_offset/.until_offset), with 0 <= from_offset <= until_offset."
-        )
 
 
 class OffsetStoreUnavailable(OffsetStoreError):

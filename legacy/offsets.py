@@ -38,7 +38,6 @@ import contextlib
 import datetime
 import logging
 import operator
-import re
 import sqlite3
 import threading
 import time
@@ -51,6 +50,7 @@ from kafka.errors import KafkaError
 from kit.engine import redacted_dsn
 from kit.errors import ConfigError
 from kit.kafka import Kafka, TopicPartition
+from kit.ranges import TOPIC_NAME, OffsetRange
 from legacy.errors import (
     CorruptStoredOffset,
     InvalidOffsetRange,
@@ -87,8 +87,7 @@ __all__ = [
 OFFSETS_TABLE = "dmk_offsets"
 """Name of the table :class:`SqlOffsetStore` keeps its offsets in."""
 
-# Kafka's own rule for topic names; it also keeps a name safe as one ZooKeeper path segment.
-_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
+_TOPIC_NAME = TOPIC_NAME
 
 TopicsOrPartitions: TypeAlias = str | TopicPartition | Iterable[str | TopicPartition]
 """What ``load()`` takes: a topic name, a ``TopicPartition``, or an iterable mixing both."""
@@ -109,60 +108,6 @@ class SparkOffsetRange(Protocol):
     partition: int
     fromOffset: int  # noqa: N815 - Spark's name
     untilOffset: int  # noqa: N815 - Spark's name
-
-
-@dataclass(frozen=True, order=True)
-class OffsetRange:
-    """The records ``from_offset <= offset < until_offset`` of one topic-partition.
-
-    Also readable under Spark's names (``fromOffset``, ``untilOffset``), so it is itself a
-    :class:`SparkOffsetRange`.
-
-    Raises:
-        InvalidOffsetRange: a topic name Kafka would refuse, a negative partition or offset, or
-            ``until_offset < from_offset``.
-    """
-
-    topic: str
-    partition: int
-    from_offset: int
-    until_offset: int
-
-    def __post_init__(self) -> None:
-        as_given = (self.topic, self.partition, self.from_offset, self.until_offset)
-        if not isinstance(self.topic, str) or not _TOPIC_NAME.fullmatch(self.topic):
-            raise InvalidOffsetRange(as_given, f"topic {self.topic!r} is not a Kafka topic name ([A-Za-z0-9._-]+)")
-        try:
-            numbers = [_integer(v) for v in as_given[1:]]
-        except TypeError as exc:
-            raise InvalidOffsetRange(as_given, str(exc)) from None
-        partition, from_offset, until_offset = numbers
-        if partition < 0 or from_offset < 0:
-            raise InvalidOffsetRange(as_given, "partition and offsets must be >= 0")
-        if until_offset < from_offset:
-            raise InvalidOffsetRange(as_given, f"until_offset {until_offset} < from_offset {from_offset}")
-        object.__setattr__(self, "partition", partition)
-        object.__setattr__(self, "from_offset", from_offset)
-        object.__setattr__(self, "until_offset", until_offset)
-
-    @property
-    def fromOffset(self) -> int:  # noqa: N802 - Spark's name
-        """``from_offset``, under Spark's name."""
-        return self.from_offset
-
-    @property
-    def untilOffset(self) -> int:  # noqa: N802 - Spark's name
-        """``until_offset``, under Spark's name."""
-        return self.until_offset
-
-    @property
-    def topic_partition(self) -> TopicPartition:
-        """``TopicPartition(topic, partition)``."""
-        return TopicPartition(self.topic, self.partition)
-
-    def count(self) -> int:
-        """Number of offsets in the range (Spark's ``OffsetRange.count()``)."""
-        return self.until_offset - self.from_offset
 
 
 def _integer(value: object) -> int:

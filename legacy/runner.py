@@ -60,6 +60,7 @@ from typing import Any, cast
 
 import pandas as pd
 
+from kit import layout
 from kit.dataset import DatasetSpec
 from kit.errors import ConfigError, RunTimeout
 from kit.security import redacted_repr
@@ -582,17 +583,19 @@ def create_context(sc: Any, config: LegacyRunConfig, store: Any = None) -> Any:
             # One writer per job: its batch files are per batch time, so two writers would overwrite.
             late = ssc.union(*reported)
             late_columns = ("event_id", "topic", "partition", "offset", "detail")
-            late.map(_late_row).foreachRDD(_batch_writer(run, out / f"{name}.late", late_columns, transactional))
-            written[f"{name}.late"] = _slide_ms(late)
+            late_dir = layout.late(out, name)
+            late.map(_late_row).foreachRDD(_batch_writer(run, late_dir, late_columns, transactional))
+            written[late_dir.name] = _slide_ms(late)
     for name, dead in source.dead_letters.items():
-        dead.foreachRDD(_batch_writer(run, out / f"dead_letters.{name}", DEAD_LETTER_COLUMNS, transactional))
-        written[f"dead_letters.{name}"] = _slide_ms(dead)
+        dead_dir = layout.dead_letters(out, name)
+        dead.foreachRDD(_batch_writer(run, dead_dir, DEAD_LETTER_COLUMNS, transactional))
+        written[dead_dir.name] = _slide_ms(dead)
     # Registered last: the output operations of a batch run in order, so the commit follows every output, and
     # a progress file means the batch's outputs are all written (or committed).
     for name, stream in raw.items():
         stream.foreachRDD(_range_collector(run, name, receiver))
     committing = {} if receiver else raw  # a receiver's group commits by itself
-    progress = {name: out / f"progress.{name}" for name in raw}
+    progress = {name: layout.input_progress(out, name) for name in raw}
     raw[sorted(raw)[0]].foreachRDD(_committer(run, config.offsets, committing, progress, written))
     return ssc
 
@@ -614,7 +617,7 @@ class _ProgressPoll:
         self._read: dict[Path, tuple[tuple[int, int, int], pd.DataFrame]] = {}
 
     def rows(self) -> pd.DataFrame:
-        for path in self._out.glob("progress.*/batch=*.parquet"):
+        for path in (p for d in layout.input_progress_dirs(self._out) for p in d.glob(layout.BATCH_FILES)):
             try:
                 stat = path.stat()
                 version = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
@@ -629,16 +632,16 @@ class _ProgressPoll:
 
 def _progress_written_ms(out_dir: str | Path, batch_ms: int) -> int:
     """When batch ``batch_ms``'s progress files were written (its last output operation ran), in ms."""
-    files = [batch_path(directory, batch_ms) for directory in Path(out_dir).glob("progress.*")]
+    files = [batch_path(directory, batch_ms) for directory in layout.input_progress_dirs(out_dir)]
     return max((path.stat().st_mtime_ns // 1_000_000 for path in files if path.exists()), default=batch_ms)
 
 
 def _progress_batches(out_dir: str | Path) -> list[int]:
     """Batch times with a progress file in every input (a batch without records has an empty file)."""
-    dirs = sorted(Path(out_dir).glob("progress.*"))
-    names = [{f.name for f in d.glob("batch=*.parquet")} for d in dirs]
+    dirs = layout.input_progress_dirs(out_dir)
+    names = [{f.name for f in d.glob(layout.BATCH_FILES)} for d in dirs]
     common = set.intersection(*names) if names else set()
-    return sorted(int(name[len("batch="):-len(".parquet")]) for name in common)
+    return sorted(layout.batch_of_file(name) for name in common)
 
 
 def await_progress(

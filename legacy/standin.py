@@ -5,8 +5,9 @@
 * ``from pyspark.streaming.kafka import KafkaUtils`` works as it did on Spark 2.4: that module is the kit's
   revived one (:mod:`legacy.kafka`), for this process only;
 * every batch of the script's direct streams is reported once it completes (all its output operations ran):
-  one JSON line per batch in the progress file, ``{"batch_ms", "completed_ms", "records", "ranges":
-  [[topic, partition, from, until], ...]}``. That is how the harness knows the job has consumed its input.
+  one :class:`kit.progress.ProgressRow` per batch in the progress file, ``{"batch_ms", "completed_ms",
+  "records", "ranges": [[topic, partition, from, until], ...]}``. That is how the harness knows the job has
+  consumed its input.
   Inputs read as lines or elements (``socketTextStream``, ``textFileStream``, ``queueStream``, Kafka
   ``createStream``) report ``["lines", 0, from, until]``: the elements they had delivered before and after
   the batch (counted by an extra ``count()`` per batch);
@@ -43,13 +44,15 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from kit import own_output
+from kit import layout, own_output
 from kit.printed import Tee
+from kit.progress import ProgressRow
+from kit.ranges import LINES, OffsetRange
 from kit.security import KAFKA_SECURITY_ENV
 
 __all__ = ["install"]
 
-_RANGES: dict[int, list[list[Any]]] = {}
+_RANGES: dict[int, list[OffsetRange]] = {}
 _LOCK = threading.Lock()
 _PROGRESS: list[Path] = []
 _LINES = [0]  # elements delivered so far by the line/element inputs (socket, files, queue, receiver)
@@ -148,7 +151,7 @@ def _recording_prints(func: Callable[..., Any], name: str) -> Callable[[Any, Any
         finally:
             sys.stdout = console
             for line in "".join(tee.text).splitlines():
-                _write("printed.jsonl", {"stream": name, "kind": "line", "batch_ms": _batch_ms(time_), "line": line})
+                _write(layout.PRINTED, {"stream": name, "kind": "line", "batch_ms": _batch_ms(time_), "line": line})
 
     return recorded
 
@@ -188,7 +191,7 @@ def _take_and_print(name: str, num: int) -> Callable[[Any, Any], None]:
         taken = rdd.collect()
         for element in taken:
             values, names = _values(element)
-            _write("printed.jsonl", {"stream": name, "kind": "row", "batch_ms": _batch_ms(time_), "values": values,
+            _write(layout.PRINTED, {"stream": name, "kind": "row", "batch_ms": _batch_ms(time_), "values": values,
                                      "names": names})
         print("-------------------------------------------")
         print(f"Time: {time_}")
@@ -209,14 +212,14 @@ def _count_elements(time_: Any, rdd: Any) -> None:
     with _LOCK:
         before = _LINES[0]
         _LINES[0] += count
-        _RANGES.setdefault(_batch_ms(time_), []).append(["lines", 0, before, before + count])
+        _RANGES.setdefault(_batch_ms(time_), []).append(OffsetRange(LINES, 0, before, before + count))
 
 
 @_unrecorded
 def _note_ranges(time_: Any, rdd: Any) -> None:
     """A ``foreachRDD`` function keeping the batch's offset ranges until the batch completes (no Spark job)."""
     batch_ms = _batch_ms(time_)
-    ranges = [[r.topic, r.partition, r.fromOffset, r.untilOffset] for r in rdd.offsetRanges()]
+    ranges = [OffsetRange(r.topic, r.partition, r.fromOffset, r.untilOffset) for r in rdd.offsetRanges()]
     with _LOCK:
         _RANGES.setdefault(batch_ms, []).extend(ranges)
 
@@ -224,8 +227,9 @@ def _note_ranges(time_: Any, rdd: Any) -> None:
 def _batch_completed(batch_ms: int, records: int) -> None:
     with _LOCK:
         ranges = _RANGES.pop(batch_ms, [])
-    records = max(records, sum(until - from_ for name, _, from_, until in ranges if name == "lines"))
-    row = {"batch_ms": batch_ms, "completed_ms": time.time_ns() // 1_000_000, "records": records, "ranges": ranges}
+    records = max(records, sum(r.count() for r in ranges if r.topic == LINES))
+    row = ProgressRow(batch_ms=batch_ms, completed_ms=time.time_ns() // 1_000_000, records=records,
+                      ranges=tuple(ranges)).to_json()
     for path in _PROGRESS:
         with _LOCK, open(path, "a", encoding="utf-8") as log:
             log.write(json.dumps(row) + "\n")
@@ -285,7 +289,7 @@ def install(progress_path: str | Path) -> None:
             kwargs["kafkaParams"] = {**security, **kwargs["kafkaParams"]}
         stream = create(*args, **kwargs)
         stream.foreachRDD(_note_ranges)
-        _write("inputs.jsonl", {"kind": "kafka", "at": _caller()})
+        _write(layout.INPUTS, {"kind": "kafka", "at": _caller()})
         return stream
 
     create_receiver = revived.KafkaUtils.createStream
@@ -305,7 +309,7 @@ def install(progress_path: str | Path) -> None:
             with _LOCK:
                 _IN_RECEIVER[0] -= 1
         stream.foreachRDD(_count_elements)
-        _write("inputs.jsonl", {"kind": "kafka", "at": _caller()})
+        _write(layout.INPUTS, {"kind": "kafka", "at": _caller()})
         return stream
 
     foreach_rdd = DStream.foreachRDD
@@ -329,13 +333,13 @@ def install(progress_path: str | Path) -> None:
             port = int(port_text)
         stream = socket_text_stream(self, hostname, port, *args, **kwargs)
         stream.foreachRDD(_count_elements)
-        _write("inputs.jsonl", {"kind": "socket", "at": _caller()})
+        _write(layout.INPUTS, {"kind": "socket", "at": _caller()})
         return stream
 
     def file_stream(self: Any, directory: str) -> Any:
         stream = text_file_stream(self, os.environ.get("DMK_INPUT_DIR") or directory)
         stream.foreachRDD(_count_elements)
-        _write("inputs.jsonl", {"kind": "files", "at": _caller()})
+        _write(layout.INPUTS, {"kind": "files", "at": _caller()})
         return stream
 
     def queue_stream_fed(self: Any, rdds: Any, *args: Any, **kwargs: Any) -> Any:
@@ -345,7 +349,7 @@ def install(progress_path: str | Path) -> None:
                 rdds = [self.sparkContext.parallelize(batch, 1) for batch in json.load(batches)]
         stream = queue_stream(self, rdds, *args, **kwargs)
         stream.foreachRDD(_count_elements)
-        _write("inputs.jsonl", {"kind": "queue", "at": _caller()})
+        _write(layout.INPUTS, {"kind": "queue", "at": _caller()})
         return stream
 
     class Completed(StreamingListener):
@@ -368,6 +372,6 @@ def install(progress_path: str | Path) -> None:
     StreamingContext.queueStream = queue_stream_fed  # type: ignore[method-assign]
     revived.KafkaUtils._dmk_standin = True  # type: ignore[attr-defined]
     StreamingContext.start = start_reporting  # type: ignore[method-assign]
-    own_output.install_from_env(lambda row: _write("outputs.jsonl", row))  # --output files:LOC
+    own_output.install_from_env(lambda row: _write(layout.OUTPUTS, row))  # --output files:LOC
     print("dmk: pyspark.streaming.kafka is the kit's revived Spark 2.4 module (legacy.kafka) in this process; "
           f"completed batches are reported to {path}", file=sys.stderr, flush=True)

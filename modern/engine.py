@@ -21,21 +21,21 @@ from typing import Any
 
 import pandas as pd
 
+from kit import layout
 from kit.engine import (
     BATCH_PHASE_COLUMNS,
     BATCH_SPAN_COLUMNS,
     DriverConfig,
-    ProcessedRange,
     seconds,
     written_lines,
 )
+from kit.ranges import OffsetRange
 from kit.workloads import Job
 from modern import workloads
 from modern.runner import ModernRun, ModernRunConfig, late_dropped, read_progress
 
 __all__ = ["MODERN", "ModernEngine"]
 
-_DEAD_LETTERS = "dead_letters."
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
 """The local property StreamExecution sets on every job of a query: the query's id."""
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
@@ -53,15 +53,14 @@ PHASES = (
 
 def _job_queries(out_dir: str | Path) -> list[str]:
     """The run's job queries with a progress log, by name (the dead-letter queries left out)."""
-    logs = (Path(out_dir) / "progress").glob("*.jsonl")
-    return sorted(p.stem for p in logs if not p.name.startswith(_DEAD_LETTERS))
+    return sorted(p.stem for p in layout.progress_logs(out_dir) if layout.dead_letters_input(p.stem) is None)
 
 
 def _checkpointed_batches(checkpoint: Path) -> dict[int, list[tuple[dict, dict]]]:
     """Batch id → ``[(start, end)]`` per source, of the batches a query's checkpoint holds as committed."""
     from modern.inspect import inspect_modern_checkpoint
 
-    if not (checkpoint / "offsets").is_dir():
+    if not (checkpoint / layout.OFFSETS).is_dir():
         return {}
     logged = {
         b.batch_id: (b.committed, [offset or {} for offset in b.offsets.values()])  # in the log's source order
@@ -162,8 +161,8 @@ class ModernEngine:
                 records = sum(int(until) - int(start.get(topic, {}).get(partition, 0))
                               for start, end in sources if isinstance(end, dict)  # Kafka: topic -> partitions
                               for topic, parts in end.items() for partition, until in parts.items())
-                started = int((checkpoint / "offsets" / str(batch)).stat().st_mtime * 1000)
-                ended = max(int((checkpoint / "commits" / str(batch)).stat().st_mtime * 1000), started)
+                started = int((checkpoint / layout.OFFSETS / str(batch)).stat().st_mtime * 1000)
+                ended = max(int((checkpoint / layout.COMMITS / str(batch)).stat().st_mtime * 1000), started)
                 rows.append((started, started, ended, records, ended - started, 0))
         return pd.DataFrame(rows, columns=list(BATCH_SPAN_COLUMNS)).sort_values("started_ms", ignore_index=True)
 
@@ -197,12 +196,12 @@ class ModernEngine:
     def processed_records(self, out_dir: str | Path) -> int:
         """Input rows of the job query that is furthest behind."""
         totals = [
-            sum(p.get("numInputRows", 0) for p in written_lines(Path(out_dir) / "progress" / f"{name}.jsonl"))
+            sum(p.get("numInputRows", 0) for p in written_lines(layout.progress_log(out_dir, name)))
             for name in _job_queries(out_dir)
         ]
         return min(totals) if totals else 0
 
-    def processed_ranges(self, out_dir: str | Path, job: str, checkpoint_dir: Path | None) -> list[ProcessedRange]:
+    def processed_ranges(self, out_dir: str | Path, job: str, checkpoint_dir: Path | None) -> list[OffsetRange]:
         """The ranges of every batch id of ``job``'s query (the last report of a batch: a re-run counts once).
 
         Progress events reach the listener after the batch commits, so a killed driver can lose the last one;
@@ -218,10 +217,10 @@ class ModernEngine:
         for sources in batches.values():
             # A query that reads its topic twice (windowed_counts unions two aggregations, each with its own scan)
             # lists the same range once per scan: one batch reading a record twice is not a record re-processed.
-            ranges += sorted({
+            ranges += [OffsetRange(*r) for r in sorted({
                 (topic, int(partition), int(start.get(topic, {}).get(partition, 0)), int(until))
                 for start, end in sources for topic, parts in end.items() for partition, until in parts.items()
-            })
+            })]
         return ranges
 
     def late_dropped(self, out_dir: str | Path, job: str) -> int:

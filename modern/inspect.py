@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kit.layout import COMMITS, METADATA, OFFSETS, SOURCES, STATE, is_query_checkpoint
 from modern.errors import CheckpointDamaged, CheckpointNotFound, NotAModernCheckpoint, checkpoint_not_found
 
 __all__ = [
@@ -242,7 +243,7 @@ def list_query_checkpoints(directory: str | Path) -> list[Path]:
     """
     root = Path(directory)
     _require_directory(root)
-    return sorted(child for child in root.iterdir() if child.is_dir() and _is_query_checkpoint(child))
+    return sorted(child for child in root.iterdir() if child.is_dir() and is_query_checkpoint(child))
 
 
 def inspect_modern_checkpoint(directory: str | Path, spark: Any = None, *, row_counts: bool = True) -> ModernCheckpoint:
@@ -263,18 +264,18 @@ def inspect_modern_checkpoint(directory: str | Path, spark: Any = None, *, row_c
     """
     root = Path(directory)
     _require_directory(root)
-    if not _is_query_checkpoint(root):
+    if not is_query_checkpoint(root):
         raise NotAModernCheckpoint(
             root,
             entries=tuple(sorted(p.name for p in root.iterdir() if not p.name.endswith(".crc"))),
             queries=tuple(p.name for p in list_query_checkpoints(root)),
-            inside=next((p for p in root.resolve().parents if _is_query_checkpoint(p)), None),
+            inside=next((p for p in root.resolve().parents if is_query_checkpoint(p)), None),
         )
-    query_id = _read_query_id(root / "metadata")
-    commits = {batch_id: _read_commit(path) for batch_id, path in _batch_files(root / "commits")}
+    query_id = _read_query_id(root / METADATA)
+    commits = {batch_id: _read_commit(path) for batch_id, path in _batch_files(root / COMMITS)}
     batches = []
     conf: dict[str, str] = {}
-    for batch_id, path in _batch_files(root / "offsets"):
+    for batch_id, path in _batch_files(root / OFFSETS):
         version, metadata, offsets = _read_offsets(path)
         conf = {str(k): str(v) for k, v in (metadata or {}).get("conf", {}).items()}
         batches.append(
@@ -294,8 +295,8 @@ def inspect_modern_checkpoint(directory: str | Path, spark: Any = None, *, row_c
         batches=tuple(batches),
         committed_batch_ids=tuple(sorted(commits)),
         conf=conf,
-        sources=_read_sources(root / "sources"),
-        state=_read_state(root / "state"),
+        sources=_read_sources(root / SOURCES),
+        state=_read_state(root / STATE),
     )
     if not row_counts:
         return checkpoint
@@ -311,10 +312,6 @@ def _require_directory(path: Path) -> None:
         raise checkpoint_not_found(path)
     if not path.is_dir():
         raise checkpoint_not_found(path, is_file=True)
-
-
-def _is_query_checkpoint(path: Path) -> bool:
-    return (path / "offsets").is_dir() or (path / "metadata").is_file()
 
 
 def _numeric_key(name: str) -> tuple[int, int | str]:

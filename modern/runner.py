@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kit import workloads
+from kit import layout, workloads
 from kit.dataset import DatasetSpec
 from kit.errors import ConfigError, RunTimeout
 from kit.security import redacted_repr
@@ -85,32 +85,33 @@ class ModernRunConfig:
 
 
 class _ProgressLog:
-    """A StreamingQueryListener appending each progress of this run's queries to a JSON-lines file.
+    """A StreamingQueryListener appending each progress of this run's queries to its log under ``out_dir``.
 
-    Idle triggers (no new data, no micro-batch) go to ``idle/<query>.jsonl``, apart: their progress carries the id
-    of the micro-batch they did not run.
+    Idle triggers (no new data, no micro-batch) go to the query's idle log, apart (:func:`kit.layout.progress_log`):
+    their progress carries the id of the micro-batch they did not run.
     """
 
-    def __init__(self, directory: Path, names: set[str], spark: Any = None) -> None:
+    def __init__(self, out_dir: Path, names: set[str], spark: Any = None) -> None:
         from modern._progress import progress_listener
 
         self.listener = progress_listener(self.write, self.write_idle, spark)
-        self.directory = directory
+        self.out_dir = out_dir
         self.names = names
         self._lock = threading.Lock()
 
     def write(self, progress: dict[str, Any]) -> None:
-        self._append(self.directory, progress)
+        self._append(progress, idle=False)
 
     def write_idle(self, progress: dict[str, Any]) -> None:
-        self._append(self.directory / IDLE, progress)
+        self._append(progress, idle=True)
 
-    def _append(self, directory: Path, progress: dict[str, Any]) -> None:
+    def _append(self, progress: dict[str, Any], *, idle: bool) -> None:
         if progress.get("name") not in self.names:
             return
+        path = layout.progress_log(self.out_dir, progress["name"], idle=idle)
         with self._lock:
-            directory.mkdir(parents=True, exist_ok=True)
-            with open(directory / f"{progress['name']}.jsonl", "a", encoding="utf-8") as out:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "a", encoding="utf-8") as out:
                 out.write(json.dumps(progress) + "\n")
 
 
@@ -181,10 +182,6 @@ class _ProgressPoller:
         self.poll()
 
 
-IDLE = "idle"
-"""The directory under ``progress/`` holding each query's idle triggers."""
-
-
 def is_idle_trigger(progress: Mapping[str, Any]) -> bool:
     """Whether ``progress`` is an idle trigger's (no new data, no micro-batch: no ``addBatch`` duration)."""
     return "addBatch" not in (progress.get("durationMs") or {})
@@ -196,7 +193,7 @@ def read_progress(out_dir: str | Path, name: str, *, idle: bool = False) -> list
     Spark reports an idle trigger at most once per ``spark.sql.streaming.noDataProgressEventInterval``
     (10 s by default).
     """
-    path = Path(out_dir) / "progress" / (f"{IDLE}/{name}.jsonl" if idle else f"{name}.jsonl")
+    path = layout.progress_log(out_dir, name, idle=idle)
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -400,16 +397,15 @@ class ModernRun:
             writers[job.name] = self._writer(frame, job.name, job.spec.output_mode)
         if not in_parse:
             for name in list(source.used):
-                writers[f"dead_letters.{name}"] = self._writer(
-                    source.dead_letters(name), f"dead_letters.{name}", "append"
-                )
+                query = layout.dead_letters(config.out_dir, name).name
+                writers[query] = self._writer(source.dead_letters(name), query, "append")
         unknown = sorted(set(config.initial_state) - set(writers))
         if unknown:
             msg = f"initial_state names {unknown}, which are not jobs of this run; the jobs are {sorted(writers)}"
             raise ConfigError(msg, field="initial_state", expected=sorted(writers), actual=unknown)
         from kit.spark import is_connect
 
-        self._log = _ProgressLog(Path(config.out_dir) / "progress", set(writers),
+        self._log = _ProgressLog(Path(config.out_dir), set(writers),
                                  None if is_connect(self.spark) else self.spark)
         if not is_connect(self.spark):
             self.spark.streams.addListener(self._log.listener)

@@ -7,11 +7,12 @@
   append mode, Spark's only mode for Kafka. A streaming write goes through ``foreachBatch`` with the batch
   sink, because a Python streaming sink refuses update mode, which aggregations write in. Spark's own Kafka
   sink is at-least-once, and so is this. With the connector present, nothing changes.
-* every progress of every query the script starts is appended to the progress file as one JSON line, in the
-  legacy stand-in's shape (``batch_ms``, ``completed_ms``, ``records``, ``ranges`` of ``[topic, partition,
-  from, until]``) plus ``query``, ``query_id`` and ``batch_id``. That is how the harness knows the job has
-  consumed its input. A source other than Kafka (socket, files) reports ``["lines", 0, from, until]``: the
-  rows it had delivered before and after the batch (from ``numInputRows``);
+* every progress of every query the script starts is appended to the progress file as one
+  :class:`kit.progress.ProgressRow`, as the legacy stand-in's (``batch_ms``, ``completed_ms``, ``records``,
+  ``ranges`` of ``[topic, partition, from, until]``) plus ``query``, ``query_id``, ``batch_id`` and ``clock``.
+  That is how the harness knows the job has consumed its input. A source other than Kafka (socket, files)
+  reports ``["lines", 0, from, until]``: the rows it had delivered before and after the batch (from
+  ``numInputRows``);
 * the job's inputs are fed by the harness: ``format("socket")`` connects to ``$DMK_SOCKET`` (``host:port``)
   whatever host and port the job names, file sources (``text``, ``csv``, ``json``...) read ``$DMK_INPUT_DIR``
   when it is set. Each input the job opens is noted in ``inputs.jsonl``;
@@ -44,8 +45,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from kit import own_output
+from kit import layout, own_output
 from kit.printed import Tee
+from kit.progress import ProgressRow
+from kit.ranges import LINES, OffsetRange
 from kit.security import KAFKA_SECURITY_ENV
 
 __all__ = ["install"]
@@ -116,12 +119,12 @@ def _kafka_format(spark: Any) -> str:
     return source_format(spark)
 
 
-def _batch_row(progress: dict[str, Any]) -> dict[str, Any]:
+def _batch_row(progress: dict[str, Any]) -> ProgressRow:
     """A query progress as the stand-ins report a batch: the legacy stand-in's fields, plus the query's."""
     started = round(datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp() * 1000)
     from modern.kafka import offsets_from_json
 
-    ranges: list[list[Any]] = []
+    ranges: list[OffsetRange] = []
     clock = False  # a micro-batch every interval (a dmk migrate draft's tick source): settled by count, not by quiet
     for n, source in enumerate(progress.get("sources", [])):
         if str(source.get("description", "")).startswith("RatePerMicroBatch"):
@@ -131,17 +134,17 @@ def _batch_row(progress: dict[str, Any]) -> dict[str, Any]:
         if isinstance(end_json, dict) and end_json and all(isinstance(v, dict) for v in end_json.values()):
             start = offsets_from_json(_parsed(source.get("startOffset")) or {})
             end = offsets_from_json(end_json)
-            ranges += [[tp.topic, tp.partition, start.get(tp, until), until]
+            ranges += [OffsetRange(tp.topic, tp.partition, start.get(tp, until), until)
                        for tp, until in sorted(end.items(), key=lambda item: (item[0].topic, item[0].partition))]
         elif "numInputRows" in source:  # a socket, file or other source: the rows it delivered, counted
             key = (str(progress.get("id")), n)
             before = _LINES.get(key, 0)
             _LINES[key] = before + int(source["numInputRows"])
-            ranges.append(["lines", 0, before, _LINES[key]])
-    return {"batch_ms": started, "completed_ms": started + int(progress.get("batchDuration", 0)),
-            "records": int(progress.get("numInputRows", 0)), "ranges": ranges,
-            "query": progress.get("name"), "query_id": progress.get("id"), "batch_id": progress.get("batchId"),
-            "clock": clock}
+            ranges.append(OffsetRange(LINES, 0, before, _LINES[key]))
+    return ProgressRow(batch_ms=started, completed_ms=started + int(progress.get("batchDuration", 0)),
+                       records=int(progress.get("numInputRows", 0)), ranges=tuple(ranges),
+                       query=progress.get("name"), query_id=progress.get("id"), batch_id=progress.get("batchId"),
+                       clock=clock)
 
 
 def _parsed(offset: Any) -> Any:
@@ -158,7 +161,7 @@ def _progress_listener(path: Path) -> Any:
 
     def log(progress: dict[str, Any]) -> None:
         with _LOCK, open(path, "a", encoding="utf-8") as out:
-            out.write(json.dumps(_batch_row(progress)) + "\n")
+            out.write(json.dumps(_batch_row(progress).to_json()) + "\n")
 
     return progress_listener(log)
 
@@ -175,7 +178,7 @@ def install(progress_path: str | Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if getattr(DataStreamWriter, "_dmk_standin", False):
         return
-    redirect = own_output.install_from_env(lambda row: _write(path_, "outputs.jsonl", row))  # --output files:LOC
+    redirect = own_output.install_from_env(lambda row: _write(path_, layout.OUTPUTS, row))  # --output files:LOC
     listening: set[int] = set()
     # dmk compare-jobs --kafka-config/--kafka-option, as kafka.* options: set when the job names the Kafka format,
     # so the job's own options, set after, win over them.
@@ -200,21 +203,21 @@ def install(progress_path: str | Path) -> None:
             if socket:
                 host, _, port = socket.rpartition(":")
                 self.option("host", host).option("port", port)
-            _write(path_, "inputs.jsonl", {"kind": "socket", "at": _caller()})
+            _write(path_, layout.INPUTS, {"kind": "socket", "at": _caller()})
         elif source in _FILE_FORMATS:
             path = directory or path
-            _write(path_, "inputs.jsonl", {"kind": "files", "at": _caller()})
+            _write(path_, layout.INPUTS, {"kind": "files", "at": _caller()})
         elif source == _KAFKA:
             servers, topic = os.environ.get("DMK_KAFKA_BOOTSTRAP"), os.environ.get("DMK_KAFKA_TOPIC")
             if servers and topic:  # a job naming its own Kafka (compare-jobs: no {bootstrap} {topic} given)
                 self.option("kafka.bootstrap.servers", servers).option("subscribe", topic)
-            _write(path_, "inputs.jsonl", {"kind": "kafka", "at": _caller()})
+            _write(path_, layout.INPUTS, {"kind": "kafka", "at": _caller()})
         return stream_load(self, path, format, *args, **kwargs)
 
     def file_reader(name: str) -> Any:
         def read(self: Any, path: Any, *args: Any, **kwargs: Any) -> Any:
             directory = os.environ.get("DMK_INPUT_DIR")
-            _write(path_, "inputs.jsonl", {"kind": "files", "at": _caller()})
+            _write(path_, layout.INPUTS, {"kind": "files", "at": _caller()})
             return original[name](self, directory or path, *args, **kwargs)
 
         return read
@@ -269,7 +272,7 @@ def install(progress_path: str | Path) -> None:
                 _BATCH.context = None
                 for n, line in enumerate("".join(tee.text).splitlines()):
                     if n not in skipped:
-                        _write(path_, "printed.jsonl", {"stream": name, "kind": "line", "writer": writer,
+                        _write(path_, layout.PRINTED, {"stream": name, "kind": "line", "writer": writer,
                                                         "batch_id": batch_id, "line": line})
 
         return recorded
@@ -291,7 +294,7 @@ def install(progress_path: str | Path) -> None:
         stream = _declared_output(sys._getframe(1)) or context["stream"]
         for element in everything:
             values, names = _values(element)
-            _write(path_, "printed.jsonl", {"stream": stream, "kind": "row", "writer": context["writer"],
+            _write(path_, layout.PRINTED, {"stream": stream, "kind": "row", "writer": context["writer"],
                                             "batch_id": context["batch_id"], "values": values, "names": names})
         shown = min(num - 1, len(everything))
         # pprint's lines (frame, elements, "...", blank) are recorded as the rows above, not again as lines.
@@ -307,7 +310,7 @@ def install(progress_path: str | Path) -> None:
         def show(frame: Any, batch_id: int) -> None:
             rows = frame.collect()
             for row in rows:
-                _write(path_, "printed.jsonl", {"stream": console["stream"], "kind": "row", "writer": writer,
+                _write(path_, layout.PRINTED, {"stream": console["stream"], "kind": "row", "writer": writer,
                                                 "batch_id": batch_id, "values": [_jsonable(v) for v in row],
                                                 "names": list(frame.columns)})
             # As Spark's console sink prints a batch.
@@ -350,7 +353,7 @@ def install(progress_path: str | Path) -> None:
 
             for_each_batch(self, write_batch)
         query = start(self, *args, **kwargs)
-        _write(path_, "printed.jsonl", {"writer": self._dmk_writer, "query_id": str(query.id)})
+        _write(path_, layout.PRINTED, {"writer": self._dmk_writer, "query_id": str(query.id)})
         return query
 
     DataStreamReader.format = reading(DataStreamReader.format)  # type: ignore[method-assign]

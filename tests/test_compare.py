@@ -9,6 +9,7 @@ receiver's loss measured with and without its write-ahead log).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import socket
@@ -23,6 +24,7 @@ from compare.diff import OutputsDiffer
 from kit import workloads
 from kit.broker import free_port
 from kit.dataset import DatasetSpec
+from tests._metrics import compare_metrics, engine, settings
 
 pytestmark = pytest.mark.filterwarnings("ignore:DStream is deprecated:FutureWarning")
 
@@ -142,24 +144,20 @@ def test_report_shows_a_difference(tmp_path: Path) -> None:
     oracle = pd.DataFrame({"key": ["a", "b"], "count": [2, 1]})
     diff = three_way(oracle, oracle.iloc[:1], oracle, ["key"], ["count"])
     _write_diff(tmp_path, diff)
-    engine = {"rows_missing": 0, "rows_unexpected": 0, "rows_mismatched": 0, "rows_matched": 2, "dead_letters": 3,
-              "late_dropped": 0, "throughput_rps": 950.0, "latency_ms": {"p50": 800.0, "p95": 1400.0, "p99": 1875.0,
-              "max": 2100.0}, "restarts": 0, "lost_rows": 0, "duplicated_rows": 0, "output_rows": 9}
-    metrics = {"workload": "running_counts", "records": 10, "dataset": "d.parquet", "equivalent": False,
-               "oracle": {"rows": 2, "dead_letters": 3, "late_dropped": 0},
-               "engines": {"legacy": engine, "modern": {**engine, "rows_missing": 1, "rows_matched": 1, "lost_rows": 1}}}
-    (tmp_path / "metrics.json").write_text(json.dumps(metrics))
+    metrics = compare_metrics(modern=engine(rows_missing=1, rows_matched=1, lost_rows=1))
+    metrics.write(tmp_path)
     md, page = render(tmp_path)
     text = md.read_text()
     assert "DIFFERENT" in text and "modern_vs_oracle: missing (1 rows)" in text and "1,875" in text
     assert "| lost output rows | 0 | 1 | – |" in text
     assert main(["report", str(tmp_path)]) == 1
     # A run short of a requested fault says so, in both reports.
-    metrics["settings"] = {"kill_driver": 2, "pause_broker_s": 0.0, "legacy_job": "legacy.workloads.x:build"}
-    metrics["faults_injected"] = False
-    metrics["engines"]["legacy"]["kills_at_s"] = [3.5, 9.25]
-    metrics["engines"]["modern"]["kills_at_s"] = [4.0]
-    (tmp_path / "metrics.json").write_text(json.dumps(metrics))
+    metrics = dataclasses.replace(
+        metrics, faults_injected=False,
+        settings=settings(kill_driver=2, pause_broker_s=0.0, legacy_job="legacy.workloads.x:build"),
+        engines={"legacy": dataclasses.replace(metrics.engines["legacy"], kills_at_s=(3.5, 9.25)),
+                 "modern": dataclasses.replace(metrics.engines["modern"], kills_at_s=(4.0,))})
+    metrics.write(tmp_path)
     md, page = render(tmp_path)
     assert "Injected: legacy killed at 3.5 s, 9.25 s, broker paused at none; modern killed at 4 s" in md.read_text()
     assert "<strong>INCOMPLETE: not every requested fault was injected" in page.read_text()
@@ -207,13 +205,18 @@ def test_faults_the_replay_outlives_are_injected_after_it(tmp_path: Path) -> Non
 
 def test_input_coverage_counts_records_never_processed_and_processed_twice() -> None:
     from compare.measure import input_coverage
+    from kit.ranges import OffsetRange
+
+    def ranges(*given: tuple[str, int, int, int]) -> list[OffsetRange]:
+        return [OffsetRange(*r) for r in given]
 
     ends = {"a": {0: 10, 1: 4}, "b": {0: 3}}
     # Exact cover, in pieces and with empty ranges: nothing lost, nothing repeated.
-    assert input_coverage([("a", 0, 0, 4), ("a", 0, 4, 4), ("a", 0, 4, 10), ("a", 1, 0, 4), ("b", 0, 0, 3)], ends) == (0, 0)
+    assert input_coverage(ranges(("a", 0, 0, 4), ("a", 0, 4, 4), ("a", 0, 4, 10), ("a", 1, 0, 4), ("b", 0, 0, 3)),
+                          ends) == (0, 0)
     # A gap (a-0 4..6), an overlap (a-1 1..3 twice more), a partition never read (b-0), a range past the end.
-    ranges = [("a", 0, 0, 4), ("a", 0, 6, 12), ("a", 1, 0, 4), ("a", 1, 1, 3), ("a", 1, 1, 3)]
-    assert input_coverage(ranges, ends) == (2 + 3, 4)
+    gappy = ranges(("a", 0, 0, 4), ("a", 0, 6, 12), ("a", 1, 0, 4), ("a", 1, 1, 3), ("a", 1, 1, 3))
+    assert input_coverage(gappy, ends) == (2 + 3, 4)
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,7 @@ from compare.jobs import (
     read_printed,
 )
 from kit.errors import ConfigError
+from kit.progress import ProgressRow
 
 
 class _RDD:
@@ -123,8 +124,9 @@ def test_printed_streams_are_chosen_by_name_and_named_by_the_side_that_has_names
         read_printed(tmp_path / "silent", "legacy")
 
 
-def _progress(*cuts: tuple[str, list[list]]) -> list[dict]:
-    return [{"batch_ms": int(key), "completed_ms": int(key), "records": 0, "ranges": ranges} for key, ranges in cuts]
+def _progress(*cuts: tuple[str, list[list]]) -> list[ProgressRow]:
+    return [ProgressRow.from_json({"batch_ms": int(key), "completed_ms": int(key), "records": 0, "ranges": ranges})
+            for key, ranges in cuts]
 
 
 def test_batches_are_aligned_by_the_input_they_consumed() -> None:
@@ -154,7 +156,7 @@ def test_a_per_batch_count_and_a_running_total_differ_in_the_batch_named(tmp_pat
 
     for side in ("legacy", "modern"):
         (tmp_path / side).mkdir()
-        (tmp_path / side / "progress.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _progress(
+        (tmp_path / side / "progress.jsonl").write_text("".join(json.dumps(r.to_json()) + "\n" for r in _progress(
             ("1", [["lines", 0, 0, 2]]), ("2", [["lines", 0, 2, 4]]))))
     import pandas as pd
 
@@ -305,9 +307,9 @@ def test_a_drafts_tick_source_is_not_counted_as_input() -> None:
             ],
         }
 
-    assert _batch_row(progress(0, 5))["ranges"] == [["lines", 0, 0, 5]]
-    assert _batch_row(progress(1, 3))["ranges"] == [["lines", 0, 5, 8]]
-    assert _batch_row(progress(1, 3))["clock"]  # a micro-batch every interval: settled by count (compare.jobs)
+    assert _batch_row(progress(0, 5)).to_json()["ranges"] == [["lines", 0, 0, 5]]
+    assert _batch_row(progress(1, 3)).to_json()["ranges"] == [["lines", 0, 5, 8]]
+    assert _batch_row(progress(1, 3)).to_json()["clock"]  # a micro-batch every interval: settled by count (compare.jobs)
 
 
 @pytest.mark.parametrize("name", ["_note_ranges", "_count_elements"])
@@ -370,11 +372,15 @@ def test_a_query_that_runs_a_batch_every_interval_settles_after_its_extra_batche
         run = jobs.ScriptRun(engine, process, tmp_path)
         progress = engine.progress_path(tmp_path)
         lines = [["lines", 0, 0, 300]], [["lines", 0, 300, 300]]
-        progress.write_text(json.dumps({"ranges": lines[0]}) + "\n" + json.dumps({"ranges": lines[1]}) + "\n")
+
+        def row(ranges: list[list]) -> str:
+            return json.dumps({"batch_ms": 1000, "completed_ms": 1100, "records": 0, "ranges": ranges}) + "\n"
+
+        progress.write_text(row(lines[0]) + row(lines[1]))
         with pytest.raises(RunTimeout):  # one batch after the input's end: not settled (and not quiet)
             run.await_offsets({}, lines=300, timeout_s=1, extra_batches=2)
         with progress.open("a") as out:
-            out.write(json.dumps({"ranges": lines[1]}) + "\n")
+            out.write(row(lines[1]))
         run.await_offsets({}, lines=300, timeout_s=5, extra_batches=2)  # two batches after: settled
     finally:
         process.kill()

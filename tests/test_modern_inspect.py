@@ -494,7 +494,7 @@ def test_polled_progress_keeps_idle_triggers_apart_from_the_batch_they_did_not_r
             "sources": [{"numInputRows": rows}]}))
 
     query = SimpleNamespace(recentProgress=[progress(0, 5, "t0"), progress(1, 0, "t1", idle=True)])
-    poller = _ProgressPoller(_ProgressLog(tmp_path / "progress", {"q"}))
+    poller = _ProgressPoller(_ProgressLog(tmp_path, {"q"}))
     poller.queries = {"q": query}
     poller.poll()
     query.recentProgress = [*query.recentProgress, progress(1, 0, "t2", idle=True), progress(1, 7, "t3")]

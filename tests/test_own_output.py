@@ -441,8 +441,8 @@ def test_a_query_is_settled_after_twice_its_slowest_recent_batch_of_quiet_and_a_
     progress = engine.progress_path(tmp_path)
     assert run._quiet_s() == QUIET_S  # nothing reported yet
     rows = [(0, 40_000), (41_000, 46_500), (47_000, 48_000)]  # the first batch (the query's start) is left out
-    progress.write_text("".join(json.dumps({"batch_ms": b, "completed_ms": c, "ranges": []}) + "\n" for b, c in rows))
+    progress.write_text("".join(json.dumps({"batch_ms": b, "completed_ms": c, "records": 0, "ranges": []}) + "\n" for b, c in rows))
     assert run._quiet_s() == 11.0
     with progress.open("a") as out:  # a dmk migrate draft's tick source: settled by its extra batches only
-        out.write(json.dumps({"batch_ms": 49_000, "completed_ms": 49_100, "ranges": [], "clock": True}) + "\n")
+        out.write(json.dumps({"batch_ms": 49_000, "completed_ms": 49_100, "records": 0, "ranges": [], "clock": True}) + "\n")
     assert run._quiet_s() == float("inf")

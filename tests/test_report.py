@@ -17,10 +17,13 @@ import pytest
 
 from compare.cli import main
 from compare.measure import after_startup, backlog, batch_breakdown, keeping_up, spark_jobs, time_breakdown
+from compare.metrics import CompareMetrics, Percentiles
 from compare.report import baseline_rows, render, smoothed_rate
 from kit import workloads
-from legacy.engine import BATCHES_LOG, LEGACY
+from kit.layout import BATCHES_LOG
+from legacy.engine import LEGACY
 from modern.engine import MODERN
+from tests._metrics import compare_metrics, engine, kept_up, settings
 
 
 def _spans(ended_s: list[float], records: list[int], processing_ms: list[int], scheduling_ms: list[int]) -> pd.DataFrame:
@@ -163,26 +166,21 @@ def test_modern_phases_are_the_progress_durations_and_its_jobs_are_found_by_quer
         ("Spark jobs", 1.0), ("tasks", 2.0)]
 
 
-def _metrics(throughput: float, p99: float, lost: int, batch_ms: float) -> dict:
-    engine = {"rows_missing": 0, "rows_unexpected": 0, "rows_mismatched": 0, "rows_matched": 2, "dead_letters": 3,
-              "late_dropped": 0, "throughput_rps": throughput, "output_rows": 9, "restarts": 0, "lost_rows": lost,
-              "duplicated_rows": 0, "latency_ms": {"p50": 500.0, "p95": 900.0, "p99": p99, "max": 1200.0},
-              "kept_up": {"kept_up": True, "reason": "kept up", "input_rps": 1000.0, "capacity_rps": 3000.0,
-                          "batch_ms": batch_ms, "interval_ms": 1000.0, "max_delay_ms": 0.0, "backlog_at_end": 10,
-                          "backlog_at_end_ms": 10.0},
-              "time_breakdown_ms": {"commit": 10.0, "tasks": 4.0}}
-    return {"workload": "running_counts", "records": 10, "dataset": "d.parquet", "equivalent": not lost,
-            "settings": {"rate_rps": 1000.0}, "oracle": {"rows": 2, "dead_letters": 3, "late_dropped": 0},
-            "engines": {"legacy": engine, "modern": engine}}
+def _metrics(throughput: float, p99: float, lost: int, batch_ms: float) -> CompareMetrics:
+    figures = engine(throughput_rps=throughput, lost_rows=lost, output_rows=9,
+                     latency_ms=Percentiles(p50=500.0, p95=900.0, p99=p99, max=1200.0), kept_up=kept_up(batch_ms),
+                     time_breakdown_ms={"commit": 10.0, "tasks": 4.0})
+    return compare_metrics(figures, figures, equivalent=not lost, verdict="DIFFERENT" if lost else "EQUIVALENT",
+                           settings=settings(rate_rps=1000.0))
 
 
 def test_a_baseline_marks_what_got_worse_and_what_got_better(tmp_path: Path) -> None:
     before, now = tmp_path / "before", tmp_path / "now"
     for path, metrics in ((before, _metrics(1000.0, 1000.0, 0, 400.0)), (now, _metrics(850.0, 1050.0, 1, 300.0))):
         path.mkdir()
-        (path / "metrics.json").write_text(json.dumps(metrics))
+        metrics.write(path)
     rows = {(figure, engine): rest for figure, engine, *rest in baseline_rows(
-        json.loads((now / "metrics.json").read_text()), json.loads((before / "metrics.json").read_text()))}
+        CompareMetrics.read(now), CompareMetrics.read(before))}
     # 15 % less throughput: a regression; 5 % more p99: within the run-to-run spread; a lost row: a regression.
     assert rows["throughput (input records/s)", "legacy"] == ["1,000", "850", "0.85×", "REGRESSION"]
     assert rows["latency p99 (ms)", "modern"] == ["1,000", "1,050", "1.05×", ""]

@@ -124,15 +124,16 @@ def test_a_report_of_nothing_compared_says_so_and_exits_1(tmp_path: Path) -> Non
     from compare.cli import main
     from compare.report import render
 
-    engine = {"rows_missing": 0, "rows_unexpected": 0, "rows_mismatched": 0, "rows_matched": 0, "dead_letters": 0,
-              "late_dropped": 0, "output_rows": 0, "latency_ms": {"p50": None, "p95": None, "p99": None, "max": None}}
-    checks = [Check("rows", e, True, "equal (0 rows)").to_dict() for e in ("legacy", "modern")]
-    word, warnings = verdict([Check(**c) for c in checks], 0)
-    metrics = {"workload": "sessions", "records": 3000, "dataset": "d.parquet", "verdict": word,
-               "equivalent": word == "EQUIVALENT", "checks": checks, "warnings": warnings,
-               "oracle": {"rows": 0, "dead_letters": 0, "late_dropped": 0},
-               "engines": {"legacy": engine, "modern": engine}}
-    (tmp_path / "metrics.json").write_text(json.dumps(metrics))
+    from compare.metrics import OracleCounts, Percentiles
+    from tests._metrics import compare_metrics, engine
+
+    nothing = Percentiles(p50=None, p95=None, p99=None, max=None)
+    empty = engine(rows_matched=0, dead_letters=0, output_rows=0, latency_ms=nothing, latency_after_startup_ms=nothing)
+    checks = tuple(Check("rows", e, True, "equal (0 rows)") for e in ("legacy", "modern"))
+    word, warnings = verdict(checks, 0)
+    compare_metrics(empty, empty, workload="sessions", records=3000, verdict=word, equivalent=word == "EQUIVALENT",
+                    checks=checks, warnings=tuple(warnings),
+                    oracle=OracleCounts(rows=0, dead_letters=0, late_dropped=0)).write(tmp_path)
     md, page = render(tmp_path)
     text = md.read_text()
     assert "**NOTHING COMPARED: the oracle has no rows" in text
@@ -276,6 +277,7 @@ def test_a_mismatched_row_is_mismatched_not_duplicated() -> None:
 
 def test_a_query_reading_its_topic_twice_in_a_batch_repeats_no_record(tmp_path: Path) -> None:
     from compare.measure import input_coverage
+    from kit.ranges import OffsetRange
     from modern.engine import MODERN
 
     scan = {"startOffset": {"t": {"0": 0}}, "endOffset": {"t": {"0": 100}}}
@@ -285,7 +287,7 @@ def test_a_query_reading_its_topic_twice_in_a_batch_repeats_no_record(tmp_path: 
         json.dumps({"batchId": 0, "sources": [scan, scan]}) + "\n" + json.dumps({"batchId": 1, "sources": [later,
                                                                                                       later]}) + "\n")
     ranges = MODERN.processed_ranges(tmp_path, "windowed_counts", None)
-    assert ranges == [("t", 0, 0, 100), ("t", 0, 100, 150)]
+    assert ranges == [OffsetRange("t", 0, 0, 100), OffsetRange("t", 0, 100, 150)]
     assert input_coverage(ranges, {"t": {0: 150}}) == (0, 0)
 
 
@@ -451,8 +453,8 @@ def test_compare_jobs_with_two_empty_outputs_is_nothing_compared(monkeypatch: py
     def no_kafka(*args: object, **kwargs: object):  # a stand-in for kafka_or_embedded
         yield SimpleNamespace(bootstrap_servers="unused:9092")
 
-    figures = {"command": "python job.py", "output_rows": 0, "batches": 3, "seconds": 1.0, "throughput_rps": 0.0,
-               "result_latency_ms": None}
+    figures = {"command": "python job.py", "output_rows": 0, "input_records": 1, "input_kind": "kafka", "batches": 3,
+               "seconds": 1.0, "throughput_rps": 0.0, "result_latency_ms": None}
     monkeypatch.setattr(jobs, "read_capture", lambda path: pd.DataFrame({"partition": [0], "value": [b"{}"]}))
     monkeypatch.setattr(jobs, "kafka_or_embedded", no_kafka)
     outputs = {"legacy": pd.DataFrame({"customer": pd.Series(dtype=object)})}
@@ -465,10 +467,10 @@ def test_compare_jobs_with_two_empty_outputs_is_nothing_compared(monkeypatch: py
     settings = jobs.JobsSettings(input_file="c.jsonl", key=("customer",), legacy=command, modern=command,
                                  out_dir=tmp_path / "empty")
     result = jobs.compare_jobs(settings)
-    assert (result.metrics["verdict"], result.equivalent) == ("NOTHING COMPARED", False)
+    assert (result.metrics.verdict, result.equivalent) == ("NOTHING COMPARED", False)
     assert (tmp_path / "empty" / "report.md").read_text().startswith("# dmk compare-jobs: NOTHING COMPARED")
     outputs["legacy"] = outputs["modern"] = pd.DataFrame({"customer": ["c1"], "revenue": [3]})
     result = jobs.compare_jobs(jobs.JobsSettings(input_file="c.jsonl", key=("customer",), legacy=command,
                                                  modern=command, out_dir=tmp_path / "one"))
-    assert result.metrics["verdict"] == "EQUIVALENT" and result.equivalent
-    assert "fewer than --min-rows 10" in result.metrics["warnings"][0]
+    assert result.metrics.verdict == "EQUIVALENT" and result.equivalent
+    assert "fewer than --min-rows 10" in result.metrics.warnings[0]

@@ -661,13 +661,13 @@ class _Bench:
             kafka_security=dict(self.settings.kafka_security),
         ))
         engines: dict[str, Any] = {}
-        for engine, m in result.metrics["engines"].items():
-            kept = m.get("kept_up") or {}
+        for engine, m in result.metrics.engines.items():
+            kept = m.kept_up
             engines[engine] = {
-                "records": m["input_records"], "rate_rps": result.metrics["settings"]["rate_rps"],
-                "batch_ms_median": kept.get("batch_ms"), "kept_up": kept.get("kept_up"),
-                "p99_after_startup_ms": (m.get("latency_after_startup_ms") or {}).get("p99"),
-                "warmup_seconds": m.get("warmup_seconds"), "breakdown_ms": m.get("time_breakdown_ms") or {},
+                "records": m.input_records, "rate_rps": result.metrics.settings.rate_rps,
+                "batch_ms_median": kept.batch_ms if kept else None, "kept_up": kept.kept_up if kept else None,
+                "p99_after_startup_ms": m.latency_after_startup_ms.p99,
+                "warmup_seconds": m.warmup_seconds, "breakdown_ms": m.time_breakdown_ms,
             }
         return {"workload": "running_counts", "records": FIXED_COST_RECORDS, "equivalent": result.equivalent,
                 "engines": engines}

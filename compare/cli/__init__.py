@@ -56,6 +56,7 @@ from rich.table import Table
 from kit.errors import ConfigError, KitError
 
 if TYPE_CHECKING:
+    from compare.metrics import CompareMetrics, EngineMetrics
     from legacy.inspect import LegacyCheckpoint
     from modern.inspect import ModernCheckpoint
 
@@ -437,14 +438,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
             progress, update = _compare_progress()
             with progress:
                 compared = run_compare(compare_settings, update)
-            figures = compared.metrics["engines"]
+            figures = compared.metrics.engines
             verdict = ("[green]legacy = modern = oracle[/green]" if compared.equivalent
                        else f"[red]{compared.verdict}[/red]")
-            for warning in compared.metrics["warnings"]:
+            for warning in compared.metrics.warnings:
                 console.print(f"   warning: {warning}", markup=False)
             console.print(
-                f"   {verdict}: {compared.metrics['oracle']['rows']:,} rows, "
-                f"{compared.metrics['oracle']['dead_letters']:,} dead letters; "
+                f"   {verdict}: {compared.metrics.oracle.rows:,} rows, "
+                f"{compared.metrics.oracle.dead_letters:,} dead letters; "
                 f"{_pace('legacy', figures['legacy'])}; {_pace('modern', figures['modern'])}; "
                 f"report {compared.out_dir / 'report.html'}"
             )
@@ -452,18 +453,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0 if exact else 1
 
 
-def _pace(engine: str, figures: dict) -> str:
+def _pace(engine: str, figures: EngineMetrics) -> str:
     """``legacy kept up (start-up 4.2 s), latency p99 after it 1,300 ms``: one engine's pace in a demo line."""
-    kept, steady = figures.get("kept_up"), figures.get("latency_after_startup_ms") or {}
+    kept, steady = figures.kept_up, figures.latency_after_startup_ms
     if not kept:
-        return f"{engine} latency p99 {figures['latency_ms']['p99']:,.0f} ms"
-    verdict = "kept up" if kept["kept_up"] else "fell behind"
-    if kept["caught_up_ms"] is None:
+        return f"{engine} latency p99 {figures.latency_ms.p99:,.0f} ms"
+    verdict = "kept up" if kept.kept_up else "fell behind"
+    if kept.caught_up_ms is None:
         return f"{engine} {verdict}, never caught up"
-    if steady.get("p99") is None:
+    if steady.p99 is None:
         return f"{engine} {verdict}, caught up only after the replay ended"
-    return (f"{engine} {verdict} (start-up {kept['caught_up_ms'] / 1000:.1f} s), latency p99 after it "
-            f"{steady['p99']:,.0f} ms")
+    return (f"{engine} {verdict} (start-up {kept.caught_up_ms / 1000:.1f} s), latency p99 after it "
+            f"{steady.p99:,.0f} ms")
 
 
 def _compare_progress() -> tuple[Progress, Callable[[str, int, int], None]]:
@@ -509,12 +510,13 @@ def _settings_from_args(args: argparse.Namespace):
     )
 
 
-def _print_summary(run_dir: Path, metrics: dict) -> None:
+def _print_summary(run_dir: Path, metrics: CompareMetrics) -> None:
+    from compare.metrics import METRICS_FILE
     from compare.report import summary_rows, verdict_lines
 
-    word = metrics.get("verdict") or ("EQUIVALENT" if metrics["equivalent"] else "DIFFERENT")
-    verdict = f"[green]{word}[/green]" if metrics["equivalent"] else f"[red]{word}[/red]"
-    table = Table(title=f"{metrics['workload']}: {metrics['records']:,} records")
+    word = metrics.verdict
+    verdict = f"[green]{word}[/green]" if metrics.equivalent else f"[red]{word}[/red]"
+    table = Table(title=f"{metrics.workload}: {metrics.records:,} records")
     for column in ("figure", "legacy", "modern", "oracle"):
         table.add_column(column, justify="left" if column == "figure" else "right")
     for row in summary_rows(metrics):
@@ -523,7 +525,7 @@ def _print_summary(run_dir: Path, metrics: dict) -> None:
     for line in verdict_lines(metrics):
         console.print(line, markup=False)
     console.print(f"{verdict}  report: {run_dir / 'report.md'}  {run_dir / 'report.html'}  "
-                  f"metrics: {run_dir / 'metrics.json'}")
+                  f"metrics: {run_dir / METRICS_FILE}")
 
 
 _PARTIAL_RUN_FILES = {"dataset.parquet", "dataset.parquet.manifest.json", "broker.log"}
@@ -562,7 +564,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         _drop_partial_run(settings.out_dir, remove_dir=not existed)
         raise
     _print_summary(result.out_dir, result.metrics)
-    if not result.metrics["faults_injected"]:
+    if not result.metrics.faults_injected:
         err_console.print("[red]INCOMPLETE: not every requested fault was injected; see report.md[/red]")
         return 1
     return 0 if result.equivalent else 1
@@ -582,23 +584,25 @@ def cmd_compare_jobs(args: argparse.Namespace) -> int:
     progress, update = _compare_progress()
     with progress:
         result = compare_jobs(settings, update, on_broker_start=_announce_embedded_broker)
-    jobs = result.metrics["jobs"]
+    from compare.metrics import METRICS_FILE
+
     metrics = result.metrics
-    table = Table(title=f"{metrics['input']}: {metrics['records']:,} records, by {', '.join(settings.key)}")
+    jobs = metrics.jobs
+    table = Table(title=f"{metrics.input}: {metrics.records:,} records, by {', '.join(settings.key)}")
     for column in ("figure", "legacy", "modern"):
         table.add_column(column, justify="left" if column == "figure" else "right")
     for label, key in (("output rows", "output_rows"), ("rows compared", "rows_compared"), ("seconds", "seconds")):
-        table.add_row(label, f"{jobs['legacy'][key]:,}", f"{jobs['modern'][key]:,}")
+        table.add_row(label, f"{getattr(jobs['legacy'], key):,}", f"{getattr(jobs['modern'], key):,}")
     console.print(table)
-    if result.metrics["summary"]:
-        console.print(result.metrics["summary"], markup=False)
-    for warning in result.metrics["warnings"]:
+    if metrics.summary:
+        console.print(metrics.summary, markup=False)
+    for warning in metrics.warnings:
         console.print(f"warning: {warning}", markup=False)
-    if result.metrics.get("legacy_python2"):
-        console.print(f"note: {result.metrics['legacy_python2']}", markup=False)
+    if metrics.legacy_python2:
+        console.print(f"note: {metrics.legacy_python2}", markup=False)
     color = "green" if result.equivalent else "red"
-    verdict = f"[{color}]{result.metrics['verdict']}[/{color}]"
-    console.print(f"{verdict}  report: {result.out_dir / 'report.md'}  metrics: {result.out_dir / 'metrics.json'}")
+    verdict = f"[{color}]{metrics.verdict}[/{color}]"
+    console.print(f"{verdict}  report: {result.out_dir / 'report.md'}  metrics: {result.out_dir / METRICS_FILE}")
     return 0 if result.equivalent else 1
 
 
@@ -673,8 +677,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     run_dir = Path(args.run_dir)
     md, page = render(run_dir, baseline=Path(args.baseline) if args.baseline else None)
-    _print_summary(run_dir, load_metrics(run_dir))
-    return 0 if load_metrics(run_dir)["equivalent"] else 1
+    metrics = load_metrics(run_dir)
+    _print_summary(run_dir, metrics)
+    return 0 if metrics.equivalent else 1
 
 
 def _is_legacy_checkpoint(directory: Path) -> bool:
@@ -713,7 +718,9 @@ def cmd_checkpoint_inspect(args: argparse.Namespace) -> int:
         from modern.inspect import inspect_modern_checkpoint, list_query_checkpoints
 
         queries = list_query_checkpoints(directory)
-        is_query = (directory / "offsets").is_dir() or (directory / "metadata").is_file()
+        from kit.layout import is_query_checkpoint
+
+        is_query = is_query_checkpoint(directory)
         if not is_query and not queries:
             entries = sorted(p.name for p in directory.iterdir())[:8]
             msg = (

@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kit import workloads
+from kit import layout, workloads
 from kit.dataset import DatasetSpec
 from kit.errors import ConfigError
 from kit.events import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, FIELD_TYPES, REQUIRED_FIELDS, parse_event
@@ -256,7 +255,7 @@ class Source:
         directories = None
         if self.dead_letter_root is not None and with_dead_letters:
             directories = {
-                self.topics[name]: str(Path(self.dead_letter_root) / f"dead_letters.{name}") for name in names
+                self.topics[name]: str(layout.dead_letters(self.dead_letter_root, name)) for name in names
             }
         return with_parsed(reader.load(), "p", directories).select(
             "topic", "partition", "offset", F.col("timestamp").alias("kafka_ts"), "p"
