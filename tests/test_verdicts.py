@@ -357,8 +357,8 @@ def _bench_results() -> dict:
 
 
 def test_a_bench_run_whose_output_differs_publishes_nothing(tmp_path: Path) -> None:
-    from compare.bench.run import BenchDiffers, publish
-    from compare.bench.results import unchecked_runs, update_readme
+    from compare.bench import BenchDiffers, publish
+    from compare.bench import unchecked_runs, update_readme
     from kit.errors import ConfigError
 
     results = _bench_results()
@@ -385,7 +385,8 @@ def test_a_bench_run_whose_output_differs_publishes_nothing(tmp_path: Path) -> N
 
 
 def test_a_percentile_is_shown_only_with_enough_rows_beyond_it() -> None:
-    from compare.bench.results import _pct, backed_percentiles
+    from compare.bench.report import _pct
+    from compare.bench.results import backed_percentiles
 
     few = backed_percentiles(list(range(40)))
     assert few == {"p50": 19.5, "p95": None, "p99": None, "max": 39.0}

@@ -18,7 +18,7 @@ __all__ = ["add_bench"]
 def cmd_bench(args: argparse.Namespace) -> int:
     import shlex
 
-    from compare.bench.run import BenchSettings, readme_table, run_bench, update_readme
+    from compare.bench import BenchSettings, readme_table, run_bench, update_readme
     from kit.errors import ConfigError
 
     if args.from_results:
