@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from compare.bench import matches_oracle, produce, round_robin_ends  # noqa: E402
 from compare.engines import get_engine  # noqa: E402
-from compare.measure import event_log_conf  # noqa: E402
+from compare.supervise import event_log_conf  # noqa: E402
 from kit import workloads  # noqa: E402
 from kit.broker import EmbeddedBroker  # noqa: E402
 from kit.dataset import DatasetSpec, generate  # noqa: E402

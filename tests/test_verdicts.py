@@ -78,7 +78,7 @@ def test_the_plugin_fails_on_an_empty_oracle_with_its_own_message() -> None:
 
 
 # The datasets dmk compare, dmk demo and the plugin make by default (compare: --records 20000 and the smallest
-# case of the issue, 3000; demo: 12000 at records / 40 events/s; the plugin: compare.harness.TEST_DATASET).
+# case of the issue, 3000; demo: 12000 at records / 40 events/s; the plugin: compare.inputs.TEST_DATASET).
 _DEFAULTS = [
     pytest.param(profile, records, default_events_per_second(records), id=f"{profile}-{records}")
     for profile in ("clean", "messy") for records in (3_000, 20_000)

@@ -489,7 +489,7 @@ class _Bench:
         Per engine: the median processing time of a batch with records, the run's breakdown of it (medians per
         phase, Spark jobs and tasks), whether it kept up, its latency p99 after the start-up, and its warm-up.
         """
-        from compare.harness import dataset_spec
+        from compare.inputs import dataset_spec
         from compare.run import run_compare
         from compare.settings import CompareSettings
 
@@ -611,10 +611,10 @@ def messy_dataset(records: int) -> DatasetSpec:
 def messy_cap(dataset: DatasetSpec) -> int:
     """Records per batch of a messy throughput run: modern's batch cap for ``dataset``.
 
-    That is :func:`compare.harness.batch_caps`: no batch spans more than half the lateness margin of event time, so
+    That is :func:`compare.inputs.batch_caps`: no batch spans more than half the lateness margin of event time, so
     every engine judges late records as the oracle does.
     """
-    from compare.harness import batch_caps
+    from compare.inputs import batch_caps
 
     return batch_caps(dataset, 1)[1]
 
