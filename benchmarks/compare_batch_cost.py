@@ -33,9 +33,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from compare.bench.run import _ends, _matches_oracle, produce
+from compare.bench import matches_oracle, produce, round_robin_ends
 from compare.engines import get_engine
-from compare.measure import event_log_conf
+from compare.supervise import event_log_conf
 from kit import workloads
 from kit.broker import EmbeddedBroker
 from kit.dataset import DatasetSpec, generate
@@ -148,7 +148,7 @@ def main() -> None:
                 try:
                     # No batch after the end offsets (running_counts closes nothing later): a legacy run that
                     # fell behind would otherwise wait out its queue of empty batches.
-                    run.await_offsets(_ends(topic, len(values), args.partitions), timeout_s=1_800,
+                    run.await_offsets(round_robin_ends(topic, len(values), args.partitions), timeout_s=1_800,
                                       extra_batches=0)
                 finally:
                     run.stop()
@@ -163,7 +163,7 @@ def main() -> None:
                 "cpu_ms_per_batch": round(1000 * cpu.between(int(busy["started_ms"].iloc[0]),
                                                              int(busy["ended_ms"].iloc[-1])) / max(len(busy), 1)),
                 "load_average": os.getloadavg()[0],
-                "matches_oracle": _matches_oracle(workloads.get("running_counts"), read_batches(out / job), frame,
+                "matches_oracle": matches_oracle(workloads.get("running_counts"), read_batches(out / job), frame,
                                                   dataset),
             }
             if not phases.empty:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from compare.bench.run import _ends, produce
+from compare.bench import produce, round_robin_ends
 from kit.broker import EmbeddedBroker
 from kit.dataset import DatasetSpec, generate
 from kit.kafka import Kafka
@@ -71,7 +71,7 @@ def main() -> None:
                                      source_options={"maxOffsetsPerTrigger": args.per_trigger})
             run = ModernRun(spark, config).start()
             try:
-                run.await_offsets(_ends(topic, len(values), args.partitions), timeout_s=1_800)
+                run.await_offsets(round_robin_ends(topic, len(values), args.partitions), timeout_s=1_800)
             finally:
                 run.stop()
             progress = [p for p in read_progress(f"{work}/out", args.workload) if p["numInputRows"] > 0]

@@ -4,7 +4,7 @@ Usage::
 
     python benchmarks/workload_evidence.py [--profile messy] [--out benchmarks/results/workload-evidence.md]
 
-Replays the equivalence tests' dataset (compare.harness.TEST_DATASET) into an embedded broker while each
+Replays the equivalence tests' dataset (compare.inputs.TEST_DATASET) into an embedded broker while each
 engine runs each workload's variants (one run per engine and workload, as tests/test_workloads.py does), then
 prints, per job: whether it equals the oracle, its final rows, late-dropped
 records (legacy: the records it reported; modern: Spark's numRowsDroppedByWatermark) and the latency of its

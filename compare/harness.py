@@ -23,6 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from compare.engines import get_engine
+from compare.inputs import TEST_DATASET, batch_caps, dataset_spec, route_inputs
 from compare.measure import dead_letters
 from kit import workloads
 from kit.dataset import DatasetSpec
@@ -31,38 +32,24 @@ from kit.kafka import Kafka
 from kit.replay import ReplayResult, ReplaySettings, replay
 from kit.sink import read_batches
 
-# 20k records over 40 s of event time, replayed at twice the event-time rate.
-TEST_DATASET = {"records": 20_000, "events_per_second": 500, "lateness_margin_ms": 4_000, "users": 300}
+__all__ = [
+    "LEGACY_MAX_RATE_PER_PARTITION",
+    "MAX_OFFSETS_PER_TRIGGER",
+    "PARTITIONS",
+    "REPLAY_RATE_RPS",
+    "TEST_DATASET",
+    "EngineRun",
+    "dataset_spec",
+    "run_engine",
+]
+
+# TEST_DATASET (compare.inputs, also dmk compare's default) replayed at twice its event-time rate.
 REPLAY_RATE_RPS = 1_000
 PARTITIONS = 4
-
-
-def batch_caps(dataset: DatasetSpec, partitions: int, batch_seconds: float = 1.0) -> tuple[int, int]:
-    """``(legacy maxRatePerPartition, modern maxOffsetsPerTrigger)`` keeping batches short in event time.
-
-    Every batch stays within half the dataset's lateness margin of event time.
-
-    Spark judges a batch's late rows by the watermark of two batches back. A batch longer in event time than
-    the margin around the allowed lateness can therefore admit a too-late record (or drop an on-time one),
-    and an engine working off a backlog takes one huge batch unless it is capped. Half the margin leaves room
-    for the batch before it. Modern gets 80 % of that: ``maxOffsetsPerTrigger`` is split over partitions by
-    lag, so a batch can reach further in event time on some partitions than on others.
-    """
-    per_batch = dataset.events_per_second * dataset.lateness_margin_ms / 2_000
-    legacy = max(1, int(per_batch / partitions / batch_seconds))
-    modern = max(1, int(per_batch * 0.8))
-    return legacy, modern
-
-
 # For TEST_DATASET: 250 records/s per partition (1000 records per 1 s batch, 2 s of event time) and 800.
 LEGACY_MAX_RATE_PER_PARTITION, MAX_OFFSETS_PER_TRIGGER = batch_caps(
     DatasetSpec.from_profile("messy", **TEST_DATASET), PARTITIONS
 )
-
-
-def dataset_spec(profile: str, **overrides: object) -> DatasetSpec:
-    """The dataset the equivalence tests use for ``profile`` (:data:`TEST_DATASET`, seed 11), with overrides."""
-    return DatasetSpec.from_profile(profile, **{**TEST_DATASET, "seed": 11, **overrides})
 
 
 @dataclass
@@ -92,26 +79,6 @@ class EngineRun:
         log = self.replay.log.set_index(["topic", "partition", "offset"])["seq"]
         keys = list(zip(located["topic"], located["partition"].astype(int), located["offset"].astype(int), strict=True))
         return pd.Series(log.loc[keys].to_numpy() if keys else [], dtype="int64")
-
-
-def route_inputs(specs: list[workloads.WorkloadSpec], frame: pd.DataFrame) -> pd.DataFrame:
-    """The replay frame for jobs of ``specs``: each dataset row once per distinct input it feeds, in ``seq`` order.
-
-    A row goes to ``events`` for the single-input workloads and to ``impressions`` or ``clicks`` for the join;
-    with both kinds of job in one run, it is produced to both topics (adjacent, so the topics advance
-    together). The ``topic`` column holds the input name.
-    """
-    copies = []
-    seen: set[tuple] = set()
-    for spec in specs:
-        routes = spec.route(frame)
-        signature = tuple(sorted(set(routes)))
-        if signature in seen:
-            continue
-        seen.add(signature)
-        copies.append(frame.assign(topic=routes.to_numpy()))
-    routed = pd.concat(copies, ignore_index=True)
-    return routed.sort_values("seq", kind="stable").reset_index(drop=True)
 
 
 def run_engine(

@@ -38,7 +38,6 @@ __all__ = [
     "backlog",
     "batch_breakdown",
     "dead_letters",
-    "event_log_conf",
     "input_coverage",
     "keeping_up",
     "latency",
@@ -243,15 +242,6 @@ def keeping_up(
 
 # -- where the time goes -------------------------------------------------------------------------------------
 
-def event_log_conf(out_dir: Path) -> dict[str, str]:
-    """Spark settings that write a driver's event log (every job, stage and task) to ``out_dir/eventlog``.
-
-    Uncompressed, one file per driver process (a restarted driver adds one); Spark's History Server reads it too.
-    """
-    target = Path(out_dir) / EVENT_LOG
-    target.mkdir(parents=True, exist_ok=True)
-    return {"spark.eventLog.enabled": "true", "spark.eventLog.dir": target.resolve().as_uri(),
-            "spark.eventLog.compress": "false"}
 
 
 def spark_jobs(event_log_dir: Path) -> pd.DataFrame:
@@ -304,7 +294,7 @@ def batch_breakdown(engine: Engine, out_dir: Path, job: str | None = None) -> pd
     """Per batch of ``job``: the engine's phases and, from Spark's event log, its Spark jobs and tasks.
 
     The phases are :meth:`kit.engine.Engine.batch_phases`; the counts are there when the run wrote an event log
-    (:func:`event_log_conf`).
+    (:func:`compare.supervise.event_log_conf`).
     """
     phases = engine.batch_phases(out_dir, job)
     log_dir = Path(out_dir) / EVENT_LOG

@@ -131,7 +131,7 @@ def streaming_context(spark: Any) -> Iterator[Any]:
 
 def _dataset(dataset: Any) -> tuple[Any, pd.DataFrame]:
     """``(DatasetSpec, frame)`` of a profile name, a DatasetSpec or a dataset file path."""
-    from compare.harness import dataset_spec
+    from compare.inputs import dataset_spec
     from kit.dataset import DatasetSpec, check_labels, generate, read_dataset, read_manifest
 
     if isinstance(dataset, DatasetSpec):

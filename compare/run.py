@@ -46,7 +46,7 @@ from compare.diff import (
 )
 from compare.engines import ENGINES, get_engine
 from compare.errors import EngineFailed
-from compare.harness import route_inputs
+from compare.inputs import route_inputs
 from compare.measure import (
     after_startup,
     backlog,
@@ -115,7 +115,7 @@ def _dataset(settings: CompareSettings, out: Path) -> tuple[DatasetSpec, pd.Data
         spec = DatasetSpec.from_dict(read_manifest(path)["spec"])
         check_labels(frame["kind"], frame["value"], str(path))  # both parsers still read it as it was labelled
         return spec, frame, str(path)
-    from compare.harness import dataset_spec as default_spec
+    from compare.inputs import dataset_spec as default_spec
 
     spec = settings.dataset or default_spec("messy")
     frame = generate(spec)

@@ -46,7 +46,7 @@ class CompareSettings:
         workload: a built-in workload or ``package.module:SPEC`` (your own :class:`~kit.workloads.WorkloadSpec`).
         out_dir: the run directory (created; must be empty or absent).
         dataset: the dataset to generate (ignored when ``dataset_file`` is given). Default: the messy profile,
-            20k records, as :data:`compare.harness.TEST_DATASET`.
+            20k records, as :data:`compare.inputs.TEST_DATASET`.
         dataset_file: a dataset file written by ``dmk gen`` (its manifest gives the spec).
         bootstrap_servers: Kafka to use; None starts the embedded broker for the run.
         rate_rps: replay rate in dataset records/s while the engine runs. Default: three quarters of what the
@@ -209,7 +209,7 @@ DEFAULT_RATE_SHARE = 0.75
 def default_rate(dataset: DatasetSpec, batch_seconds: float = 1.0) -> float:
     """The default replay rate (records/s): :data:`DEFAULT_RATE_SHARE` of what the batch caps let through.
 
-    The caps (:func:`compare.harness.batch_caps`) let half the lateness margin of event time through per batch.
+    The caps (:func:`compare.inputs.batch_caps`) let half the lateness margin of event time through per batch.
     The rate is 750 records/s for the default dataset.
 
     At the caps' own rate an engine has no headroom: a backlog (the first batch's start-up, a pause, a

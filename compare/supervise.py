@@ -45,8 +45,7 @@ from compare.driver import (
     write_json,
 )
 from compare.errors import EngineFailed
-from compare.harness import batch_caps
-from compare.measure import event_log_conf
+from compare.inputs import batch_caps
 from compare.settings import LEGACY_MODES, CompareSettings
 from kit import workloads
 from kit.broker import KafkaEndpoint
@@ -54,11 +53,12 @@ from kit.dataset import DatasetSpec
 from kit.engine import DriverConfig, Engine, redacted_dsn
 from kit.errors import RunTimeout
 from kit.kafka import Kafka
+from kit.layout import EVENT_LOG
 from kit.replay import ReplayResult, ReplaySettings, replay
 from kit.spark import SHORT_RUN_CONF, has_scheme
 
 __all__ = [
-    "MAX_RECOVERIES", "TRANSIENT_ERRORS", "DriverProcess", "EngineOutcome", "Progress", "log_tail",
+    "MAX_RECOVERIES", "TRANSIENT_ERRORS", "DriverProcess", "EngineOutcome", "Progress", "event_log_conf", "log_tail",
     "run_engine_process", "stop_all_drivers",
 ]
 
@@ -241,6 +241,17 @@ def _fault_plan(settings: CompareSettings, engine: str, expected_s: float) -> li
     seed = settings.seed if settings.seed is not None else (settings.dataset.seed if settings.dataset else 0)
     rng = random.Random(f"{seed}-{engine}")
     return sorted(rng.uniform(0.15, 0.85) * expected_s for _ in range(settings.kill_driver))
+
+
+def event_log_conf(out_dir: Path) -> dict[str, str]:
+    """Spark settings that write a driver's event log (every job, stage and task) to ``out_dir/eventlog``.
+
+    Uncompressed, one file per driver process (a restarted driver adds one); Spark's History Server reads it too.
+    """
+    target = Path(out_dir) / EVENT_LOG
+    target.mkdir(parents=True, exist_ok=True)
+    return {"spark.eventLog.enabled": "true", "spark.eventLog.dir": target.resolve().as_uri(),
+            "spark.eventLog.compress": "false"}
 
 
 def driver_config(

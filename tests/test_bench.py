@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from compare import bench
 from compare.bench import results as bench_results
-from compare.bench import run as bench
 from compare.engines import get_engine
 from compare.cli import main
 from kit.errors import ConfigError
@@ -201,7 +201,7 @@ def test_raw_producer_and_consumer_read_every_record(bootstrap_servers: str, top
     topic = topic_factory(partitions=3)
     values = [b"v%05d" % i for i in range(7_001)]
     assert bench.produce(bootstrap_servers, topic, values, 3, client=kafka_client) > 0
-    ends = bench._ends(topic, len(values), 3)[topic]
+    ends = bench.round_robin_ends(topic, len(values), 3)[topic]
     assert ends == {0: 2_334, 1: 2_334, 2: 2_333}
     assert {tp.partition: o for tp, o in kafka.end_offsets(topic).items()} == ends
     assert [r.value for r in kafka.read_range(topic, 1, 0, 3)] == [b"v00001", b"v00004", b"v00007"]

@@ -290,7 +290,8 @@ def test_a_malformed_environment_variable_is_one_line_and_exit_2(
 
 def test_compare_with_a_dataset_keeps_the_partitions_given(nothing_starts: dict[str, str]) -> None:
     """``--dataset FILE --partitions 0`` once became 4: 0 is refused above, and any other count is kept."""
-    from compare.cli import _settings_from_args, build_parser
+    from compare.cli import build_parser
+    from compare.cli.runs import _settings_from_args
 
     args = build_parser().parse_args(["compare", "running_counts", "--dataset", nothing_starts["data"],
                                       "--partitions", "3"])

@@ -26,7 +26,7 @@ from _sasl import SaslProxy
 from _streaming import await_condition
 from _tls import AdvertisedBroker, Pki, TlsProxy, make_pki
 
-from compare.cli import _redacted_argv
+from compare.cli.common import _redacted_argv
 from compare.settings import CompareSettings
 from kit._rdkafka import translate
 from kit.broker import free_port

@@ -78,7 +78,7 @@ def test_the_plugin_fails_on_an_empty_oracle_with_its_own_message() -> None:
 
 
 # The datasets dmk compare, dmk demo and the plugin make by default (compare: --records 20000 and the smallest
-# case of the issue, 3000; demo: 12000 at records / 40 events/s; the plugin: compare.harness.TEST_DATASET).
+# case of the issue, 3000; demo: 12000 at records / 40 events/s; the plugin: compare.inputs.TEST_DATASET).
 _DEFAULTS = [
     pytest.param(profile, records, default_events_per_second(records), id=f"{profile}-{records}")
     for profile in ("clean", "messy") for records in (3_000, 20_000)
@@ -359,8 +359,8 @@ def _bench_results() -> dict:
 
 
 def test_a_bench_run_whose_output_differs_publishes_nothing(tmp_path: Path) -> None:
-    from compare.bench.run import BenchDiffers, publish
-    from compare.bench.results import unchecked_runs, update_readme
+    from compare.bench import BenchDiffers, publish
+    from compare.bench import unchecked_runs, update_readme
     from kit.errors import ConfigError
 
     results = _bench_results()
@@ -387,7 +387,8 @@ def test_a_bench_run_whose_output_differs_publishes_nothing(tmp_path: Path) -> N
 
 
 def test_a_percentile_is_shown_only_with_enough_rows_beyond_it() -> None:
-    from compare.bench.results import _pct, backed_percentiles
+    from compare.bench.report import _pct
+    from compare.bench.results import backed_percentiles
 
     few = backed_percentiles(list(range(40)))
     assert few == {"p50": 19.5, "p95": None, "p99": None, "max": 39.0}

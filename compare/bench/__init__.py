@@ -1,1 +1,101 @@
-"""``dmk bench``: the runner (:mod:`compare.bench.run`) and its results (:mod:`compare.bench.results`)."""
+"""``dmk bench``: throughput, latency and state growth of both engines against the raw Kafka client limit.
+
+The package's modules: :mod:`compare.bench.run` (the runner: :func:`run_bench` and its phases),
+:mod:`compare.bench.raw` (the raw clients, Kafka without an engine), :mod:`compare.bench.results` (the results
+model: targets, what limits missed ones, the figures and baselines) and :mod:`compare.bench.report` (the Markdown
+report, README's performance table, the results files). Their public names are importable from here.
+"""
+
+from compare.bench.raw import (
+    Progress,
+    available_clients,
+    consume_all,
+    produce,
+    round_robin_ends,
+)
+from compare.bench.report import (
+    README_END,
+    README_START,
+    baseline_table,
+    readme_table,
+    render_markdown,
+    update_readme,
+    write_results,
+)
+from compare.bench.results import (
+    MIN_ROWS_BEYOND,
+    TARGETS,
+    backed_percentiles,
+    bench_figures,
+    evaluate_targets,
+    latency_load,
+    limits,
+    load_baseline,
+    machine,
+    previous_results,
+    unchecked_runs,
+)
+from compare.bench.run import (
+    FIXED_COST_RECORDS,
+    LATENCY_RATE,
+    RESULTS_DIR,
+    THROUGHPUT_BATCHES,
+    WARMUP_BATCHES,
+    WARMUP_RUN_BATCHES,
+    WARMUP_RUNS,
+    WORKLOADS,
+    BenchDiffers,
+    BenchSettings,
+    closing_seconds,
+    matches_oracle,
+    messy_cap,
+    messy_dataset,
+    publish,
+    run_bench,
+    state_values,
+    throughput,
+)
+
+__all__ = [
+    "BenchDiffers",
+    "BenchSettings",
+    "FIXED_COST_RECORDS",
+    "LATENCY_RATE",
+    "MIN_ROWS_BEYOND",
+    "Progress",
+    "README_END",
+    "README_START",
+    "RESULTS_DIR",
+    "TARGETS",
+    "THROUGHPUT_BATCHES",
+    "WARMUP_BATCHES",
+    "WARMUP_RUNS",
+    "WARMUP_RUN_BATCHES",
+    "WORKLOADS",
+    "available_clients",
+    "backed_percentiles",
+    "baseline_table",
+    "bench_figures",
+    "closing_seconds",
+    "consume_all",
+    "evaluate_targets",
+    "latency_load",
+    "limits",
+    "load_baseline",
+    "machine",
+    "matches_oracle",
+    "messy_cap",
+    "messy_dataset",
+    "previous_results",
+    "produce",
+    "publish",
+    "readme_table",
+    "render_markdown",
+    "round_robin_ends",
+    "run_bench",
+    "state_values",
+    "throughput",
+    "unchecked_runs",
+    "update_readme",
+    "write_results",
+]

@@ -1,14 +1,13 @@
-"""The results of ``dmk bench``: targets, what limits missed ones, the Markdown report, README's table, the files.
+"""The results of ``dmk bench``: the machine, targets, what limits missed ones, the runs that equal the oracle, figures.
 
-:func:`write_results` writes the results files; their schema is in docs/bench.md.
-
-Everything here reads a results dictionary (as ``latest.json`` holds it), so an old results file renders too.
-Engines are the keys of ``results["engines"]``; the few words per engine are the tables below.
+Everything here reads a results dictionary (as ``latest.json`` holds it; the schema is in docs/bench.md), so an old
+results file is read too. Engines are the keys of ``results["engines"]``; the few words per engine are the tables
+below. :mod:`compare.bench.report` renders the results and writes the files.
 
 Example::
 
     results = json.loads(Path("benchmarks/results/latest.json").read_text())
-    print(readme_table(results))
+    [t["target"] for t in evaluate_targets(results) if t["met"] is False]
 """
 
 from __future__ import annotations
@@ -25,29 +24,21 @@ from kit.errors import ConfigError
 
 __all__ = [
     "MIN_ROWS_BEYOND",
-    "README_END",
-    "README_START",
     "TARGETS",
     "evaluate_targets",
     "latency_load",
     "limits",
     "machine",
     "backed_percentiles",
-    "baseline_table",
     "unchecked_runs",
     "bench_figures",
     "load_baseline",
     "previous_results",
-    "readme_table",
-    "render_markdown",
-    "update_readme",
-    "write_results",
 ]
 
 LATENCY_LOAD = 0.3
 """The load of the latency runs of results files from before a fixed latency rate: 30 % of each engine's
 maximum (read by :func:`latency_load` to render them)."""
-README_START, README_END = "<!-- dmk-bench:start -->", "<!-- dmk-bench:end -->"
 
 TARGETS = {
     "throughput_ratio": 1.0,
@@ -274,18 +265,11 @@ def backed_percentiles(values: Any) -> dict[str, float | None]:
     return out
 
 
-def _pct(lat: dict, q: str) -> str:
-    """A latency percentile cell, or "max of N rows: M" when too few rows back it."""
-    if lat.get(q) is None and lat.get("max") is not None and lat.get("rows_measured"):
-        return f"max of {lat['rows_measured']:,} rows: {lat['max']:,.0f}"
-    return _fmt(lat.get(q))
-
-
 def unchecked_runs(results: dict, *, older_ok: bool = False) -> list[str]:
     """Every throughput and latency run whose output did not equal the oracle (or was not checked against it).
 
     A figure of such a run measures a job that computes something else: :func:`compare.bench.run_bench` then
-    publishes nothing, and :func:`update_readme` refuses the results. ``older_ok``: a run with no
+    publishes nothing, and :func:`compare.bench.report.update_readme` refuses the results. ``older_ok``: a run with no
     ``matches_oracle`` at all (results of a dmk that did not check latency runs) passes.
     """
     failed = []
@@ -311,173 +295,6 @@ def _fmt(value: Any, digits: int = 0) -> str:
     if isinstance(value, bool):
         return "yes" if value else "NO"
     return f"{value:,.{digits}f}"
-
-
-def _raw_sentence(results: dict) -> str:
-    """The raw client rates; a results file from before the fast client knew only kafka-python's."""
-    clients = results.get("raw_clients") or {
-        "kafka-python": {"producer_rps": results["raw_producer_rps"], "consumer_rps": results["raw_consumer_rps"]}
-    }
-    used = results.get("kafka_client", "kafka-python")
-    parsing = results.get("raw_parsing_consumer_rps")  # older files have none
-    return "Raw clients (records/s): " + "; ".join(
-        f"{client}{' (the engines’ client)' if client == used else ''}: producer {_fmt(r['producer_rps'])}, "
-        f"single consumer {_fmt(r['consumer_rps'])}"
-        + (f", single consumer that also parses every value {_fmt(parsing)}" if client == used and parsing else "")
-        for client, r in clients.items()
-    ) + "."
-
-
-def render_markdown(results: dict) -> str:
-    """The results as a Markdown report (what ``latest.md`` holds)."""
-    m = results["machine"]
-    lines = [
-        f"# dmk bench, {results['created']}",
-        "",
-        f"Command: `{results['command']}`  ",
-        f"Machine: {m['cores']} cores ({m['cpu']}), {m['memory_gb']} GB, {m['os']}, Python {m['python']}, {m['java']}, "
-        + ", ".join(f"{k} {v}" for k, v in m["versions"].items()) + "  ",
-        f"Broker: {results['broker']}; Spark master {results['master']}; {results['records']:,} records "
-        f"in {results['partitions']} partitions (clean profile).",
-        "",
-        "## Throughput",
-        "",
-        _raw_sentence(results),
-        "",
-        *_warmup_sentence(results),
-        "| engine | workload | records/s | × raw consumer | × consumer that parses | batches | equals oracle "
-        "| messy profile: records/s (batches) | equals oracle |",
-        "|---|---|---:|---:|---:|---:|---|---:|---|",
-    ]
-    for engine, by_workload in results["engines"].items():
-        for workload, r in by_workload.items():
-            messy = r.get("messy") or {}  # older results files measured the clean profile only
-            messy_cells = (f"{_fmt(messy.get('throughput_rps'))} ({messy['batches']}) | {_fmt(messy['matches_oracle'])}"
-                           if messy else "– | –")
-            lines.append(f"| {engine} | {workload} | {_fmt(r['throughput_rps'])} | {_fmt(r['ratio_to_raw'], 2)} | "
-                         f"{_fmt(r.get('ratio_to_parsing'), 2)} | {r['batches']} | {_fmt(r['matches_oracle'])} | "
-                         f"{messy_cells} |")
-    rate = results.get("latency_rate_rps")
-    load = (
-        f"{rate:,.0f} records/s" if rate
-        else f"{results.get('load_fraction', LATENCY_LOAD):.0%} of each engine's maximum"
-    )
-    lines += ["", f"## Latency at {load} (ms, output row emitted − newest input's Kafka timestamp)",
-              "", "Per setting also: the median processing time of a batch with records and of one without (modern: "
-              "an idle trigger, or a no-data micro-batch where a watermark moved), and the largest scheduling delay "
-              "(legacy batches wait behind earlier ones).", "",
-              "| engine | workload | batch interval or trigger | input records/s | p50 | p95 | p99 | batch ms "
-              "| idle batch ms | max scheduling delay ms |",
-              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for engine, by_workload in results["engines"].items():
-        for workload, r in by_workload.items():
-            for setting, lat in r.get("latency_by_trigger", {}).items():
-                lines.append(f"| {engine} | {workload} | {setting} | {_fmt(lat.get('rate_rps'))} | "
-                             f"{_pct(lat, 'p50')} | {_pct(lat, 'p95')} | {_pct(lat, 'p99')} | "
-                             f"{_fmt(lat.get('batch_ms_median'))} | "
-                             f"{_fmt(lat.get('idle_batch_ms_median'))} | {_fmt(lat.get('scheduling_delay_ms_max'))} |")
-    growth = results.get("state_growth", {})
-    if growth:
-        lines += ["", "## State growth (`running_counts`)", "",
-                  "| engine | keys | batch of | median ms, small state | median ms, large state | ratio |",
-                  "|---|---|---:|---:|---:|---:|"]
-        for engine, g in growth.items():
-            small = statistics.median(g["processing_ms_small"]) if g["processing_ms_small"] else None
-            large = statistics.median(g["processing_ms_large"]) if g["processing_ms_large"] else None
-            lines.append(f"| {engine} | {g['keys_from']:,} → {g['keys_to']:,} | {g['batch_records']:,} | "
-                         f"{_fmt(small)} | {_fmt(large)} | {_fmt(g['ratio'], 2)} |")
-    lines += _fixed_cost_lines(results.get("fixed_cost"))
-    lines += ["", "## Targets", "", "| target | measured | goal | met | missed by |", "|---|---:|---:|---|---:|"]
-    for t in results["targets"]:
-        lines.append(f"| {t['target']} | {_fmt(t['value'], 2)} {t['unit']} | {_fmt(t['goal'], 2)} {t['unit']} | "
-                     f"{_fmt(t['met'])} | {'×' + _fmt(t['missed_by_factor'], 2) if t['missed_by_factor'] else ''} |")
-    if results.get("limits"):
-        lines += ["", "## What limits the figures short of their goals (measured)", "",
-                  *[f"- {limit}" for limit in results["limits"]]]
-    if results.get("baseline"):
-        lines += baseline_table(results)
-    if results.get("notes"):
-        lines += ["", "## Notes", "", *[f"- {note}" for note in results["notes"]]]
-    return "\n".join(lines) + "\n"
-
-
-def _fixed_cost_lines(cost: dict | None) -> list[str]:
-    """The fixed-cost phase's section: each engine's batch on the compare path and where its time goes."""
-    if not cost:
-        return []
-    lines = ["", "## A batch's fixed cost on the compare path (`dmk compare running_counts`)", "",
-             f"{cost['records']:,} messy records (no too-late ones) through `dmk compare` (driver processes, dead "
-             "letters, batch sinks, Spark's event log, the batch caps, the default rate); equals the oracle: "
-             f"{_fmt(cost['equivalent'])}. "
-             "Medians over the batches with records (ms), then Spark jobs and tasks per batch.", "",
-             "| engine | rate (records/s) | batch ms | kept up | p99 after start-up (ms) | warm-up (s) | breakdown |",
-             "|---|---:|---:|---|---:|---:|---|"]
-    for engine, c in cost["engines"].items():
-        parts = "; ".join(f"{phase} {_fmt(value, 1)}" for phase, value in c["breakdown_ms"].items()
-                          if phase != "scheduling delay")
-        lines.append(f"| {engine} | {_fmt(c['rate_rps'])} | {_fmt(c['batch_ms_median'])} | {_fmt(c['kept_up'])} | "
-                     f"{_fmt(c['p99_after_startup_ms'])} | {_fmt(c['warmup_seconds'], 1)} | {parts} |")
-    return lines
-
-
-def _warmup_sentence(results: dict) -> list[str]:
-    runs = results.get("warmup_runs")
-    if runs is None:  # files from before the warm-up runs measured each job's first run
-        return []
-    if runs == 0:
-        return ["Each job's first run in this JVM was measured (no warm-up run): a cold JVM still compiles Spark's "
-                "code (docs/bench.md).", ""]
-    batches = results.get("warmup_run_batches")  # older files: as many batches as the measured run
-    split = f" in {batches} batches" if batches else ""
-    return [f"Each job was measured after {runs} unmeasured run{'s' if runs > 1 else ''} of it{split} in the same "
-            "JVM (the JIT's warm-up, docs/bench.md).", ""]
-
-
-def readme_table(results: dict) -> str:
-    """README's performance table, generated from a results file (between :data:`README_START`/``END``)."""
-    raw, parsing = results["raw_consumer_rps"], results.get("raw_parsing_consumer_rps")
-    lines = [
-        f"From `{results['command']}` on {results['machine']['cores']} cores ({results['created'][:10]}; "
-        f"{results['records']:,} records, {results['partitions']} partitions; raw single "
-        f"{results.get('kafka_client', 'kafka-python')} consumer {_fmt(raw)} records/s"
-        + (f" ({_fmt(parsing)} when it also parses every value)" if parsing else "") + ", producer "
-        f"{_fmt(results['raw_producer_rps'])} records/s; the engines read with "
-        f"{results.get('kafka_client', 'kafka-python')}):",
-        "",
-        f"| engine | workload | records/s | × raw consumer | × consumer that parses | "
-        f"p50 / p99 ms {latency_load(results)} | state growth ratio |",
-        "|---|---|---:|---:|---:|---:|---:|",
-    ]
-    growth = results.get("state_growth", {})
-    for engine, by_workload in results["engines"].items():
-        for workload, r in by_workload.items():
-            lat = r.get("latency_ms") or {}
-            ratio = growth.get(engine, {}).get("ratio") if workload == "running_counts" else None
-            lines.append(f"| {engine} | {workload} | {_fmt(r['throughput_rps'])} | {_fmt(r['ratio_to_raw'], 2)} | "
-                         f"{_fmt(r.get('ratio_to_parsing'), 2)} | {_pct(lat, 'p50')} / {_pct(lat, 'p99')} | "
-                         f"{_fmt(ratio, 2)} |")
-    return "\n".join(lines) + "\n"
-
-
-def update_readme(readme: Path, results: dict) -> None:
-    """Replace the table between README's markers with :func:`readme_table` of ``results``.
-
-    Raises:
-        ConfigError: the file lacks the markers, or a run of ``results`` did not equal the oracle.
-    """
-    failed = unchecked_runs(results, older_ok=True)
-    if failed:
-        msg = (f"results {results.get('created', '')} hold runs whose output differs from the oracle (or was not "
-               f"checked): {', '.join(failed)}; their figures measure a wrong job and are not published. Fix the job "
-               "and run dmk bench again")
-        raise ConfigError(msg)
-    text = readme.read_text(encoding="utf-8")
-    if README_START not in text or README_END not in text:
-        msg = f"{readme} has no {README_START} ... {README_END} block for the performance table; add one"
-        raise ConfigError(msg)
-    head, rest = text.split(README_START, 1)
-    _, tail = rest.split(README_END, 1)
-    readme.write_text(f"{head}{README_START}\n{readme_table(results)}{README_END}{tail}", encoding="utf-8")
 
 
 def bench_figures(results: dict) -> dict[str, tuple[float, int]]:
@@ -546,35 +363,3 @@ def load_baseline(path: Path) -> dict:
         msg = f"{path} is not a dmk bench results file (no engines); give a bench-*.json or latest.json"
         raise ConfigError(msg)
     return _baseline(old, str(path))
-
-
-def baseline_table(results: dict) -> list[str]:
-    """The Markdown section putting ``results`` beside its baseline: every figure both have, ratio, change."""
-    from compare.report import TOLERANCE, change
-
-    base = results["baseline"]
-    lines = ["", f"## Against the baseline ({base['file']}, {base['created']})", "",
-             f"Baseline command: `{base['command']}`. Ratio: this run ÷ baseline; REGRESSION: more than "
-             f"{TOLERANCE:.0%} worse.", "",
-             "| figure | baseline | this run | ratio | change |", "|---|---:|---:|---:|---|"]
-    for name, (value, direction) in bench_figures(results).items():
-        old = base["figures"].get(name)
-        if old is not None:
-            ratio, mark = change(old, value, direction)
-            digits = 2 if max(abs(old), abs(value)) < 10 else 0  # ratios to raw, state growth
-            lines.append(f"| {name} | {_fmt(old, digits)} | {_fmt(value, digits)} | {ratio} | {mark} |")
-    return lines
-
-
-def write_results(out_dir: Path, results: dict) -> Path:
-    """Write ``bench-<time>.json``/``.md`` and ``latest.json``/``latest.md``; returns the timestamped JSON."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stamp = results["created"].replace(":", "").replace("-", "")[:15]
-    text, md = json.dumps(results, indent=2) + "\n", render_markdown(results)
-    path = out_dir / f"bench-{stamp}.json"
-    for target, content in ((path, text), (path.with_suffix(".md"), md),
-                            (out_dir / "latest.json", text), (out_dir / "latest.md", md)):
-        temp = target.with_name(f".{target.name}.tmp")
-        temp.write_text(content, encoding="utf-8")
-        temp.replace(target)
-    return path

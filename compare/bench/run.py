@@ -42,8 +42,8 @@ One run, one broker, one Spark JVM, one machine:
    batch), whether it kept up, and its latency after the start-up.
 
 Results go to ``<out>/bench-<UTC time>.json`` and ``.md``, and to ``latest.json``/``latest.md`` (the schema is
-in docs/bench.md), with the machine description and the exact command. :func:`readme_table` renders README's
-performance table from a results file.
+in docs/bench.md), with the machine description and the exact command. :func:`compare.bench.report.readme_table`
+renders README's performance table from a results file.
 """
 
 from __future__ import annotations
@@ -55,9 +55,9 @@ import re
 import statistics
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -65,21 +65,16 @@ from typing import Any
 
 import pandas as pd
 
+from compare.bench.raw import Progress, _end_offsets, available_clients, consume_all, produce, round_robin_ends
+from compare.bench.report import write_results
 from compare.bench.results import (
-    README_END,
-    README_START,
-    TARGETS,
     backed_percentiles,
     evaluate_targets,
     limits,
     load_baseline,
     machine,
     previous_results,
-    readme_table,
-    render_markdown,
     unchecked_runs,
-    update_readme,
-    write_results,
 )
 from compare.engines import ENGINES, get_engine
 from compare.measure import latency
@@ -88,28 +83,30 @@ from kit.broker import kafka_or_embedded
 from kit.dataset import DatasetSpec, generate
 from kit.engine import DriverConfig, Engine, EngineRun, seconds
 from kit.errors import ConfigError, KitError
-from kit.events import REJECT_REASONS, parse_event
-from kit.kafka import CLIENTS, Kafka, resolve_client
+from kit.events import REJECT_REASONS
+from kit.kafka import Kafka, resolve_client
 from kit.replay import ReplaySettings, replay
 from kit.sink import read_batches
 
 __all__ = [
-    "BenchDiffers",
-    "publish",
-    "README_END",
-    "README_START",
-    "BenchSettings",
-    "ENGINES",
+    "FIXED_COST_RECORDS",
+    "LATENCY_RATE",
     "RESULTS_DIR",
-    "TARGETS",
+    "THROUGHPUT_BATCHES",
+    "WARMUP_BATCHES",
+    "WARMUP_RUNS",
+    "WARMUP_RUN_BATCHES",
     "WORKLOADS",
-    "evaluate_targets",
-    "limits",
-    "readme_table",
-    "render_markdown",
+    "BenchDiffers",
+    "BenchSettings",
+    "closing_seconds",
+    "matches_oracle",
+    "messy_cap",
+    "messy_dataset",
+    "publish",
     "run_bench",
+    "state_values",
     "throughput",
-    "update_readme",
 ]
 
 WORKLOADS = ("running_counts", "ysb")
@@ -151,8 +148,6 @@ STATE_INTERVALS = {"legacy": "5 s", "modern": "1 second"}
 key every batch, so a large state's batches outlast a 1 s interval and would queue behind each other
 (processing time, which is what is measured, does not depend on the interval)."""
 
-
-Progress = Callable[[str, int, int], None]
 
 
 @dataclass(frozen=True)
@@ -292,157 +287,6 @@ def _median(values: pd.Series) -> float | None:
     return None if values.empty else float(values.median())
 
 
-# -- Kafka without an engine ---------------------------------------------------------------------------------
-
-
-def produce(bootstrap_servers: str, topic: str, values: Sequence[bytes], partitions: int,
-            progress: Progress | None = None, first_seq: int = 0, client: str | None = None) -> float:
-    """Send ``values`` to ``topic`` with one producer; returns the seconds until the last acknowledgement.
-
-    Record ``i`` goes to partition ``(first_seq + i) % partitions``. The producer is of ``client`` (default: the
-    kit's, :func:`kit.kafka.resolve_client`).
-
-    Raises:
-        KitError: any record was not acknowledged (the count and the first error).
-    """
-    failed: list[BaseException] = []
-
-    def done(_partition: int, _offset: int, error: BaseException | None) -> None:
-        if error is not None:
-            failed.append(error)
-
-    with Kafka(bootstrap_servers, client=client) as kafka:
-        sender = kafka.sender(acks="all", linger_ms=5, batch_size=1 << 20)
-    try:
-        started = time.perf_counter()
-        for i, value in enumerate(values):
-            sender.send(topic, key=None, value=value, partition=(first_seq + i) % partitions, on_done=done)
-            if progress and i % 50_000 == 0:
-                progress("raw producer", i, len(values))
-        outstanding = sender.flush(120.0)
-        seconds = time.perf_counter() - started
-    finally:
-        sender.close()
-    if failed or outstanding:
-        msg = (
-            f"{len(failed) + outstanding} of {len(values)} records to {topic} were not acknowledged; "
-            f"first: {failed[0] if failed else 'no answer'!r}"
-        )
-        raise KitError(msg)
-    if progress:
-        progress("raw producer", len(values), len(values))
-    return seconds
-
-
-def consume_all(bootstrap_servers: str, topic: str, ends: dict[int, int], progress: Progress | None = None,
-                idle_timeout_s: float = 30.0, client: str = "kafka-python", parse: bool = False) -> float:
-    """Read every record of ``topic`` up to ``ends`` with one bare consumer; returns the seconds.
-
-    The consumer is of ``client``: ``"kafka-python"`` (the default) or ``"confluent"``. With ``parse`` it also
-    decides every value with :func:`kit.events.parse_event` (the oracle's rules, as the engines' parse does),
-    in the same process: the least an engine's job does with a record besides reading it.
-
-    Raises:
-        KitError: the topic holds fewer records than ``ends`` says (nothing more came for ``idle_timeout_s``).
-    """
-    total = sum(ends.values())
-    poll = _confluent_poll if client == "confluent" else _kafka_python_poll
-    name = f"raw {'parsing ' if parse else ''}consumer ({client})"
-    with poll(bootstrap_servers, topic, ends, parse) as next_batch:
-        started = time.perf_counter()
-        seen, idle_since = 0, time.monotonic()
-        while seen < total:
-            got = next_batch()
-            seen += got
-            if got:
-                idle_since = time.monotonic()
-                if progress:
-                    progress(name, seen, total)
-            elif time.monotonic() - idle_since > idle_timeout_s:
-                msg = (
-                    f"the {name} read {seen} of {total} records of {topic} and then nothing "
-                    f"for {idle_timeout_s:g} s"
-                )
-                raise KitError(msg)
-        return time.perf_counter() - started
-
-
-def _parsed(values: Iterable[bytes | None]) -> int:
-    """Decide each value with :func:`parse_event` and count them: valid or dead letter, each was handled."""
-    n = 0
-    for value in values:
-        parse_event(value)
-        n += 1
-    return n
-
-
-@contextmanager
-def _kafka_python_poll(bootstrap_servers: str, topic: str, ends: dict[int, int],
-                       parse: bool) -> Iterator[Callable[[], int]]:
-    from kafka import KafkaConsumer, TopicPartition
-
-    from kit.kafka import process_settings, python_client_config
-
-    # The command's --kafka-config/--kafka-option settings (TLS/SASL), as every other client of the run has them.
-    security = {k: v for k, v in python_client_config(process_settings()).items() if k in KafkaConsumer.DEFAULT_CONFIG}
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, enable_auto_commit=False,
-                             **{"max_partition_fetch_bytes": 8 << 20, "fetch_max_bytes": 64 << 20, **security})
-    try:
-        tps = [TopicPartition(topic, p) for p in sorted(ends)]
-        consumer.assign(tps)
-        for tp in tps:
-            consumer.seek(tp, 0)
-        if parse:
-            yield lambda: _parsed(r.value for records in consumer.poll(timeout_ms=500, max_records=100_000).values()
-                                  for r in records)
-        else:
-            yield lambda: sum(len(records) for records in consumer.poll(timeout_ms=500, max_records=100_000).values())
-    finally:
-        consumer.close()
-
-
-@contextmanager
-def _confluent_poll(bootstrap_servers: str, topic: str, ends: dict[int, int],
-                    parse: bool) -> Iterator[Callable[[], int]]:
-    from confluent_kafka import Consumer, TopicPartition
-
-    from kit._rdkafka import FETCH_SETTINGS, translate
-    from kit.kafka import process_settings
-
-    security, _ = translate(process_settings())
-    # The kit readers' fetch settings: with librdkafka's default fetch.queue.backoff.ms (1 s) this consumer, whose
-    # prefetch queue fills, read 184-191k records/s; with theirs, 535-545k (profile.md §9).
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap_servers, "group.id": "dmk-bench-raw", "enable.auto.commit": False,
-        **FETCH_SETTINGS, **security,
-    })
-    try:
-        consumer.assign([TopicPartition(topic, p, 0) for p in sorted(ends)])
-        # Each message's value is taken, as any real consumer would, so both clients do the same work.
-        if parse:
-            yield lambda: _parsed(m.value() for m in consumer.consume(100_000, timeout=0.5) if m.error() is None)
-        else:
-            yield lambda: sum(
-                1 for m in consumer.consume(100_000, timeout=0.5) if m.error() is None and m.value() is not None
-            )
-    finally:
-        consumer.close()
-
-
-def available_clients() -> list[str]:
-    """The Kafka clients installed here, in :data:`kit.kafka.CLIENTS` order."""
-    found = []
-    for client in CLIENTS:
-        with suppress(ConfigError):
-            found.append(resolve_client(client))
-    return found
-
-
-def _end_offsets(bootstrap_servers: str, topic: str) -> dict[int, int]:
-    with Kafka(bootstrap_servers) as kafka:
-        return {tp.partition: offset for tp, offset in kafka.end_offsets(topic).items()}
-
-
 # -- one engine run ------------------------------------------------------------------------------------------
 
 
@@ -481,11 +325,6 @@ def state_values(keys: int, template: bytes) -> list[bytes]:
     """``keys`` event values that differ only in their key (``s0000000``, ``s0000001``...)."""
     head, tail = re.split(rb'"key":"[^"]*"', template, maxsplit=1)
     return [b'%s"key":"s%07d"%s' % (head, i, tail) for i in range(keys)]
-
-
-def _ends(topic: str, sent: int, partitions: int) -> dict[str, dict[int, int]]:
-    """End offsets after ``sent`` records went round-robin (record ``i`` to ``i % partitions``) to a new topic."""
-    return {topic: {p: (sent - p + partitions - 1) // partitions for p in range(partitions)}}
 
 
 class _Bench:
@@ -558,7 +397,7 @@ class _Bench:
             rates[client] = {"producer_rps": round(n / produce(self.bootstrap, topic, values, self.settings.partitions,
                                                                   self.progress, client=client), 1)}
             if client == self.client:
-                self.ends = _ends(self.topic, n, self.settings.partitions)[self.topic]
+                self.ends = round_robin_ends(self.topic, n, self.settings.partitions)[self.topic]
                 found = _end_offsets(self.bootstrap, self.topic)
                 if found != self.ends:
                     msg = (
@@ -587,7 +426,7 @@ class _Bench:
         rps, batches = throughput(run.spans())
         spec = workloads.get(workload)
         return {"throughput_rps": round(rps, 1), "batches": batches, "batch_cap": cap,
-                "matches_oracle": _matches_oracle(spec, run.rows(), self.frame, self.dataset),
+                "matches_oracle": matches_oracle(spec, run.rows(), self.frame, self.dataset),
                 "messy": self.messy_throughput(engine, workload)}
 
     def messy_throughput(self, engine: str, workload: str) -> dict[str, Any]:
@@ -597,7 +436,8 @@ class _Bench:
             self.messy_topic = self._topic("messy")
             produce(self.bootstrap, self.messy_topic, self.messy_frame["value"].tolist(), self.settings.partitions,
                     self.progress, client=self.client)
-            self.messy_ends = _ends(self.messy_topic, len(self.messy_frame), self.settings.partitions)[self.messy_topic]
+            self.messy_ends = round_robin_ends(self.messy_topic, len(self.messy_frame),
+                                               self.settings.partitions)[self.messy_topic]
         cap = messy_cap(self.messy_dataset)
         with self.engine(engine, workload, self.messy_topic, self.messy_dataset, cap=cap,
                          interval=THROUGHPUT_INTERVALS.get(engine)) as run:
@@ -606,7 +446,7 @@ class _Bench:
         counts = self.messy_dataset.kind_counts()
         return {"throughput_rps": round(rps, 1), "batches": batches, "batch_cap": cap,
                 "malformed_records": sum(counts[r] for r in REJECT_REASONS),
-                "matches_oracle": _matches_oracle(workloads.get(workload), run.rows(), self.messy_frame,
+                "matches_oracle": matches_oracle(workloads.get(workload), run.rows(), self.messy_frame,
                                                   self.messy_dataset)}
 
     def latency(self, engine: str, workload: str, rate: float, interval: str) -> dict[str, Any]:
@@ -633,7 +473,7 @@ class _Bench:
         busy, idle = spans[spans["records"] > 0], spans[spans["records"] == 0]
         return {
             "rate_rps": round(rate, 1), "records": n, "rows_measured": int(len(measured)),
-            **backed_percentiles(measured), "matches_oracle": _matches_oracle(workloads.get(workload), rows, frame,
+            **backed_percentiles(measured), "matches_oracle": matches_oracle(workloads.get(workload), rows, frame,
                                                                               dataset),
             # What limits the latency: how long a batch takes, with and without records (modern: an idle trigger,
             # which runs no micro-batch unless a watermark moved).
@@ -649,7 +489,7 @@ class _Bench:
         Per engine: the median processing time of a batch with records, the run's breakdown of it (medians per
         phase, Spark jobs and tasks), whether it kept up, its latency p99 after the start-up, and its warm-up.
         """
-        from compare.harness import dataset_spec
+        from compare.inputs import dataset_spec
         from compare.run import run_compare
         from compare.settings import CompareSettings
 
@@ -696,7 +536,7 @@ class _Bench:
                 produce(self.bootstrap, topic, batch, partitions, first_seq=sent)
                 sent += len(batch)
                 if not by_clock:  # a trigger reads whatever has arrived: a sample must not meet the next put
-                    run.wait(_ends(topic, sent, partitions), self.settings.timeout_s)
+                    run.wait(round_robin_ends(topic, sent, partitions), self.settings.timeout_s)
 
             put(values[:STATE_FROM_KEYS])
             for _ in range(STATE_SAMPLES):
@@ -704,7 +544,7 @@ class _Bench:
             put(values[STATE_FROM_KEYS:keys])
             for _ in range(STATE_SAMPLES):
                 put(values[:STATE_BATCH], aligned=True)
-            run.wait(_ends(topic, sent, partitions), self.settings.timeout_s, extra_batches=0)
+            run.wait(round_robin_ends(topic, sent, partitions), self.settings.timeout_s, extra_batches=0)
         spans = run.spans().sort_values("batch_ms", kind="stable")
         # A sample is a batch of exactly STATE_BATCH records among the records sent in its phase.
         through = spans["records"].cumsum()
@@ -771,17 +611,18 @@ def messy_dataset(records: int) -> DatasetSpec:
 def messy_cap(dataset: DatasetSpec) -> int:
     """Records per batch of a messy throughput run: modern's batch cap for ``dataset``.
 
-    That is :func:`compare.harness.batch_caps`: no batch spans more than half the lateness margin of event time, so
+    That is :func:`compare.inputs.batch_caps`: no batch spans more than half the lateness margin of event time, so
     every engine judges late records as the oracle does.
     """
-    from compare.harness import batch_caps
+    from compare.inputs import batch_caps
 
     return batch_caps(dataset, 1)[1]
 
 
-def _matches_oracle(
+def matches_oracle(
     spec: workloads.WorkloadSpec, rows: pd.DataFrame, frame: pd.DataFrame, dataset: DatasetSpec,
 ) -> bool:
+    """Whether ``rows``, a run's output of ``spec`` over ``frame``, equal the oracle's final result."""
     from compare.diff import diff_outputs
 
     expected = spec.oracle(frame, dataset).rows
@@ -869,7 +710,7 @@ def run_bench(
 
 
 def publish(out_dir: Path, results: dict) -> Path:
-    """Write the results (:func:`compare.bench_results.write_results`) if every run's output equals the oracle.
+    """Write the results (:func:`compare.bench.report.write_results`) if every run's output equals the oracle.
 
     Raises:
         BenchDiffers: a throughput or latency run's output differed from the oracle (or was not checked). Nothing

@@ -4,4 +4,5 @@ import sys
 
 from compare.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # imported (a doctest or module sweep), it runs nothing
+    sys.exit(main())

@@ -162,7 +162,7 @@ def check_args(args: argparse.Namespace, argv: Sequence[str]) -> None:
     Raises:
         ConfigError: the first problem found, naming the option and the fix.
     """
-    from compare.cli import BOOTSTRAP_ENV
+    from compare.cli.common import BOOTSTRAP_ENV
     from kit.broker import parse_bootstrap_servers
     from kit.kafka import resolve_client
     from kit.spark import MASTER_ENV

@@ -1,0 +1,179 @@
+"""``dmk checkpoint inspect`` and ``dmk cutover``: what a checkpoint holds, and where a legacy job left off."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from compare.cli.common import BOOTSTRAP_ENV, _add_kafka_security, err_console
+
+if TYPE_CHECKING:
+    from compare.cli.common import Commands
+    from legacy.inspect import LegacyCheckpoint
+    from modern.inspect import ModernCheckpoint
+
+__all__ = ["add_checkpoint", "add_cutover"]
+
+
+def _is_legacy_checkpoint(directory: Path) -> bool:
+    from legacy._checkpoint import checkpoint_files
+
+    return bool(checkpoint_files(directory))
+
+
+def cmd_checkpoint_inspect(args: argparse.Namespace) -> int:
+    import re
+
+    from kit.errors import ConfigError
+    from kit.spark import spark_context, spark_session
+
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]+://", args.directory):
+        # A URI (hdfs://, s3a://...): Spark's file system reads it; only legacy checkpoints are read that way.
+        from legacy.inspect import inspect_legacy_checkpoint
+
+        checkpoint = inspect_legacy_checkpoint(args.directory, spark_context("dmk-checkpoint-inspect", args.master))
+        print(json.dumps(checkpoint.to_json(), indent=2) if args.json else checkpoint.describe())
+        return 0
+    directory = Path(args.directory)
+    if not directory.is_dir():
+        msg = (
+            f"{directory} is not a directory; give a legacy checkpoint directory (checkpoint-<time> "
+            "files) or a Structured Streaming checkpoint location"
+        )
+        raise ConfigError(msg, field="directory", expected="a directory", actual=str(directory))
+    found: list[LegacyCheckpoint | ModernCheckpoint]
+    if _is_legacy_checkpoint(directory):
+        from legacy.inspect import inspect_legacy_checkpoint
+
+        sc = spark_context("dmk-checkpoint-inspect", args.master) if args.master else None
+        found = [inspect_legacy_checkpoint(str(directory), sc)]
+    else:
+        from modern.inspect import inspect_modern_checkpoint, list_query_checkpoints
+
+        queries = list_query_checkpoints(directory)
+        from kit.layout import is_query_checkpoint
+
+        is_query = is_query_checkpoint(directory)
+        if not is_query and not queries:
+            entries = sorted(p.name for p in directory.iterdir())[:8]
+            msg = (
+                f"{directory} is neither a DStream checkpoint (checkpoint-<time> files) nor a Structured Streaming "
+                f"checkpoint location (metadata, offsets/, commits/); it holds {entries or 'nothing'}. Pass the "
+                "directory given to ssc.checkpoint() / getOrCreate, or a query's checkpointLocation."
+            )
+            raise ConfigError(msg, field="directory", expected="a checkpoint directory", actual=entries)
+        targets = [directory] if is_query or not queries else queries
+        spark = spark_session("dmk-checkpoint-inspect", args.master) if args.master and args.row_counts else None
+        found = [inspect_modern_checkpoint(str(t), spark, row_counts=args.row_counts) for t in targets]
+    if args.json:
+        payload = [c.to_json() for c in found]
+        print(json.dumps(payload[0] if len(payload) == 1 else payload, indent=2))
+    else:
+        print("\n\n".join(c.describe() for c in found))
+    return 0
+
+
+def cmd_cutover(args: argparse.Namespace) -> int:
+    from compare.cutover import (
+        PositionSource,
+        carried_spec,
+        plan_cutover,
+        read_position,
+        seed_state,
+        write_options,
+    )
+    from kit.errors import ConfigError
+
+    if args.seed_state and not args.workload:
+        msg = "--seed-state needs --workload: the legacy job whose totals seed the modern query"
+        raise ConfigError(msg, field="workload", expected="a workload name or package.module:SPEC", actual=None)
+    if args.seed_state:
+        carried_spec(args.workload)  # refuse before --discard-beyond deletes anything
+    source = PositionSource(args.source, args.where, consumer=args.consumer, topics=tuple(args.topic or ()),
+                            bootstrap_servers=args.bootstrap_servers)
+    if args.source == "checkpoint" and args.master:
+        from kit.spark import spark_context
+
+        spark_context("dmk-cutover", args.master)  # the checkpoint is read with Spark's classes
+    position = read_position(source, allow_pending=args.allow_pending)
+    plan = plan_cutover(position, legacy_output=args.legacy_output, discard_beyond=args.discard_beyond)
+    seeded = seed_state(plan, args.workload, args.seed_state) if args.seed_state else None
+    if args.write_options:
+        write_options(plan, args.write_options)
+    if args.json:
+        payload = plan.to_json()
+        if seeded is not None:
+            payload["seed_state"] = {"path": args.seed_state, "keys": seeded}
+        print(json.dumps(payload, indent=2))
+        return 0
+    print(plan.starting_offsets_json())
+    err_console.print(f"position read from the {source.describe()}", highlight=False)
+    if plan.last_batch_ms is not None:
+        err_console.print(f"last legacy batch within it: {plan.last_batch_ms}", highlight=False)
+    if plan.discarded:
+        err_console.print(f"discarded {len(plan.discarded)} legacy output file(s) of batches beyond it: "
+                          f"{', '.join(map(str, plan.beyond))}", highlight=False)
+    if seeded is not None:
+        err_console.print(f"initial state ({seeded} keys) written to {args.seed_state}", highlight=False)
+    if args.write_options:
+        err_console.print(f"startingOffsets written into {args.write_options}", highlight=False)
+    for note in plan.notes:
+        err_console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
+    return 0
+
+
+def add_checkpoint(commands: Commands) -> None:
+    """Add ``dmk checkpoint``'s parser to ``commands``."""
+    ckpt = commands.add_parser("checkpoint", help="inspect a legacy or modern checkpoint")
+    ckpt_commands = ckpt.add_subparsers(dest="checkpoint_command", required=True, metavar="SUBCOMMAND")
+    insp = ckpt_commands.add_parser(
+        "inspect", help="what a checkpoint holds: batches, offsets, state (docs/cutover.md)",
+        description="Describe a DStream checkpoint directory (read with Spark's own Checkpoint reader: batch "
+        "duration, pending batches, the DStream graph, the kit's direct streams' offset ranges per batch) or a "
+        "Structured Streaming checkpoint location (offsets and commits logs, watermark, state operators and "
+        "their row counts). A directory of several query checkpoints is described query by query.",
+    )
+    insp.add_argument("directory", metavar="DIR")
+    insp.add_argument("--json", action="store_true", help="machine-readable output")
+    insp.add_argument("--master", help="Spark master to read with (default $DMK_SPARK_MASTER or local[2])")
+    insp.add_argument("--no-row-counts", dest="row_counts", action="store_false",
+                      help="modern: skip the state row counts (they start a local Spark session)")
+    insp.set_defaults(func=cmd_checkpoint_inspect)
+
+
+def add_cutover(commands: Commands) -> None:
+    """Add ``dmk cutover``'s parser to ``commands``."""
+    cut = commands.add_parser(
+        "cutover", help="startingOffsets (and state) that continue a stopped legacy job in a modern query",
+        description="Read where a stopped legacy (DStream) job left off and print the startingOffsets JSON that "
+        "makes a Structured Streaming query start exactly there. Refuses, saying why and how to resolve it, when "
+        "the position is ambiguous (pending batches holding records; outputs beyond the position). "
+        "See docs/cutover.md.",
+    )
+    cut.add_argument("source", choices=["checkpoint", "kafka", "zookeeper", "sqlite", "postgresql"],
+                     help="where the legacy job kept its offsets")
+    cut.add_argument("where", metavar="WHERE", help="the checkpoint directory, consumer group, ZooKeeper hosts, "
+                     "SQLite file or PostgreSQL DSN")
+    cut.add_argument("--consumer", help="the job's name in a ZooKeeper or SQL store")
+    cut.add_argument("--topic", action="append", help="a topic of the legacy job (stores; repeat for several)")
+    cut.add_argument("--legacy-output", metavar="DIR", help="the legacy job's output root in the kit's layout: "
+                     "checked against the position (and exported from a SQL store)")
+    cut.add_argument("--discard-beyond", action="store_true",
+                     help="delete legacy outputs of batches beyond the position (the modern query redoes them)")
+    cut.add_argument("--allow-pending", action="store_true",
+                     help="checkpoint: start at the earliest pending batch that holds records")
+    cut.add_argument("--write-options", metavar="FILE", help="merge startingOffsets into this JSON file of "
+                     "Kafka source options")
+    cut.add_argument("--seed-state", metavar="FILE", help="write the legacy job's last totals (Parquet) for the "
+                     "modern query to continue (workloads whose state is totals)")
+    cut.add_argument("--workload", help="the workload of --seed-state (name or package.module:SPEC)")
+    cut.add_argument("--json", action="store_true", help="print the whole plan as JSON")
+    cut.add_argument("--master",
+                     help="checkpoint: Spark master to read it with (default $DMK_SPARK_MASTER or local[2])")
+    cut.add_argument("--bootstrap-servers", default=os.environ.get(BOOTSTRAP_ENV), metavar="HOST:PORT",
+                     help=f"Kafka holding the topics (env {BOOTSTRAP_ENV}); needed for every source but checkpoint")
+    _add_kafka_security(cut)
+    cut.set_defaults(func=cmd_cutover)
