@@ -153,9 +153,9 @@ def main() -> None:
                 finally:
                     run.stop()
             seconds = time.monotonic() - started
-            spans = engine.batch_spans(out, job)
+            spans = engine.record(out).batch_spans(job)
             busy = spans[spans["records"] > 0].iloc[STARTUP_BATCHES:]
-            phases = engine.batch_phases(out, job)
+            phases = engine.record(out).batch_phases(job)
             result = {
                 "engine": args.engine, "profile": args.profile, "event_log": args.event_log, "conf": args.conf,
                 "batches": int(len(busy)), "records_median": float(busy["records"].median()),

@@ -54,7 +54,7 @@ def idle_batches(spark: object, bootstrap: str, workload: str, partitions: int, 
         run = legacy.start(spark, config)
         time.sleep(seconds)
         run.stop()
-        batches = legacy.batch_spans(out, workload)
+        batches = legacy.record(out).batch_spans(workload)
     stages = [s for s in _get(f"{api}/stages") if s["stageId"] not in before and s["status"] == "COMPLETE"]
     steady = batches["processing_ms"].iloc[3:].tolist()
     return {

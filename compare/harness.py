@@ -22,11 +22,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from compare.engines import get_engine
+from compare.engines import ENGINES, get_engine
 from compare.measure import dead_letters
 from kit import workloads
 from kit.dataset import DatasetSpec
-from kit.engine import DriverConfig
+from kit.engine import DriverConfig, KitEngine
 from kit.kafka import Kafka
 from kit.replay import ReplayResult, ReplaySettings, replay
 from kit.sink import read_batches
@@ -37,27 +37,34 @@ REPLAY_RATE_RPS = 1_000
 PARTITIONS = 4
 
 
-def batch_caps(dataset: DatasetSpec, partitions: int, batch_seconds: float = 1.0) -> tuple[int, int]:
-    """``(legacy maxRatePerPartition, modern maxOffsetsPerTrigger)`` keeping batches short in event time.
-
-    Every batch stays within half the dataset's lateness margin of event time.
+def batch_records(dataset: DatasetSpec) -> float:
+    """Records per batch keeping every batch within half the dataset's lateness margin of event time.
 
     Spark judges a batch's late rows by the watermark of two batches back. A batch longer in event time than
     the margin around the allowed lateness can therefore admit a too-late record (or drop an on-time one),
     and an engine working off a backlog takes one huge batch unless it is capped. Half the margin leaves room
-    for the batch before it. Modern gets 80 % of that: ``maxOffsetsPerTrigger`` is split over partitions by
-    lag, so a batch can reach further in event time on some partitions than on others.
+    for the batch before it. Each engine takes its :attr:`~kit.engine.KitEngine.cap_share` of it
+    (:func:`capped`), since a cap split over partitions by lag lets a batch reach further on some partitions.
+
+    Example:
+        >>> batch_records(dataset_spec("messy"))  # TEST_DATASET: 2 s of event time at 500 events/s
+        1000.0
     """
-    per_batch = dataset.events_per_second * dataset.lateness_margin_ms / 2_000
-    legacy = max(1, int(per_batch / partitions / batch_seconds))
-    modern = max(1, int(per_batch * 0.8))
-    return legacy, modern
+    return dataset.events_per_second * dataset.lateness_margin_ms / 2_000
 
 
-# For TEST_DATASET: 250 records/s per partition (1000 records per 1 s batch, 2 s of event time) and 800.
-LEGACY_MAX_RATE_PER_PARTITION, MAX_OFFSETS_PER_TRIGGER = batch_caps(
-    DatasetSpec.from_profile("messy", **TEST_DATASET), PARTITIONS
-)
+def capped(engine: KitEngine, config: DriverConfig, dataset: DatasetSpec) -> DriverConfig:
+    """``config`` with ``engine``'s batch cap keeping its batches short in event time (:func:`batch_records`).
+
+    For :data:`TEST_DATASET` on 4 partitions: legacy 250 records/s per partition (1000 records per 1 s batch,
+    2 s of event time), modern 800 records per trigger. Set the batch interval first.
+    """
+    return engine.capped(config, batch_records(dataset) * engine.cap_share)
+
+
+def common_cap(dataset: DatasetSpec) -> int:
+    """Records per batch that keep every engine's batches short in event time (the smallest engine share)."""
+    return max(1, int(batch_records(dataset) * min(get_engine(name).cap_share for name in ENGINES)))
 
 
 def dataset_spec(profile: str, **overrides: object) -> DatasetSpec:
@@ -66,7 +73,7 @@ def dataset_spec(profile: str, **overrides: object) -> DatasetSpec:
 
 
 @dataclass
-class EngineRun:
+class EngineOutputs:
     """What one engine produced for every job of a run (outputs as :func:`kit.sink.read_batches` frames)."""
 
     engine: str
@@ -126,7 +133,7 @@ def run_engine(
     timeout_s: float = 600,
     partitions: int = PARTITIONS,
     kafka_security: Mapping[str, str] | None = None,
-) -> EngineRun:
+) -> EngineOutputs:
     """Replay ``frame`` (routed to each job's inputs) while ``engine`` runs ``jobs``; wait for all output.
 
     ``jobs`` are ``(workload, variant)`` pairs as :func:`kit.workloads.resolve` takes them: a workload name or
@@ -152,18 +159,16 @@ def run_engine(
     settings = ReplaySettings(
         topic=topics[inputs[0]], partitions=partitions, rate_rps=REPLAY_RATE_RPS * copies, partition_by="seq"
     )
-    legacy_cap, modern_cap = batch_caps(spec, partitions)
     chosen = get_engine(engine)
-    config = DriverConfig(
+    config = capped(chosen, DriverConfig(
         engine=engine, bootstrap_servers=bootstrap_servers, topics=topics, out_dir=str(out_dir),
         checkpoint_dir=str(checkpoint), dataset=spec, jobs=jobs, timeout_s=timeout_s, partitions=partitions,
-        max_rate_per_partition=legacy_cap, source_options={"maxOffsetsPerTrigger": modern_cap},
         kafka_security=dict(kafka_security or {}),
-    )
+    ), spec)
     run = chosen.start(spark, config)
     try:
         result = replay(routed, bootstrap_servers, settings)
         run.await_offsets(result.topic_end_offsets, timeout_s=timeout_s)
     finally:
         run.stop()
-    return EngineRun(engine, out_dir, result, jobs)
+    return EngineOutputs(engine, out_dir, result, jobs)

@@ -45,13 +45,13 @@ from compare.driver import (
     write_json,
 )
 from compare.errors import EngineFailed
-from compare.harness import batch_caps
+from compare.harness import capped, common_cap
 from compare.measure import event_log_conf
-from compare.settings import LEGACY_MODES, CompareSettings
+from compare.settings import CompareSettings
 from kit import workloads
 from kit.broker import KafkaEndpoint
 from kit.dataset import DatasetSpec
-from kit.engine import DriverConfig, Engine, redacted_dsn
+from kit.engine import DriverConfig, KitEngine, redacted_dsn
 from kit.errors import RunTimeout
 from kit.kafka import Kafka
 from kit.replay import ReplayResult, ReplaySettings, replay
@@ -68,9 +68,10 @@ connect back, which an overloaded machine can miss. A driver failing with one of
 checkpoint (at most :data:`MAX_RECOVERIES` times; counted in ``restarts``)."""
 MAX_RECOVERIES = 2
 WARMUP_BATCHES = 3
-"""Batches' worth of the dataset's first records (at the modern batch cap) a driver runs its jobs over before a
-paced replay starts (:mod:`compare.driver`): a cold driver's first batches are many times slower than the later
-ones, and a replay that started with them piled up a backlog the engine then worked off for most of the run."""
+"""Batches' worth of the dataset's first records (:func:`compare.harness.common_cap` each) a driver runs its jobs
+over before a paced replay starts (:mod:`compare.driver`): a cold driver's first batches are many times slower than
+the later ones, and a replay that started with them piled up a backlog the engine then worked off for most of the
+run."""
 
 PROGRESS_POLL_S = 1.0
 """How often the harness reads the driver's batch log for the progress line while it waits for the drain. Every
@@ -244,7 +245,7 @@ def _fault_plan(settings: CompareSettings, engine: str, expected_s: float) -> li
 
 
 def driver_config(
-    engine: Engine, settings: CompareSettings, topics: dict[str, str], dataset: DatasetSpec, jobs: list[list[str]],
+    engine: KitEngine, settings: CompareSettings, topics: dict[str, str], dataset: DatasetSpec, jobs: list[list[str]],
     bootstrap_servers: str, run_id: str, replay_s: float,
 ) -> DriverConfig:
     """The config of ``engine``'s driver in a compare run.
@@ -252,8 +253,6 @@ def driver_config(
     ``replay_s``: how long the replay lasts once the driver is ready (the driver waits that long, plus the
     timeout, for the drain).
     """
-    legacy_cap, modern_cap = batch_caps(dataset, settings.partitions, settings.batch_seconds)
-    stream, offsets, wal = LEGACY_MODES[settings.legacy_mode]
     # Under a shared root, each run gets its own directory: a later run must not resume this one's state.
     checkpoint = (f"{settings.checkpoint_dir.rstrip('/')}/{run_id}/{engine.name}-checkpoint" if settings.checkpoint_dir
                   else str(settings.out_dir / f"{engine.name}-checkpoint"))
@@ -263,19 +262,20 @@ def driver_config(
         jobs=tuple((workload, variant) for workload, variant in jobs),
         app_name=f"dmk-compare-{engine.name}-{workloads.get(settings.workload).name}", master=settings.master,
         timeout_s=settings.timeout_s, drain_timeout_s=settings.timeout_s + replay_s, partitions=settings.partitions,
-        batch_seconds=settings.batch_seconds, max_rate_per_partition=legacy_cap, stream=stream, offsets=offsets,
-        write_ahead_log=wal, offset_store=redacted_dsn(settings.offset_store) if settings.offset_store else None,
-        job_name=f"dmk-compare-{run_id}", trigger=settings.trigger,
-        source_options={"maxOffsetsPerTrigger": modern_cap}, connect=settings.connect, sys_path=(os.getcwd(),),
+        batch_seconds=settings.batch_seconds,
+        offset_store=redacted_dsn(settings.offset_store) if settings.offset_store else None,
+        job_name=f"dmk-compare-{run_id}", trigger=settings.trigger, connect=settings.connect, sys_path=(os.getcwd(),),
         spark_conf={**SHORT_RUN_CONF, **event_log_conf(settings.out_dir / engine.name)},
         kafka_security=dict(settings.kafka_security),
     )
+    # The engine's own mode (--legacy-mode: the stream, where offsets live, the write-ahead log), if it has modes.
+    config = capped(engine, replace(config, **engine.modes.get(settings.legacy_mode, {})), dataset)
     # The job code's fingerprint for checkpoint recovery: the whole config, so a changed run never resumes.
     return replace(config, fingerprint=hashlib.sha256(config.to_json().encode()).hexdigest()[:16])
 
 
 def run_engine_process(
-    engine: Engine,
+    engine: KitEngine,
     settings: CompareSettings,
     routed: pd.DataFrame,
     dataset: DatasetSpec,
@@ -338,7 +338,8 @@ def run_engine_process(
             outcome.replay = _replay_with_faults(engine.name, settings, driver, kafka, replay_with_progress,
                                                  replay_s, outcome)
         write_json(out / CONTROL / DRAIN, {"end_offsets": outcome.replay.topic_end_offsets})
-        processed = _every(PROGRESS_POLL_S, lambda: progress(engine.name, engine.processed_records(out), total))
+        record = engine.record(out)
+        processed = _every(PROGRESS_POLL_S, lambda: progress(engine.name, record.processed_records(), total))
         done = driver.wait_for(DONE, settings.timeout_s, on_poll=processed)
         outcome.done_ms = done["done_ms"]
         progress(engine.name, total, total)
@@ -372,7 +373,7 @@ def _fill_warmup(
     ``routed`` holds input names in its ``topic`` column. The topics and their end offsets go to
     ``control/warmup.json`` for the driver (:mod:`compare.driver`).
     """
-    per_batch = int(config.source_options.get("maxOffsetsPerTrigger") or 1_000)
+    per_batch = common_cap(config.require_dataset())
     head = routed.head(min(len(routed), WARMUP_BATCHES * per_batch))
     topics = {name: f"dmk-{run_id}-{engine}-warmup-{name}" for name in config.topics}
     with Kafka(bootstrap_servers) as client:

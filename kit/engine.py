@@ -1,5 +1,9 @@
 """The engine interface: how ``compare`` starts an engine's jobs, waits for them and reads what they did.
 
+Two roles: :meth:`Engine.start` returns a :class:`RunHandle` (wait for the jobs, stop them);
+:meth:`Engine.record` gives a :class:`RunRecord`, which reads back what a run produced from its output directory
+(its batches, the offset ranges they processed, the records dropped as too late).
+
 An engine is one way of running streaming jobs: the DStream driver (:mod:`legacy.engine`), the Structured
 Streaming driver (:mod:`modern.engine`), and later a team's own job scripts. Each implements
 :class:`Engine`; ``compare`` takes one from its registry by name (:mod:`compare.engines`) and never asks
@@ -18,7 +22,7 @@ Example::
         run.await_offsets({"t": {0: 2500, 1: 2500}}, timeout_s=120)
     finally:
         run.stop()
-    engine.batch_spans(config.out_dir, "running_counts")
+    engine.record(config.out_dir).batch_spans("running_counts")
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -37,16 +41,16 @@ from kit.dataset import DatasetSpec
 from kit.errors import ConfigError
 
 __all__ = [
-    "BATCH_PHASE_COLUMNS", "BATCH_SPAN_COLUMNS", "DriverConfig", "Engine", "EngineRun", "ProcessedRange",
-    "redacted_dsn", "seconds", "written_lines",
+    "BATCH_PHASE_COLUMNS", "BATCH_SPAN_COLUMNS", "BenchProfile", "CheckpointReport", "DriverConfig", "Engine",
+    "Handover", "KitEngine", "ProcessedRange", "RunHandle", "RunRecord", "redacted_dsn", "seconds", "written_lines",
 ]
 
 ProcessedRange = tuple[str, int, int, int]
 """``(topic, partition, from_offset, until_offset)`` of the records one completed batch processed."""
 BATCH_SPAN_COLUMNS = ("batch_ms", "started_ms", "ended_ms", "records", "processing_ms", "scheduling_ms")
-"""The columns of :meth:`Engine.batch_spans`."""
+"""The columns of :meth:`RunRecord.batch_spans`."""
 BATCH_PHASE_COLUMNS = ("batch", "records")
-"""The first columns of :meth:`Engine.batch_phases`; the phases (ms) follow."""
+"""The first columns of :meth:`RunRecord.batch_phases`; the phases (ms) follow."""
 
 Jobs = tuple[tuple[Any, Any], ...]
 """``(workload, variant)`` pairs as :func:`kit.workloads.resolve` takes them: names (or
@@ -226,8 +230,11 @@ class DriverConfig:
         return cls.from_json(text)
 
 
-class EngineRun(Protocol):
-    """An engine's jobs, started: wait for them, then stop them."""
+class RunHandle(Protocol):
+    """An engine's jobs, started (what :meth:`Engine.start` returns): wait for them, then stop them.
+
+    What the run produced is read back by a :class:`RunRecord`, also after the handle is gone (another process).
+    """
 
     def await_offsets(
         self, end_offsets: Mapping[str, Mapping[int, int]], *, timeout_s: float, extra_batches: int = 2
@@ -250,6 +257,8 @@ class EngineRun(Protocol):
 class Engine(Protocol):
     """One way of running streaming jobs, as ``compare`` drives and measures it.
 
+    The kit's engines are :class:`KitEngine`; a team's job scripts are one too (:class:`compare.jobs.ScriptEngine`).
+
     Attributes:
         name: the registry name, also the name of the run's outputs in reports.
         batches_by_clock: batches are cut by the clock whatever the processing (a DStream batch interval), so
@@ -259,17 +268,10 @@ class Engine(Protocol):
     name: str
     batches_by_clock: bool
 
-    def resolve(self, workload: Any, variant: Any = "default") -> Any:
-        """The :class:`~kit.workloads.Job` running ``variant`` of ``workload`` on this engine.
-
-        Raises:
-            ConfigError: unknown workload or variant, or a reference that cannot be imported.
-        """
-
     def session(self, config: DriverConfig) -> Any:
         """The Spark session (or context) a driver process runs ``config`` in; the caller stops it."""
 
-    def start(self, spark: Any, config: DriverConfig, *, recover: bool = False) -> EngineRun:
+    def start(self, spark: Any, config: DriverConfig, *, recover: bool = False) -> RunHandle:
         """Start ``config``'s jobs in ``spark``; ``recover``: continue from the checkpoint (a restarted driver).
 
         Raises:
@@ -282,23 +284,33 @@ class Engine(Protocol):
         A verdict then holds them to it: nothing lost, nothing repeated.
         """
 
-    def paced(self, config: DriverConfig, interval: str) -> DriverConfig:
-        """``config`` with its batch interval (or trigger) set to ``interval`` (``"0.5 s"``, ``"1 second"``)."""
-
     def interval_s(self, config: DriverConfig) -> float:
         """``config``'s batch interval or trigger in seconds (0: each batch starts when the last one ends)."""
 
-    def batch_spans(
-        self, out_dir: str | Path, job: str | None = None, checkpoint_dir: Path | None = None
-    ) -> pd.DataFrame:
-        """One row per completed batch of ``job`` (default: the run's first job), columns :data:`BATCH_SPAN_COLUMNS`.
+    def record(self, out_dir: str | Path, checkpoint_dir: Path | None = None) -> RunRecord:
+        """What the run writing to ``out_dir`` produced, read back (:class:`RunRecord`).
 
-        ``scheduling_ms`` is the wait behind earlier batches. ``checkpoint_dir`` (the run's local checkpoint
-        directory, if any) lets an engine add the batches its reports missed, such as the last one of a killed
-        driver.
+        ``checkpoint_dir``: the run's checkpoint directory when it is local (a URI's files are for Spark to read);
+        an engine may read there what its reports missed.
         """
 
-    def batch_phases(self, out_dir: str | Path, job: str | None = None) -> pd.DataFrame:
+
+@runtime_checkable
+class RunRecord(Protocol):
+    """What a run of an engine produced, read back from its output directory (:meth:`Engine.record`).
+
+    It reads files only, so it works while the run goes on (progress bars), after it ended, and in another
+    process than the one that ran it (``dmk compare``'s harness reads its driver processes' runs).
+    """
+
+    def batch_spans(self, job: str | None = None) -> pd.DataFrame:
+        """One row per completed batch of ``job`` (default: the run's first job), columns :data:`BATCH_SPAN_COLUMNS`.
+
+        ``scheduling_ms`` is the wait behind earlier batches. With the run's checkpoint directory an engine can
+        add the batches its reports missed, such as the last one of a killed driver.
+        """
+
+    def batch_phases(self, job: str | None = None) -> pd.DataFrame:
         """Where each completed batch's time went, as the engine's Spark reports it.
 
         Columns :data:`BATCH_PHASE_COLUMNS` (``batch``: the key :meth:`batch_of` gives the batch's Spark jobs),
@@ -311,17 +323,157 @@ class Engine(Protocol):
         None: the job ran for no batch (or the engine cannot tell).
         """
 
-    def processed_records(self, out_dir: str | Path) -> int:
+    def processed_records(self) -> int:
         """Input records the run's jobs have processed so far (read while the run goes on)."""
 
-    def processed_ranges(self, out_dir: str | Path, job: str, checkpoint_dir: Path | None) -> list[ProcessedRange]:
-        """The ranges of every completed batch of ``job`` (a batch re-run after a restart counts once).
+    def processed_ranges(self, job: str) -> list[ProcessedRange]:
+        """The ranges of every completed batch of ``job`` (a batch re-run after a restart counts once)."""
 
-        ``checkpoint_dir``: the run's local checkpoint, when it has one.
+    def late_dropped(self, job: str) -> int:
+        """Records ``job`` dropped as later than its watermark allows."""
+
+
+@dataclass(frozen=True)
+class BenchProfile:
+    """How ``dmk bench`` runs and judges one engine (:attr:`KitEngine.bench`): its settings, goals and limits.
+
+    The limits are what was measured to limit the engine (benchmarks/results/profile.md), shown beside its
+    figures when they miss a goal.
+
+    Attributes:
+        latency_intervals: the batch intervals or triggers of the latency runs (:meth:`KitEngine.paced`); the
+            first is the engine's default, the only one of ``--quick``.
+        latency_setting: that default in words (``"1 s batches"``).
+        latency_goal_ms: the p99 goal (ms) at the default setting.
+        state_interval: the interval or trigger of the state-growth runs.
+        idle_what: what the engine runs without input (``"idle batch"``).
+        idle_goal_ms: the goal (ms) for its median on running_counts at the default setting.
+        idle_limit: what an idle batch or trigger does.
+        throughput_limit: what limits the engine's throughput.
+        latency_limit: what limits its latency: a template of the latency run's figures (``{setting}``,
+            ``{batch_ms_median}``, ``{rate_rps}``...).
+        state_growth_limit: why its state growth ratio is what it is.
+        throughput_interval: the interval of the throughput runs. Default: none, the engine's default.
+        state_growth_targeted: the state growth goal applies to it. Default False.
+    """
+
+    latency_intervals: tuple[str, ...]
+    latency_setting: str
+    latency_goal_ms: float
+    state_interval: str
+    idle_what: str
+    idle_goal_ms: float
+    idle_limit: str
+    throughput_limit: str
+    latency_limit: str
+    state_growth_limit: str
+    throughput_interval: str | None = None
+    state_growth_targeted: bool = False
+
+
+class CheckpointReport(Protocol):
+    """What an engine's checkpoint holds, as :meth:`KitEngine.inspect_checkpoint` read it."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as JSON-able data (``dmk checkpoint inspect --json``)."""
+
+    def describe(self) -> str:
+        """The report as text for people."""
+
+
+class Handover(Protocol):
+    """Where a stopped job of the engine a migration leaves off left off (``dmk cutover``), and what it wrote.
+
+    Attributes:
+        sources: where such a job can have kept its position (``"checkpoint"``, stores by name).
+        transactional: the stores that commit a batch's offsets in one transaction with its outputs.
+    """
+
+    sources: tuple[str, ...]
+    transactional: tuple[str, ...]
+
+    def checkpoint_position(self, checkpoint: str) -> tuple[dict[tuple[str, int], int], tuple[int, ...]]:
+        """``(offsets, pending)`` of the checkpoint's last completed batch.
+
+        ``offsets``: (topic, partition) → the next offset after it; ``pending``: the times of the started, not
+        completed batches that hold (or may hold) records.
+
+        Raises:
+            ConfigError: the checkpoint holds no offsets.
         """
 
-    def late_dropped(self, out_dir: str | Path, job: str) -> int:
-        """Records ``job`` dropped as later than its watermark allows."""
+    def stored_offsets(
+        self, kind: str, where: str, consumer: str, topics: Sequence[str], bootstrap_servers: str | None,
+    ) -> dict[tuple[str, int], int]:
+        """(topic, partition) → offset that the store ``kind`` at ``where`` holds for ``consumer``."""
+
+    def export_committed(self, kind: str, where: str, consumer: str, out: Path) -> None:
+        """Write the outputs a transactional store committed for ``consumer`` as batch files under ``out``."""
+
+    def completed_batches(self, out: Path) -> pd.DataFrame:
+        """Per batch of the outputs under ``out``, the ranges it read (empty: ``out`` holds none).
+
+        Columns ``batch, topic, partition, from_offset, until_offset`` (and maybe more).
+        """
+
+
+@runtime_checkable
+class KitEngine(Engine, Protocol):
+    """An engine that runs the kit's workloads (legacy, modern): it resolves them, and sets their batch pace and cap.
+
+    It also reads its own checkpoints, and names the ways a compare run can set it up.
+
+    Attributes:
+        cap_share: the share of a batch's records to give :meth:`capped` so that no partition of an evenly
+            partitioned stream reads past its even share of the batch: 1.0 when the cap holds each partition
+            (legacy), less when one cap for the whole batch is split over partitions by lag (modern: 0.8).
+        modes: named ways of running it (``dmk compare --legacy-mode``): mode → the :class:`DriverConfig`
+            fields it sets. Empty: the engine has one way.
+        handover: where a stopped job of it left off (``dmk cutover``); None when a migration does not leave it.
+        bench: how ``dmk bench`` runs and judges it.
+        python2_layer: what the engine's Python 2 compatibility layer gives a team's job script
+            (``--legacy-python2``), in words; None: it has none.
+        refused_script_inputs: input kind → why a team's job script on this engine cannot be fed it, and what to
+            do instead (``dmk compare-jobs --input-kind``).
+    """
+
+    cap_share: float
+    bench: BenchProfile
+    python2_layer: str | None
+    refused_script_inputs: Mapping[str, str]
+    modes: Mapping[str, Mapping[str, Any]]
+    handover: Handover | None
+
+    def owns_checkpoint(self, location: str) -> bool:
+        """Whether ``location`` (a local directory, or a URI the engine reads with Spark) is a checkpoint of it."""
+
+    def inspect_checkpoint(
+        self, location: str, master: str | None = None, *, row_counts: bool = False
+    ) -> list[CheckpointReport]:
+        """What the checkpoint at ``location`` holds (one report per query checkpoint under it).
+
+        ``master``: a Spark master to read it with (default: none unless the engine needs Spark for it);
+        ``row_counts``: count state rows (needs Spark).
+
+        Raises:
+            ConfigError and the engine's checkpoint errors: ``location`` is no checkpoint of the engine.
+        """
+
+    def resolve(self, workload: Any, variant: Any = "default") -> Any:
+        """The :class:`~kit.workloads.Job` running ``variant`` of ``workload`` on this engine.
+
+        Raises:
+            ConfigError: unknown workload or variant, or a reference that cannot be imported.
+        """
+
+    def paced(self, config: DriverConfig, interval: str) -> DriverConfig:
+        """``config`` with its batch interval (or trigger) set to ``interval`` (``"0.5 s"``, ``"1 second"``)."""
+
+    def capped(self, config: DriverConfig, records_per_batch: float) -> DriverConfig:
+        """``config`` with each batch reading at most ``records_per_batch`` records (at least 1), in the engine's cap.
+
+        Set the batch interval (:meth:`paced`) first: a cap per second (legacy) depends on it.
+        """
 
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|minutes?)\s*$")

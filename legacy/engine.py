@@ -2,21 +2,22 @@
 
 A run is one StreamingContext hosting every job of a :class:`~kit.engine.DriverConfig`, with a
 StreamingListener writing each completed batch to ``<out>/metrics/batches.jsonl`` (batch time, records,
-scheduling and processing delay, and each output operation's time), which :meth:`LegacyEngine.batch_spans`
-and :meth:`LegacyEngine.batch_phases` read.
+scheduling and processing delay, and each output operation's time), which :meth:`LegacyRecord.batch_spans`
+and :meth:`LegacyRecord.batch_phases` read.
 
 Example::
 
     run = LEGACY.start(spark, config)          # config: a kit.engine.DriverConfig
     run.await_offsets(ends, timeout_s=120)
     run.stop()
-    LEGACY.batch_spans(config.out_dir)
+    LEGACY.record(config.out_dir).batch_spans()
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,7 +28,10 @@ import pandas as pd
 from kit.engine import (
     BATCH_PHASE_COLUMNS,
     BATCH_SPAN_COLUMNS,
+    BenchProfile,
+    CheckpointReport,
     DriverConfig,
+    Handover,
     ProcessedRange,
     seconds,
     written_lines,
@@ -35,6 +39,8 @@ from kit.engine import (
 from kit.sink import read_batches
 from kit.workloads import Job
 from legacy import workloads
+from legacy._py2compat import PROVIDES as PYTHON2_PROVIDES
+from legacy.handover import LEGACY_HANDOVER
 from legacy.rate import MAX_RATE_PER_PARTITION
 from legacy.runner import (
     LegacyRunConfig,
@@ -47,8 +53,23 @@ from legacy.runner import (
     take_output_op_labels,
 )
 
-__all__ = ["LEGACY", "LegacyEngine", "LegacyRun", "batch_listener"]
+__all__ = ["LEGACY", "MODES", "LegacyEngine", "LegacyRecord", "LegacyRun", "batch_listener"]
 
+MODES: dict[str, dict[str, Any]] = {
+    "direct": {"stream": "direct", "offsets": "checkpoint", "write_ahead_log": False},
+    "direct-kafka-commit": {"stream": "direct", "offsets": "kafka", "write_ahead_log": False},
+    "direct-zookeeper": {"stream": "direct", "offsets": "zookeeper", "write_ahead_log": False},
+    "direct-sqlite": {"stream": "direct", "offsets": "sqlite", "write_ahead_log": False},
+    "direct-postgres": {"stream": "direct", "offsets": "postgresql", "write_ahead_log": False},
+    "receiver": {"stream": "receiver", "offsets": "kafka", "write_ahead_log": False},
+    "receiver-wal": {"stream": "receiver", "offsets": "kafka", "write_ahead_log": True},
+}
+"""``dmk compare --legacy-mode`` → the stream, where offsets live, and the receiver write-ahead log (see
+:mod:`legacy.runner`). ``direct`` keeps offsets only in the checkpoint; the other direct modes also commit them to a
+Kafka group, ZooKeeper, or (one transaction with the outputs) SQLite / PostgreSQL; the receiver modes read through
+a consumer group that auto-commits, with or without the receiver write-ahead log."""
+
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
 BATCHES_LOG = Path("metrics") / "batches.jsonl"
 """Where a run's StreamingListener logs its completed batches, under the output root."""
 BATCH_TIME_PROPERTY = "spark.streaming.internal.batchTime"
@@ -164,6 +185,58 @@ class LegacyEngine:
 
     name = "legacy"
     batches_by_clock = True
+    cap_share = 1.0
+    modes: Mapping[str, Mapping[str, Any]] = MODES
+    python2_layer: str | None = PYTHON2_PROVIDES
+    refused_script_inputs: Mapping[str, str] = {}
+    bench = BenchProfile(
+        latency_intervals=("1 s", "0.5 s"), latency_setting="1 s batches", latency_goal_ms=2_000.0,
+        # Updating 1M keys outlasts a 1 s interval: 5 s batches do not queue (processing time, which is what is
+        # measured, does not depend on the interval).
+        state_interval="5 s",
+        idle_what="idle batch", idle_goal_ms=200.0,
+        idle_limit="an empty batch still runs updateStateByKey's tasks over the whole state and the output operations "
+                   "(profile §2)",
+        throughput_limit=(
+            "a warm run spends about 24 CPU seconds on 1M records (the Python workers 10.9, the JVM 7.3, the "
+            "driver's Python 3.2, the broker 2.8), the raw consumer about 2 (its process 1.6, the broker 0.3), so "
+            "on two cores the engine cannot reach its rate. Every record passes through Python in a worker, which "
+            "the raw consumer only reads: per record, reading it from librdkafka 1.6 µs, the messageHandler "
+            "0.5 µs, the parse 5.4 µs (json.loads of the value 3.7 µs), the map-side combine 0.5 µs, in one "
+            "process (profile §7, §9)"),
+        latency_limit=(
+            "legacy p99 at {setting} batches: a batch with records took {batch_ms_median} ms and an idle one "
+            "{idle_batch_ms_median} ms against a {setting} interval at {rate_rps} records/s, so batches queued "
+            "(scheduling delay up to {scheduling_delay_ms_max} ms): the maximum throughput was measured with "
+            "{cap}-record batches, where the fixed cost per batch is amortized."),
+        state_growth_limit="updateStateByKey calls its function for every key in every batch, by design",
+        # At 1 s batches capped to a tenth of the topic, legacy could not read faster than a tenth of the topic a
+        # second; at 0.25 s batches queue, as micro-batches do (compare.bench.THROUGHPUT_INTERVALS).
+        throughput_interval="0.25 s",
+    )
+    handover: Handover | None = LEGACY_HANDOVER
+
+    def owns_checkpoint(self, location: str) -> bool:
+        """Whether ``location`` is a directory with ``checkpoint-<time>`` files, or a URI.
+
+        Spark's file system reads a URI, and only DStream checkpoints are read that way.
+        """
+        from legacy._checkpoint import checkpoint_files
+
+        return _URI.match(location) is not None or bool(checkpoint_files(location))
+
+    def inspect_checkpoint(
+        self, location: str, master: str | None = None, *, row_counts: bool = False
+    ) -> list[CheckpointReport]:
+        """The checkpoint read with Spark's own reader (:func:`legacy.inspect.inspect_legacy_checkpoint`).
+
+        A URI is read through a SparkContext on ``master``; a local directory needs one only with ``master``.
+        """
+        from kit.spark import spark_context
+        from legacy.inspect import inspect_legacy_checkpoint
+
+        sc = spark_context("dmk-checkpoint-inspect", master) if master or _URI.match(location) else None
+        return [inspect_legacy_checkpoint(location, sc)]
 
     def resolve(self, workload: Any, variant: Any = "default") -> Job:
         """The job running ``variant`` of ``workload`` as a DStream job (:func:`legacy.workloads.resolve`)."""
@@ -223,25 +296,46 @@ class LegacyEngine:
         """``config`` with batch interval ``interval`` (``"0.5 s"``)."""
         return dataclasses.replace(config, batch_seconds=seconds(interval))
 
+    def capped(self, config: DriverConfig, records_per_batch: float) -> DriverConfig:
+        """``config`` with ``maxRatePerPartition`` letting at most ``records_per_batch`` through per batch.
+
+        The rate (records/s per partition) is the batch's share of each partition over the batch interval, rounded
+        down (a batch never reads more), at least 1.
+        """
+        rate = max(1, int(records_per_batch / config.partitions / config.batch_seconds))
+        return dataclasses.replace(config, max_rate_per_partition=rate)
+
     def interval_s(self, config: DriverConfig) -> float:
         """The batch interval."""
         return config.batch_seconds
 
-    def batch_spans(
-        self, out_dir: str | Path, job: str | None = None, checkpoint_dir: Path | None = None
-    ) -> pd.DataFrame:
+    def record(self, out_dir: str | Path, checkpoint_dir: Path | None = None) -> LegacyRecord:
+        """The run's batch log, progress files and late outputs under ``out_dir`` (:class:`LegacyRecord`)."""
+        return LegacyRecord(out_dir, checkpoint_dir)
+
+
+class LegacyRecord:
+    """What a DStream run produced: its StreamingListener's batch log, progress files and late outputs.
+
+    The checkpoint adds nothing: the progress files hold every batch, a dead receiver context's too.
+    """
+
+    def __init__(self, out_dir: str | Path, checkpoint_dir: Path | None = None) -> None:
+        self.out_dir = Path(out_dir)
+
+    def batch_spans(self, job: str | None = None) -> pd.DataFrame:
         """The batches of the run's context (every job shares them), from its StreamingListener's log.
 
         Processing starts when the batch's scheduling delay, its wait behind earlier batches, ends.
         """
         rows = []
-        for b in written_lines(Path(out_dir) / BATCHES_LOG):
+        for b in written_lines(self.out_dir / BATCHES_LOG):
             processing = int(b["processing_delay_ms"] or 0)
             rows.append((b["batch_time_ms"], b["completed_ms"] - processing, b["completed_ms"], b["records"],
                          processing, int(b["scheduling_delay_ms"] or 0)))
         return pd.DataFrame(rows, columns=list(BATCH_SPAN_COLUMNS))
 
-    def batch_phases(self, out_dir: str | Path, job: str | None = None) -> pd.DataFrame:
+    def batch_phases(self, job: str | None = None) -> pd.DataFrame:
         """Per batch (every job shares them): the wait behind earlier batches, then each output operation.
 
         The phases are ``scheduling delay`` and the output operations by what they do (``write <output>``,
@@ -249,7 +343,7 @@ class LegacyEngine:
         output operation that needs them (a DStream is computed by its outputs; later ones reuse the cache).
         """
         rows = []
-        for b in written_lines(Path(out_dir) / BATCHES_LOG):
+        for b in written_lines(self.out_dir / BATCHES_LOG):
             row: dict[str, Any] = {"batch": str(b["batch_time_ms"]), "records": b["records"],
                                    "scheduling delay": b["scheduling_delay_ms"]}
             for op in b.get("output_ops", []):
@@ -261,24 +355,24 @@ class LegacyEngine:
         """The batch time Spark Streaming put on the job."""
         return properties.get(BATCH_TIME_PROPERTY)
 
-    def processed_records(self, out_dir: str | Path) -> int:
+    def processed_records(self) -> int:
         """Records of the batches the listener has logged."""
-        return sum(row["records"] for row in written_lines(Path(out_dir) / BATCHES_LOG))
+        return sum(row["records"] for row in written_lines(self.out_dir / BATCHES_LOG))
 
-    def processed_ranges(self, out_dir: str | Path, job: str, checkpoint_dir: Path | None) -> list[ProcessedRange]:
+    def processed_ranges(self, job: str) -> list[ProcessedRange]:
         """The ranges of the progress files: one per batch time.
 
         A regenerated batch replaces its file; a dead receiver context's batches count too.
         """
-        frame = read_progress(out_dir)
+        frame = read_progress(self.out_dir)
         if frame.empty:
             return []
         return list(zip(frame["topic"], frame["partition"].astype(int), frame["from_offset"].astype(int),
                         frame["until_offset"].astype(int), strict=True))
 
-    def late_dropped(self, out_dir: str | Path, job: str) -> int:
+    def late_dropped(self, job: str) -> int:
         """Rows of the job's ``<job>.late`` output."""
-        return len(read_batches(Path(out_dir) / f"{job}.late"))
+        return len(read_batches(self.out_dir / f"{job}.late"))
 
 
 LEGACY = LegacyEngine()

@@ -427,9 +427,9 @@ def test_batch_spans_take_a_committed_batch_the_progress_missed_from_the_checkpo
     (out / "progress").mkdir(parents=True)
     (out / "progress" / "running_counts.jsonl").write_text(json.dumps(progress) + "\n", encoding="utf-8")
 
-    reported_only = MODERN.batch_spans(out, "running_counts")
+    reported_only = MODERN.record(out).batch_spans("running_counts")
     assert reported_only[["started_ms", "ended_ms", "records"]].values.tolist() == [[100_000, 100_900, 22]]
-    with_checkpoint = MODERN.batch_spans(out, "running_counts", checkpoint)
+    with_checkpoint = MODERN.record(out, checkpoint).batch_spans("running_counts")
     # Batch 1 read events-0 10 -> 20 and events-1 12 -> 25: 23 records; batch 2 is not committed.
     assert with_checkpoint[["started_ms", "ended_ms", "records"]].values.tolist() == [
         [100_000, 100_900, 22], [200_000, 203_000, 23]]
@@ -469,14 +469,14 @@ def test_idle_triggers_are_spans_without_records(spark, bootstrap_servers: str, 
                for p in idle)
     # Spark gives an idle trigger the id of the micro-batch it did not run.
     assert {p["batchId"] for p in idle} == {max(p["batchId"] for p in batches) + 1}
-    spans = MODERN.batch_spans(out, "running_counts")
+    spans = MODERN.record(out).batch_spans("running_counts")
     assert len(spans) == len(batches) + len(idle)
     assert spans["records"].sum() == 300 == sum(p["numInputRows"] for p in batches)
     idle_spans = spans[spans["records"] == 0]
     assert len(idle_spans) >= len(idle)
     assert sorted(idle_spans["processing_ms"].tolist()) == sorted(
         [p["batchDuration"] for p in idle] + [p["batchDuration"] for p in batches if p["numInputRows"] == 0])
-    ranges = MODERN.processed_ranges(out, "running_counts", None)
+    ranges = MODERN.record(out).processed_ranges("running_counts")
     assert sum(until - first for _, _, first, until in ranges) == 300
 
 
