@@ -136,10 +136,9 @@ def main() -> None:
         config = DriverConfig(
             engine=args.engine, bootstrap_servers=broker.bootstrap_servers, topics={"events": topic},
             out_dir=str(out), checkpoint_dir=f"{work}/checkpoint", dataset=dataset,
-            jobs=(("running_counts", "default"),), timeout_s=1_800, partitions=args.partitions,
-            max_rate_per_partition=max(1, args.per_batch // args.partitions),
-            source_options={"maxOffsetsPerTrigger": args.per_batch}, spark_conf=conf,
+            jobs=(("running_counts", "default"),), timeout_s=1_800, partitions=args.partitions, spark_conf=conf,
         )
+        config = engine.capped(config, args.per_batch)  # legacy: per_batch // partitions records/s, 1 s batches
         spark = engine.session(config)
         try:
             started = time.monotonic()

@@ -50,7 +50,7 @@ def idle_batches(spark: object, bootstrap: str, workload: str, partitions: int, 
         legacy = get_engine("legacy")
         config = DriverConfig(engine="legacy", bootstrap_servers=bootstrap, topics={"events": topic}, out_dir=str(out),
                               checkpoint_dir=f"{work}/checkpoint", dataset=DatasetSpec.from_profile("clean", records=1000),
-                              jobs=((workload, "default"),), batch_seconds=2.0)
+                              jobs=((workload, "default"),), options={"batch_seconds": 2.0})
         run = legacy.start(spark, config)
         time.sleep(seconds)
         run.stop()

@@ -51,7 +51,7 @@ from compare.settings import CompareSettings
 from kit import workloads
 from kit.broker import KafkaEndpoint
 from kit.dataset import DatasetSpec
-from kit.engine import DriverConfig, KitEngine, redacted_dsn
+from kit.engine import DriverConfig, KitEngine, option_items, redacted_dsn
 from kit.errors import RunTimeout
 from kit.kafka import Kafka
 from kit.replay import ReplayResult, ReplaySettings, replay
@@ -262,16 +262,24 @@ def driver_config(
         jobs=tuple((workload, variant) for workload, variant in jobs),
         app_name=f"dmk-compare-{engine.name}-{workloads.get(settings.workload).name}", master=settings.master,
         timeout_s=settings.timeout_s, drain_timeout_s=settings.timeout_s + replay_s, partitions=settings.partitions,
-        batch_seconds=settings.batch_seconds,
-        offset_store=redacted_dsn(settings.offset_store) if settings.offset_store else None,
-        job_name=f"dmk-compare-{run_id}", trigger=settings.trigger, connect=settings.connect, sys_path=(os.getcwd(),),
-        spark_conf={**SHORT_RUN_CONF, **event_log_conf(settings.out_dir / engine.name)},
+        sys_path=(os.getcwd(),), spark_conf={**SHORT_RUN_CONF, **event_log_conf(settings.out_dir / engine.name)},
         kafka_security=dict(settings.kafka_security),
     )
-    # The engine's own mode (--legacy-mode: the stream, where offsets live, the write-ahead log), if it has modes.
-    config = capped(engine, replace(config, **engine.modes.get(settings.legacy_mode, {})), dataset)
+    # What the run's settings offer, each engine takes the options it has (the legacy batch interval and offset
+    # store, the modern trigger and Connect server), then its own mode (--legacy-mode), if it has modes.
+    offered = {
+        "batch_seconds": settings.batch_seconds, "trigger": settings.trigger, "connect": settings.connect,
+        "offset_store": redacted_dsn(settings.offset_store) if settings.offset_store else None,
+        "job_name": f"dmk-compare-{run_id}", **engine.modes.get(settings.legacy_mode, {}),
+    }
+    own = option_items(engine.options(config))
+    config = capped(engine, replace(config, options={**own, **{k: v for k, v in offered.items() if k in own}}),
+                    dataset)
     # The job code's fingerprint for checkpoint recovery: the whole config, so a changed run never resumes.
-    return replace(config, fingerprint=hashlib.sha256(config.to_json().encode()).hexdigest()[:16])
+    if "fingerprint" not in own:
+        return config
+    fingerprint = hashlib.sha256(config.to_json().encode()).hexdigest()[:16]
+    return replace(config, options={**option_items(config.options), "fingerprint": fingerprint})
 
 
 def run_engine_process(
@@ -305,7 +313,7 @@ def run_engine_process(
     config.write(config_path)
     python_path = os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env = {**os.environ, "PYTHONPATH": python_path}
-    if settings.offset_store:
+    if settings.offset_store and "offset_store" in option_items(config.options):
         env[OFFSET_STORE_ENV] = settings.offset_store
     if settings.kafka_security:
         env[KAFKA_SECURITY_ENV] = json.dumps(dict(settings.kafka_security))

@@ -7,16 +7,18 @@ Two roles: :meth:`Engine.start` returns a :class:`RunHandle` (wait for the jobs,
 An engine is one way of running streaming jobs: the DStream driver (:mod:`legacy.engine`), the Structured
 Streaming driver (:mod:`modern.engine`), and later a team's own job scripts. Each implements
 :class:`Engine`; ``compare`` takes one from its registry by name (:mod:`compare.engines`) and never asks
-which it holds. A run of an engine is described by a :class:`DriverConfig`: typed and frozen, with its
-defaults here only, the same object in-process (tests, ``dmk bench``) and across the driver process boundary
-(``dmk compare`` writes it as JSON, :mod:`compare.driver` reads it back).
+which it holds. A run of an engine is described by a :class:`DriverConfig`: typed and frozen, the same object
+in-process (tests, ``dmk bench``) and across the driver process boundary (``dmk compare`` writes it as JSON,
+:mod:`compare.driver` reads it back). It holds what every engine shares; the engine's own options (batch interval,
+trigger, offset store...) are a frozen type of the engine's, which it parses from a mapping
+(:meth:`KitEngine.options`).
 
 Example::
 
     engine = compare.engines.get_engine("modern")
     config = DriverConfig(engine="modern", bootstrap_servers="127.0.0.1:9092", topics={"events": "t"},
                           out_dir="out/modern", checkpoint_dir="ckpt/modern", dataset=spec,
-                          jobs=(("running_counts", "default"),))
+                          jobs=(("running_counts", "default"),), options={"trigger": "1 second"})
     run = engine.start(spark, config)
     try:
         run.await_offsets({"t": {0: 2500, 1: 2500}}, timeout_s=120)
@@ -42,7 +44,8 @@ from kit.errors import ConfigError
 
 __all__ = [
     "BATCH_PHASE_COLUMNS", "BATCH_SPAN_COLUMNS", "BenchProfile", "CheckpointReport", "DriverConfig", "Engine",
-    "Handover", "KitEngine", "ProcessedRange", "RunHandle", "RunRecord", "redacted_dsn", "seconds", "written_lines",
+    "Handover", "KitEngine", "ProcessedRange", "RunHandle", "RunRecord", "option_items", "parse_options",
+    "redacted_dsn", "redacted_options", "seconds", "written_lines",
 ]
 
 ProcessedRange = tuple[str, int, int, int]
@@ -62,8 +65,9 @@ Jobs = tuple[tuple[Any, Any], ...]
 class DriverConfig:
     """One run of one engine: which jobs, over which topics, writing where, paced how.
 
-    Fields marked *legacy* or *modern* are read by that engine only; the other ignores them, so one config
-    type serves every engine and a compare run sets both sides from the same settings.
+    The engine's own settings are its ``options`` (batch interval or trigger, offset store, source options...):
+    each engine owns their type, parses them from a mapping (:meth:`KitEngine.options`) and refuses unknown or
+    invalid ones; this type carries what every engine shares.
 
     Attributes:
         engine: the engine's registry name (``"legacy"``, ``"modern"``).
@@ -80,24 +84,10 @@ class DriverConfig:
         drain_timeout_s: how long a driver process waits for the harness to say where the input ends (the
             replay's length plus ``timeout_s``). Default: ``timeout_s``.
         partitions: partitions of each input topic (legacy: a receiver's rate cap covers all of them).
-        batch_seconds: *legacy* batch interval. Default 1.0.
-        max_rate_per_partition: *legacy* ``spark.streaming.kafka.maxRatePerPartition`` (records/s; None:
-            uncapped).
-        stream: *legacy* ``"direct"`` (default) or ``"receiver"``.
-        offsets: *legacy* where offsets live (:data:`legacy.runner.OFFSET_STORES`). Default ``"checkpoint"``.
-        write_ahead_log: *legacy* the receiver write-ahead log. Default off.
-        offset_store: *legacy* where that store is. In a config file it is redacted (a DSN may hold a
-            password); the driver process gets the real one from its environment.
-        job_name: *legacy* the job's name in its offset store. Default: from the checkpoint directory.
-        kafka_params: *legacy* extra ``kafkaParams`` of ``createDirectStream``.
-        fingerprint: *legacy* the job code's fingerprint: a driver process restores its checkpoint only if
-            it matches (:func:`legacy.kafka.get_or_create`). Default: none (fingerprint the factory).
-        trigger: *modern* processing-time trigger (``"0 seconds"``: as fast as possible) or
-            ``"availableNow"``. Default ``"0 seconds"``.
-        source_options: *modern* extra Kafka source options (``maxOffsetsPerTrigger``...).
-        initial_state: *modern* job name → Parquet file of the legacy job's last rows (``dmk cutover``).
-        connect: *modern* a Spark Connect server's URL (``sc://host:port``): the queries run there
-            (:mod:`kit.connect`), ``master`` and ``spark_conf`` are the server's own. Default: none, a local session.
+        options: the engine's own options: a mapping of them by name (from a file or a caller), or the engine's
+            options object (:class:`legacy.engine.LegacyOptions`, :class:`modern.engine.ModernOptions`). Default:
+            the engine's defaults. A password in them (an offset store's DSN) is redacted in the config file and
+            the repr; the driver process gets the real one from its environment.
         sys_path: directories a driver process puts first on ``sys.path`` (where the jobs' modules are).
         spark_conf: Spark settings of a driver process's session, applied when it starts (e.g. Spark's event
             log, from which ``dmk compare`` counts the tasks of each batch). Default: none.
@@ -120,19 +110,7 @@ class DriverConfig:
     timeout_s: float = 600.0
     drain_timeout_s: float | None = None
     partitions: int = 4
-    batch_seconds: float = 1.0
-    max_rate_per_partition: int | None = None
-    stream: str = "direct"
-    offsets: str = "checkpoint"
-    write_ahead_log: bool = False
-    offset_store: str | None = None
-    job_name: str | None = None
-    kafka_params: Mapping[str, Any] = field(default_factory=dict)
-    fingerprint: str | None = None
-    trigger: str = "0 seconds"
-    source_options: Mapping[str, Any] = field(default_factory=dict)
-    initial_state: Mapping[str, str] = field(default_factory=dict)
-    connect: str | None = None
+    options: Any = field(default_factory=dict)
     sys_path: tuple[str, ...] = ()
     spark_conf: Mapping[str, Any] = field(default_factory=dict)
     kafka_security: Mapping[str, str] = field(default_factory=dict)
@@ -141,7 +119,7 @@ class DriverConfig:
         from kit.security import redact_settings
 
         shown = dataclasses.replace(self, kafka_security=redact_settings(self.kafka_security),
-                                    offset_store=redacted_dsn(self.offset_store) if self.offset_store else None)
+                                    options=redacted_options(self.options))
         fields = ", ".join(f"{f.name}={getattr(shown, f.name)!r}" for f in dataclasses.fields(self))
         return f"DriverConfig({fields})"
 
@@ -171,7 +149,8 @@ class DriverConfig:
                 raise ConfigError(msg, field="jobs", expected="(str, str) pairs", actual=(workload, variant))
         from kit.security import redact_settings
 
-        raw = dataclasses.asdict(self)
+        raw = dataclasses.asdict(dataclasses.replace(self, options={}))
+        raw["options"] = redacted_options(self.options)
         raw["jobs"] = [list(job) for job in self.jobs]
         raw["kafka_security"] = redact_settings(self.kafka_security)
         return json.dumps(raw, sort_keys=True)
@@ -206,6 +185,9 @@ class DriverConfig:
         raw["dataset"] = DatasetSpec.from_dict(raw["dataset"]) if raw.get("dataset") is not None else None
         raw["jobs"] = tuple(tuple(job) for job in raw.get("jobs", ()))
         raw["sys_path"] = tuple(raw.get("sys_path", ()))
+        if not isinstance(raw.get("options", {}), dict):
+            msg = f"a driver config's options must be a JSON object, got {raw['options']!r}"
+            raise ConfigError(msg, field="options", expected="object", actual=raw["options"])
         return cls(**raw)
 
     def write(self, path: Path) -> None:
@@ -469,6 +451,19 @@ class KitEngine(Engine, Protocol):
     def paced(self, config: DriverConfig, interval: str) -> DriverConfig:
         """``config`` with its batch interval (or trigger) set to ``interval`` (``"0.5 s"``, ``"1 second"``)."""
 
+    def options(self, config: DriverConfig) -> Any:
+        """``config``'s options as the engine's frozen options object, parsed from a mapping if need be.
+
+        Raises:
+            ConfigError: an unknown option, or an invalid value: the message names it and the fix.
+        """
+
+    def plain(self, config: DriverConfig) -> DriverConfig:
+        """``config`` without what outlives a run (offset stores, receivers' groups, checkpoint fingerprints).
+
+        How a driver's warm-up runs the job's code before the measured run (:mod:`compare.driver`).
+        """
+
     def capped(self, config: DriverConfig, records_per_batch: float) -> DriverConfig:
         """``config`` with each batch reading at most ``records_per_batch`` records (at least 1), in the engine's cap.
 
@@ -512,6 +507,48 @@ def written_lines(path: Path) -> list[dict[str, Any]]:
     text = path.read_text(encoding="utf-8")
     lines = text.split("\n")[:-1]  # whatever follows the last newline is incomplete
     return [json.loads(line) for line in lines if line.strip()]
+
+
+def option_items(options: Any) -> dict[str, Any]:
+    """An engine's options as a plain dict by name: a mapping as given, an options object's fields.
+
+    Example:
+        >>> option_items({"trigger": "1 second"})
+        {'trigger': '1 second'}
+    """
+    if dataclasses.is_dataclass(options) and not isinstance(options, type):
+        return {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}
+    return dict(options)
+
+
+def redacted_options(options: Any) -> dict[str, Any]:
+    """An engine's options as a JSON-able dict, every password in a text value (a DSN's) replaced by ``***``.
+
+    Example:
+        >>> redacted_options({"offset_store": "postgresql://dmk:secret@db/offsets", "stream": "direct"})
+        {'offset_store': 'postgresql://dmk:***@db/offsets', 'stream': 'direct'}
+    """
+    return {name: redacted_dsn(value) if isinstance(value, str) else dict(value) if isinstance(value, Mapping)
+            else value for name, value in option_items(options).items()}
+
+
+def parse_options(cls: type, engine: str, options: Any) -> Any:
+    """``options`` (a mapping by name, or already a ``cls``) as the frozen dataclass ``cls`` of ``engine``.
+
+    Raises:
+        ConfigError: an option ``cls`` does not have (kafka-python's words: "Unrecognized options"), or one its
+            own validation refuses.
+    """
+    if isinstance(options, cls):
+        return options
+    given = option_items(options)
+    names = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(given) - set(names))
+    if unknown:
+        msg = (f"Unrecognized options of the {engine} engine: {unknown}; remove them, or use its options "
+               f"{names}")
+        raise ConfigError(msg, field="options", expected=names, actual=unknown)
+    return cls(**given)
 
 
 def redacted_dsn(dsn: str) -> str:

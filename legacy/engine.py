@@ -33,9 +33,12 @@ from kit.engine import (
     DriverConfig,
     Handover,
     ProcessedRange,
+    parse_options,
+    redacted_dsn,
     seconds,
     written_lines,
 )
+from kit.errors import ConfigError
 from kit.sink import read_batches
 from kit.workloads import Job
 from legacy import workloads
@@ -43,6 +46,8 @@ from legacy._py2compat import PROVIDES as PYTHON2_PROVIDES
 from legacy.handover import LEGACY_HANDOVER
 from legacy.rate import MAX_RATE_PER_PARTITION
 from legacy.runner import (
+    OFFSET_STORES,
+    STREAMS,
     LegacyRunConfig,
     attach_offset_store,
     await_progress,
@@ -53,7 +58,7 @@ from legacy.runner import (
     take_output_op_labels,
 )
 
-__all__ = ["LEGACY", "MODES", "LegacyEngine", "LegacyRecord", "LegacyRun", "batch_listener"]
+__all__ = ["LEGACY", "MODES", "LegacyEngine", "LegacyOptions", "LegacyRecord", "LegacyRun", "batch_listener"]
 
 MODES: dict[str, dict[str, Any]] = {
     "direct": {"stream": "direct", "offsets": "checkpoint", "write_ahead_log": False},
@@ -68,6 +73,66 @@ MODES: dict[str, dict[str, Any]] = {
 :mod:`legacy.runner`). ``direct`` keeps offsets only in the checkpoint; the other direct modes also commit them to a
 Kafka group, ZooKeeper, or (one transaction with the outputs) SQLite / PostgreSQL; the receiver modes read through
 a consumer group that auto-commits, with or without the receiver write-ahead log."""
+
+@dataclasses.dataclass(frozen=True)
+class LegacyOptions:
+    """The DStream engine's own options of a run (:attr:`kit.engine.DriverConfig.options`), validated.
+
+    Attributes:
+        batch_seconds: the batch interval. Default 1.0.
+        max_rate_per_partition: ``spark.streaming.kafka.maxRatePerPartition`` (records/s; None: uncapped).
+        stream: ``"direct"`` (default) or ``"receiver"`` (:data:`legacy.runner.STREAMS`).
+        offsets: where offsets live (:data:`legacy.runner.OFFSET_STORES`). Default ``"checkpoint"``.
+        write_ahead_log: the receiver write-ahead log. Default off.
+        offset_store: where that store is. Redacted in a config file (a DSN may hold a password); the driver
+            process gets the real one from its environment.
+        job_name: the job's name in its offset store. Default: from the checkpoint directory.
+        kafka_params: extra ``kafkaParams`` of ``createDirectStream``.
+        fingerprint: the job code's fingerprint: a driver process restores its checkpoint only if it matches
+            (:func:`legacy.kafka.get_or_create`). Default: none (fingerprint the factory).
+
+    Raises:
+        ConfigError: a value out of range, naming the option and what it takes.
+    """
+
+    batch_seconds: float = 1.0
+    max_rate_per_partition: int | None = None
+    stream: str = "direct"
+    offsets: str = "checkpoint"
+    write_ahead_log: bool = False
+    offset_store: str | None = None
+    job_name: str | None = None
+    kafka_params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    fingerprint: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.batch_seconds, bool) or not isinstance(self.batch_seconds, int | float) \
+                or not self.batch_seconds > 0:
+            msg = f"the legacy option batch_seconds must be a number of seconds > 0, got {self.batch_seconds!r}"
+            raise ConfigError(msg, field="batch_seconds", expected="> 0", actual=self.batch_seconds)
+        cap = self.max_rate_per_partition
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+            msg = (f"the legacy option max_rate_per_partition must be a whole number of records/s >= 1, or None "
+                   f"(uncapped), got {cap!r}")
+            raise ConfigError(msg, field="max_rate_per_partition", expected=">= 1 or None", actual=cap)
+        if self.stream not in STREAMS:
+            msg = f"the legacy option stream must be one of {', '.join(STREAMS)}, got {self.stream!r}"
+            raise ConfigError(msg, field="stream", expected=STREAMS, actual=self.stream)
+        if self.offsets not in OFFSET_STORES:
+            msg = f"the legacy option offsets must be one of {', '.join(OFFSET_STORES)}, got {self.offsets!r}"
+            raise ConfigError(msg, field="offsets", expected=OFFSET_STORES, actual=self.offsets)
+        if not isinstance(self.write_ahead_log, bool):
+            msg = f"the legacy option write_ahead_log must be true or false, got {self.write_ahead_log!r}"
+            raise ConfigError(msg, field="write_ahead_log", expected="a bool", actual=self.write_ahead_log)
+        if not isinstance(self.kafka_params, Mapping):
+            msg = f"the legacy option kafka_params must be a mapping of kafkaParams, got {self.kafka_params!r}"
+            raise ConfigError(msg, field="kafka_params", expected="a mapping", actual=self.kafka_params)
+
+    def __repr__(self) -> str:
+        shown = dataclasses.replace(self, offset_store=redacted_dsn(self.offset_store) if self.offset_store else None)
+        fields = ", ".join(f"{f.name}={getattr(shown, f.name)!r}" for f in dataclasses.fields(self))
+        return f"LegacyOptions({fields})"
+
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
 BATCHES_LOG = Path("metrics") / "batches.jsonl"
@@ -126,12 +191,12 @@ def _output_ops(info: Any, labels: list[str]) -> list[dict[str, Any]]:
     return rows
 
 
-def _run_config(config: DriverConfig, checkpoint: str) -> LegacyRunConfig:
+def _run_config(config: DriverConfig, options: LegacyOptions, checkpoint: str) -> LegacyRunConfig:
     return LegacyRunConfig(
         config.bootstrap_servers, config.topics, config.out_dir, checkpoint, config.require_dataset(), config.jobs,
-        batch_seconds=config.batch_seconds, kafka_params={**config.kafka_security, **config.kafka_params},
-        offsets=config.offsets,
-        offset_store=config.offset_store, stream=config.stream, job_name=config.job_name,
+        batch_seconds=options.batch_seconds, kafka_params={**config.kafka_security, **options.kafka_params},
+        offsets=options.offsets,
+        offset_store=options.offset_store, stream=options.stream, job_name=options.job_name,
     )
 
 
@@ -244,18 +309,31 @@ class LegacyEngine:
 
     def exactly_once(self, config: DriverConfig) -> bool:
         """The direct stream (offsets with the batch, in any store) is exactly-once; a receiver is at most once."""
-        return config.stream == "direct"
+        return self.options(config).stream == "direct"
+
+    def options(self, config: DriverConfig) -> LegacyOptions:
+        """``config.options`` as :class:`LegacyOptions` (parsed from a mapping, validated)."""
+        return parse_options(LegacyOptions, self.name, config.options)
+
+    def _with(self, config: DriverConfig, **changes: Any) -> DriverConfig:
+        return dataclasses.replace(config, options=dataclasses.replace(self.options(config), **changes))
+
+    def plain(self, config: DriverConfig) -> DriverConfig:
+        """The direct stream with offsets in its checkpoint: no offset store, write-ahead log, name or fingerprint."""
+        return self._with(config, stream="direct", offsets="checkpoint", write_ahead_log=False, offset_store=None,
+                          job_name=None, fingerprint=None)
 
     def session(self, config: DriverConfig) -> Any:
         """A SparkContext with the run's rate caps and write-ahead log setting (read when receivers start)."""
         from kit.spark import spark_context
 
-        cap = config.max_rate_per_partition
+        options = self.options(config)
+        cap = options.max_rate_per_partition
         conf: dict[str, object] = {MAX_RATE_PER_PARTITION: cap} if cap else {}
-        if config.stream == "receiver" and cap:
+        if options.stream == "receiver" and cap:
             # One receiver reads every partition of every topic: the same cap in records/s for the whole stream.
             conf["spark.streaming.receiver.maxRate"] = cap * config.partitions * len(config.topics)
-        if config.write_ahead_log:
+        if options.write_ahead_log:
             conf["spark.streaming.receiver.writeAheadLog.enable"] = "true"
         return spark_context(config.app_name, config.master, {**config.spark_conf, **conf})
 
@@ -269,19 +347,20 @@ class LegacyEngine:
         from legacy.kafka import get_or_create
 
         sc = getattr(spark, "sparkContext", spark)
+        options = self.options(config)
         checkpoint = config.checkpoint_dir
-        if recover and config.stream == "receiver":
+        if recover and options.stream == "receiver":
             checkpoint = str(Path(checkpoint) / f"start-{time.time_ns()}")
-        run_config = _run_config(config, checkpoint)
+        run_config = _run_config(config, options, checkpoint)
         store = open_offset_store(run_config)
         try:
             attach_offset_store(run_config, store)
 
             def create() -> Any:
-                return _capped_context(sc, run_config, store, config.max_rate_per_partition)
+                return _capped_context(sc, run_config, store, options.max_rate_per_partition)
 
-            if recover and config.stream != "receiver":
-                ssc = get_or_create(checkpoint, create, fingerprint=config.fingerprint)
+            if recover and options.stream != "receiver":
+                ssc = get_or_create(checkpoint, create, fingerprint=options.fingerprint)
             else:
                 ssc = create()
             ssc.addStreamingListener(batch_listener(Path(config.out_dir)))
@@ -294,7 +373,7 @@ class LegacyEngine:
 
     def paced(self, config: DriverConfig, interval: str) -> DriverConfig:
         """``config`` with batch interval ``interval`` (``"0.5 s"``)."""
-        return dataclasses.replace(config, batch_seconds=seconds(interval))
+        return self._with(config, batch_seconds=seconds(interval))
 
     def capped(self, config: DriverConfig, records_per_batch: float) -> DriverConfig:
         """``config`` with ``maxRatePerPartition`` letting at most ``records_per_batch`` through per batch.
@@ -302,12 +381,12 @@ class LegacyEngine:
         The rate (records/s per partition) is the batch's share of each partition over the batch interval, rounded
         down (a batch never reads more), at least 1.
         """
-        rate = max(1, int(records_per_batch / config.partitions / config.batch_seconds))
-        return dataclasses.replace(config, max_rate_per_partition=rate)
+        rate = max(1, int(records_per_batch / config.partitions / self.options(config).batch_seconds))
+        return self._with(config, max_rate_per_partition=rate)
 
     def interval_s(self, config: DriverConfig) -> float:
         """The batch interval."""
-        return config.batch_seconds
+        return self.options(config).batch_seconds
 
     def record(self, out_dir: str | Path, checkpoint_dir: Path | None = None) -> LegacyRecord:
         """The run's batch log, progress files and late outputs under ``out_dir`` (:class:`LegacyRecord`)."""

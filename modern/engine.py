@@ -29,15 +29,17 @@ from kit.engine import (
     DriverConfig,
     Handover,
     ProcessedRange,
+    parse_options,
     seconds,
     written_lines,
 )
+from kit.errors import ConfigError
 from kit.spark import has_scheme
 from kit.workloads import Job
 from modern import workloads
 from modern.runner import ModernRun, ModernRunConfig, late_dropped, read_progress
 
-__all__ = ["MODERN", "ModernEngine", "ModernRecord"]
+__all__ = ["MODERN", "ModernEngine", "ModernOptions", "ModernRecord"]
 
 _DEAD_LETTERS = "dead_letters."
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
@@ -53,6 +55,39 @@ PHASES = (
     ("commitOffsets", "commitOffsets (commit log)"),
 )
 """The progress's ``durationMs`` parts of a micro-batch, in the order they run, and their names in reports."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ModernOptions:
+    """The Structured Streaming engine's own options of a run (:attr:`kit.engine.DriverConfig.options`), validated.
+
+    Attributes:
+        trigger: processing-time trigger (``"0 seconds"``: as fast as possible), ``"availableNow"`` or
+            ``"once"``. Default ``"0 seconds"``.
+        source_options: extra Kafka source options (``maxOffsetsPerTrigger``...).
+        initial_state: job name → Parquet file of the legacy job's last rows (``dmk cutover``).
+        connect: a Spark Connect server's URL (``sc://host:port``): the queries run there (:mod:`kit.connect`),
+            ``master`` and ``spark_conf`` are the server's own. Default: none, a local session.
+
+    Raises:
+        ConfigError: a value out of range, naming the option and what it takes.
+    """
+
+    trigger: str = "0 seconds"
+    source_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    initial_state: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    connect: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.trigger, str):
+            msg = f"the modern option trigger must be text such as '1 second' or 'availableNow', got {self.trigger!r}"
+            raise ConfigError(msg, field="trigger", expected="e.g. '1 second'", actual=self.trigger)
+        if self.trigger not in ("availableNow", "once"):
+            seconds(self.trigger)  # raises, naming the form it takes
+        for name in ("source_options", "initial_state"):
+            if not isinstance(getattr(self, name), Mapping):
+                msg = f"the modern option {name} must be a mapping, got {getattr(self, name)!r}"
+                raise ConfigError(msg, field=name, expected="a mapping", actual=getattr(self, name))
 
 
 def _is_query(directory: Path) -> bool:
@@ -159,12 +194,20 @@ class ModernEngine:
         spark = spark_session("dmk-checkpoint-inspect", master) if master and row_counts else None
         return [inspect_modern_checkpoint(str(t), spark, row_counts=row_counts) for t in targets]
 
+    def options(self, config: DriverConfig) -> ModernOptions:
+        """``config.options`` as :class:`ModernOptions` (parsed from a mapping, validated)."""
+        return parse_options(ModernOptions, self.name, config.options)
+
+    def plain(self, config: DriverConfig) -> DriverConfig:
+        """``config`` as it is: a query's offsets and state live in its checkpoint, which is the run's own."""
+        return dataclasses.replace(config, options=self.options(config))
+
     def exactly_once(self, config: DriverConfig) -> bool:
         """A query's offsets and its idempotent sinks commit with the batch: always exactly-once."""
         return True
 
     def session(self, config: DriverConfig) -> Any:
-        """A SparkSession with the kit's defaults, or with ``config.connect`` one on that Spark Connect server.
+        """A SparkSession with the kit's defaults, or with the ``connect`` option one on that Spark Connect server.
 
         A Connect session runs with the server's master and settings: ``master`` and ``spark_conf`` (the event
         log's, in a compare run) are not applied, since a client cannot set a running server's static settings.
@@ -172,10 +215,11 @@ class ModernEngine:
         Raises:
             ConnectError: the Connect server is unreachable or cannot run the kit (:func:`kit.connect.connect_session`).
         """
-        if config.connect:
+        connect = self.options(config).connect
+        if connect:
             from kit.connect import connect_session
 
-            return connect_session(config.connect)
+            return connect_session(connect)
         from kit.spark import spark_session
 
         return spark_session(config.app_name, config.master, config.spark_conf)
@@ -185,17 +229,18 @@ class ModernEngine:
 
         A query always resumes its checkpoint.
         """
+        options = self.options(config)
         run_config = ModernRunConfig(
             config.bootstrap_servers, config.topics, config.out_dir, config.checkpoint_dir, config.require_dataset(),
-            config.jobs, trigger=config.trigger,
-            source_options={**{f"kafka.{k}": v for k, v in config.kafka_security.items()}, **config.source_options},
-            initial_state=config.initial_state,
+            config.jobs, trigger=options.trigger,
+            source_options={**{f"kafka.{k}": v for k, v in config.kafka_security.items()}, **options.source_options},
+            initial_state=options.initial_state,
         )
         return ModernRun(spark, run_config).start()
 
     def paced(self, config: DriverConfig, interval: str) -> DriverConfig:
         """``config`` with processing-time trigger ``interval`` (``"500 milliseconds"``)."""
-        return dataclasses.replace(config, trigger=interval)
+        return dataclasses.replace(config, options=dataclasses.replace(self.options(config), trigger=interval))
 
     def capped(self, config: DriverConfig, records_per_batch: float) -> DriverConfig:
         """``config`` with ``maxOffsetsPerTrigger`` at ``records_per_batch`` (rounded down, at least 1).
@@ -203,11 +248,14 @@ class ModernEngine:
         The other source options stay.
         """
         cap = max(1, int(records_per_batch))
-        return dataclasses.replace(config, source_options={**config.source_options, "maxOffsetsPerTrigger": cap})
+        options = self.options(config)
+        capped = {**options.source_options, "maxOffsetsPerTrigger": cap}
+        return dataclasses.replace(config, options=dataclasses.replace(options, source_options=capped))
 
     def interval_s(self, config: DriverConfig) -> float:
         """The processing-time trigger's interval (0 for ``availableNow``, ``once`` and ``0 seconds``)."""
-        return 0.0 if config.trigger in ("availableNow", "once") else seconds(config.trigger)
+        trigger = self.options(config).trigger
+        return 0.0 if trigger in ("availableNow", "once") else seconds(trigger)
 
     def record(self, out_dir: str | Path, checkpoint_dir: Path | None = None) -> ModernRecord:
         """The run's progress logs under ``out_dir`` and its local checkpoint, if any (:class:`ModernRecord`)."""

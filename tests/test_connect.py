@@ -174,7 +174,7 @@ def test_compare_connect_runs_the_modern_driver_on_the_server(bootstrap_servers,
     assert code == 0 and metrics["equivalent"], (out / "report.md").read_text()
     config = json.loads((out / "modern" / "driver-config.json").read_text())
     legacy = json.loads((out / "legacy" / "driver-config.json").read_text())
-    assert config["connect"] == connect_server.url and legacy["engine"] == "legacy"
+    assert config["options"]["connect"] == connect_server.url and legacy["engine"] == "legacy"
     assert metrics["settings"]["connect"] == connect_server.url
     assert metrics["engines"]["modern"]["input_records"] == metrics["records"] == 3000
 

@@ -31,15 +31,15 @@ def _config(**overrides: object) -> DriverConfig:
 
 
 def test_driver_config_round_trips_through_json(tmp_path: Path) -> None:
-    config = _config(offsets="sqlite", max_rate_per_partition=250, source_options={"maxOffsetsPerTrigger": 800},
-                     initial_state={"running_counts": "/tmp/seed.parquet"}, sys_path=("/repo",), fingerprint="f1",
+    config = _config(options={"offsets": "sqlite", "max_rate_per_partition": 250, "fingerprint": "f1"},
+                     sys_path=("/repo",),
                      drain_timeout_s=900.0, spark_conf={"spark.eventLog.enabled": "true"})
     assert DriverConfig.from_json(config.to_json()) == config
     config.write(tmp_path / "driver-config.json")
     assert DriverConfig.read(tmp_path / "driver-config.json") == config
     # Defaults live in the dataclass only: a file without them reads back with them.
     raw = json.loads(_config().to_json())
-    for optional in ("batch_seconds", "trigger", "offsets", "timeout_s", "kafka_params"):
+    for optional in ("options", "timeout_s", "partitions", "sys_path"):
         del raw[optional]
     assert DriverConfig.from_json(json.dumps(raw)) == _config()
 
@@ -95,7 +95,7 @@ def test_the_registry_holds_both_engines_and_refuses_impostors() -> None:
         register_engine(script)  # type: ignore[arg-type]
     impostor = dataclasses.make_dataclass("Impostor", [])()
     for member in ("resolve", "session", "start", "exactly_once", "paced", "capped", "interval_s", "record",
-                   "owns_checkpoint", "inspect_checkpoint"):
+                   "owns_checkpoint", "inspect_checkpoint", "options", "plain"):
         setattr(impostor, member, lambda *a, **k: None)
     for attribute in ("name", "batches_by_clock", "cap_share", "modes", "handover", "bench", "python2_layer",
                       "refused_script_inputs"):
@@ -106,27 +106,26 @@ def test_the_registry_holds_both_engines_and_refuses_impostors() -> None:
 
 def test_paced_sets_each_engines_own_interval() -> None:
     config = _config()
-    assert get_engine("legacy").paced(config, "0.5 s").batch_seconds == 0.5
-    assert get_engine("modern").paced(config, "500 milliseconds").trigger == "500 milliseconds"
+    assert get_engine("legacy").paced(config, "0.5 s").options.batch_seconds == 0.5
+    modern = _config(engine="modern")
+    assert get_engine("modern").paced(modern, "500 milliseconds").options.trigger == "500 milliseconds"
     # and reads it back the same way
     assert get_engine("legacy").interval_s(get_engine("legacy").paced(config, "0.5 s")) == 0.5
-    assert get_engine("modern").interval_s(get_engine("modern").paced(config, "500 milliseconds")) == 0.5
-    assert get_engine("modern").interval_s(config) == 0.0  # "0 seconds": back to back
+    assert get_engine("modern").interval_s(get_engine("modern").paced(modern, "500 milliseconds")) == 0.5
+    assert get_engine("modern").interval_s(modern) == 0.0  # "0 seconds": back to back
 
 
 def test_capped_turns_records_per_batch_into_each_engines_own_cap() -> None:
     legacy, modern = get_engine("legacy"), get_engine("modern")
-    config = _config(partitions=4, source_options={"minOffsetsPerTrigger": 5})
+    config = _config(partitions=4)
     # legacy: records/s per partition, over the batch interval, rounded down (a batch never reads more)
-    assert legacy.capped(config, 1_000).max_rate_per_partition == 250
-    assert legacy.capped(legacy.paced(config, "0.5 s"), 1_000).max_rate_per_partition == 500
-    assert legacy.capped(_config(partitions=3), 1_000).max_rate_per_partition == 333
-    assert legacy.capped(config, 1).max_rate_per_partition == 1
+    assert legacy.capped(config, 1_000).options.max_rate_per_partition == 250
+    assert legacy.capped(legacy.paced(config, "0.5 s"), 1_000).options.max_rate_per_partition == 500
+    assert legacy.capped(_config(partitions=3), 1_000).options.max_rate_per_partition == 333
+    assert legacy.capped(config, 1).options.max_rate_per_partition == 1
     # modern: records per trigger, the other source options kept
-    assert modern.capped(config, 800.9).source_options == {"minOffsetsPerTrigger": 5, "maxOffsetsPerTrigger": 800}
-    # Each touches its own setting only.
-    assert legacy.capped(config, 1_000).source_options == config.source_options
-    assert modern.capped(config, 1_000).max_rate_per_partition is None
+    mine = _config(engine="modern", options={"source_options": {"minOffsetsPerTrigger": 5}})
+    assert modern.capped(mine, 800.9).options.source_options == {"minOffsetsPerTrigger": 5, "maxOffsetsPerTrigger": 800}
 
 
 def test_the_harness_caps_keep_batches_within_half_the_lateness_margin() -> None:
@@ -135,8 +134,9 @@ def test_the_harness_caps_keep_batches_within_half_the_lateness_margin() -> None
     spec = dataset_spec("messy")  # 500 events/s, 4 s margin: 1000 records are 2 s of event time
     config = _config(partitions=4)
     assert batch_records(spec) == 1_000.0
-    assert capped(get_engine("legacy"), config, spec).max_rate_per_partition == 250
-    assert capped(get_engine("modern"), config, spec).source_options == {"maxOffsetsPerTrigger": 800}
+    assert capped(get_engine("legacy"), config, spec).options.max_rate_per_partition == 250
+    assert capped(get_engine("modern"), _config(engine="modern"), spec).options.source_options == {
+        "maxOffsetsPerTrigger": 800}
     assert common_cap(spec) == 800  # the smallest share: what every engine can be given
 
 
@@ -225,9 +225,41 @@ def test_the_registry_guard_catches_engine_knowledge(planted: str) -> None:
 
 def test_each_engine_says_whether_a_run_promises_exactly_once() -> None:
     def config(engine: str, stream: str) -> DriverConfig:
-        return DriverConfig(engine, "b:9092", {"events": "t"}, "out", "ckpt", stream=stream)
+        return DriverConfig(engine, "b:9092", {"events": "t"}, "out", "ckpt", options={"stream": stream})
 
     assert get_engine("legacy").exactly_once(config("legacy", "direct"))
     assert not get_engine("legacy").exactly_once(config("legacy", "receiver"))
-    # The stream kind is a legacy setting: a modern query is exactly-once whatever it says.
-    assert get_engine("modern").exactly_once(config("modern", "receiver"))
+    # The stream kind is a legacy option: a modern query is exactly-once, and refuses an option it does not have.
+    assert get_engine("modern").exactly_once(DriverConfig("modern", "b:9092", {"events": "t"}, "out", "ckpt"))
+    with pytest.raises(ConfigError, match=r"Unrecognized options of the modern engine: \['stream'\]"):
+        get_engine("modern").options(config("modern", "receiver"))
+
+
+def test_each_engine_parses_validates_and_reports_its_own_options(tmp_path: Path) -> None:
+    legacy, modern = get_engine("legacy"), get_engine("modern")
+    dsn = "postgresql://dmk:s3cret@db:5432/offsets"
+    config = _config(options={"offsets": "postgresql", "offset_store": dsn, "batch_seconds": 0.5})
+    parsed = legacy.options(config)
+    assert (parsed.offsets, parsed.offset_store, parsed.batch_seconds, parsed.stream) == (
+        "postgresql", dsn, 0.5, "direct")  # the defaults are the options type's
+    # The password never reaches a file or a repr; the driver gets it from its environment.
+    assert "s3cret" not in config.to_json() and "s3cret" not in repr(config) and "s3cret" not in repr(parsed)
+    assert json.loads(config.to_json())["options"]["offset_store"] == "postgresql://dmk:***@db:5432/offsets"
+    # Across the process boundary: a mapping again, parsed by the engine into the same options.
+    assert legacy.options(DriverConfig.from_json(_config(options=parsed).to_json())) == legacy.options(
+        _config(options={**vars(parsed), "offset_store": "postgresql://dmk:***@db:5432/offsets"}))
+    for bad, match in (({"batch_secs": 1}, r"Unrecognized options of the legacy engine: \['batch_secs'\]"),
+                       ({"stream": "kinesis"}, "stream must be one of direct, receiver"),
+                       ({"offsets": "redis"}, "offsets must be one of checkpoint, kafka"),
+                       ({"batch_seconds": 0}, "batch_seconds must be a number of seconds > 0"),
+                       ({"max_rate_per_partition": 0}, "max_rate_per_partition must be a whole number")):
+        with pytest.raises(ConfigError, match=match):
+            legacy.options(_config(options=bad))
+    with pytest.raises(ConfigError, match="not '<number> <unit>'"):
+        modern.options(_config(engine="modern", options={"trigger": "fast"}))
+    assert modern.options(_config(engine="modern", options={"trigger": "availableNow"})).trigger == "availableNow"
+    # A warm-up runs the job's code only: no store, name or fingerprint.
+    plain = legacy.options(legacy.plain(_config(options={"stream": "receiver", "offsets": "kafka", "job_name": "j",
+                                                         "write_ahead_log": True, "fingerprint": "f"})))
+    assert (plain.stream, plain.offsets, plain.write_ahead_log, plain.job_name, plain.fingerprint) == (
+        "direct", "checkpoint", False, None, None)

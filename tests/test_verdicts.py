@@ -344,7 +344,8 @@ def test_each_part_of_the_result_is_its_own_line_of_the_verdict(tmp_path: Path) 
     # A receiver mode promises no exactly-once: its input is reported, not judged.
     receiver = CompareSettings("windowed_counts", out_dir=tmp_path / "run", legacy_mode="receiver")
     stream = get_engine("legacy").modes[receiver.legacy_mode]["stream"]
-    outcome.exactly_once = get_engine("legacy").exactly_once(DriverConfig("legacy", "b:9092", {}, "o", "c", stream=stream))
+    outcome.exactly_once = get_engine("legacy").exactly_once(DriverConfig("legacy", "b:9092", {}, "o", "c",
+                                                                                   options={"stream": stream}))
     checks = _checks(receiver, "legacy", rows, oracle, dead_letters(outcome.out_dir), outcome, "windowed_counts", 3, 0)
     assert checks[3].ok is None and "promises at most once (3 never processed" in checks[3].detail
 
