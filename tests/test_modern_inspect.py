@@ -503,3 +503,29 @@ def test_polled_progress_keeps_idle_triggers_apart_from_the_batch_they_did_not_r
 
     assert [(p["batchId"], p["numInputRows"]) for p in read_progress(tmp_path, "q")] == [(0, 5), (1, 7)]
     assert [p["timestamp"] for p in read_progress(tmp_path, "q", idle=True)] == ["t1", "t2"]
+
+
+def test_checkpoint_inspect_asks_the_engines_which_owns_the_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``dmk checkpoint inspect`` reads a checkpoint with the engine that owns it (the registry's, in order)."""
+    from compare.cli import main
+    from compare.engines import get_engine
+
+    legacy, modern = get_engine("legacy"), get_engine("modern")
+    root = tmp_path / "queries"
+    three_batches(root / "running_counts")
+    dstream = tmp_path / "dstream"
+    dstream.mkdir()
+    (dstream / "checkpoint-1000").write_bytes(b"")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    owners = {str(d): [e.name for e in (legacy, modern) if e.owns_checkpoint(str(d))]
+              for d in (root, root / "running_counts", dstream, empty)}
+    assert owners == {str(root): ["modern"], str(root / "running_counts"): ["modern"], str(dstream): ["legacy"],
+                      str(empty): []}
+    assert legacy.owns_checkpoint("hdfs://nn:8020/ckpt") and not modern.owns_checkpoint("hdfs://nn:8020/ckpt")
+    # A directory of query checkpoints: one report each, read from files only.
+    assert main(["checkpoint", "inspect", str(root), "--json", "--no-row-counts"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert [b["batch_id"] for b in shown["batches"]] == [0, 1, 2]
