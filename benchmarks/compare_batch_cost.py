@@ -136,10 +136,9 @@ def main() -> None:
         config = DriverConfig(
             engine=args.engine, bootstrap_servers=broker.bootstrap_servers, topics={"events": topic},
             out_dir=str(out), checkpoint_dir=f"{work}/checkpoint", dataset=dataset,
-            jobs=(("running_counts", "default"),), timeout_s=1_800, partitions=args.partitions,
-            max_rate_per_partition=max(1, args.per_batch // args.partitions),
-            source_options={"maxOffsetsPerTrigger": args.per_batch}, spark_conf=conf,
+            jobs=(("running_counts", "default"),), timeout_s=1_800, partitions=args.partitions, spark_conf=conf,
         )
+        config = engine.capped(config, args.per_batch)  # legacy: per_batch // partitions records/s, 1 s batches
         spark = engine.session(config)
         try:
             started = time.monotonic()
@@ -153,9 +152,9 @@ def main() -> None:
                 finally:
                     run.stop()
             seconds = time.monotonic() - started
-            spans = engine.batch_spans(out, job)
+            spans = engine.record(out).batch_spans(job)
             busy = spans[spans["records"] > 0].iloc[STARTUP_BATCHES:]
-            phases = engine.batch_phases(out, job)
+            phases = engine.record(out).batch_phases(job)
             result = {
                 "engine": args.engine, "profile": args.profile, "event_log": args.event_log, "conf": args.conf,
                 "batches": int(len(busy)), "records_median": float(busy["records"].median()),

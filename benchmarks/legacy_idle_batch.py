@@ -50,11 +50,11 @@ def idle_batches(spark: object, bootstrap: str, workload: str, partitions: int, 
         legacy = get_engine("legacy")
         config = DriverConfig(engine="legacy", bootstrap_servers=bootstrap, topics={"events": topic}, out_dir=str(out),
                               checkpoint_dir=f"{work}/checkpoint", dataset=DatasetSpec.from_profile("clean", records=1000),
-                              jobs=((workload, "default"),), batch_seconds=2.0)
+                              jobs=((workload, "default"),), options={"batch_seconds": 2.0})
         run = legacy.start(spark, config)
         time.sleep(seconds)
         run.stop()
-        batches = legacy.batch_spans(out, workload)
+        batches = legacy.record(out).batch_spans(workload)
     stages = [s for s in _get(f"{api}/stages") if s["stageId"] not in before and s["status"] == "COMPLETE"]
     steady = batches["processing_ms"].iloc[3:].tolist()
     return {

@@ -78,7 +78,7 @@ def main() -> None:
                 rows = run.rows(name, variant)
                 final = workloads.final_result(wspec, rows)
                 equal = _equal(final, oracle.rows)
-                dropped = get_engine(engine).late_dropped(run.out_dir, workloads.job_id(name, variant))
+                dropped = get_engine(engine).record(run.out_dir).late_dropped(workloads.job_id(name, variant))
                 latency = (rows["emitted_at"] - rows["last_input_ts"]).to_numpy() if len(rows) else np.array([0])
                 p50, p95 = np.percentile(latency, [50, 95])
                 job = name if variant == "default" else f"{name}.{variant}"

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from compare.engines import handover
 from compare.errors import CutoverAmbiguous
 from kit import layout, workloads
 from kit.errors import ConfigError
@@ -48,8 +49,9 @@ __all__ = [
     "write_options",
 ]
 
-SOURCES = ("checkpoint", "kafka", "zookeeper", "sqlite", "postgresql")
-"""Where a legacy job can have kept its position (the offset modes of ``dmk compare --legacy-mode``)."""
+SOURCES = handover().sources
+"""Where a legacy job can have kept its position (the offset modes of ``dmk compare --legacy-mode``):
+``checkpoint``, ``kafka``, ``zookeeper``, ``sqlite``, ``postgresql`` (:attr:`kit.engine.Handover.sources`)."""
 
 EARLIEST = -2
 """``startingOffsets``' value for "the beginning of the partition" (Spark's)."""
@@ -190,18 +192,7 @@ def read_position(source: PositionSource, *, allow_pending: bool = False) -> Leg
 
 
 def _checkpoint_position(source: PositionSource, allow_pending: bool) -> LegacyPosition:
-    from legacy.inspect import inspect_legacy_checkpoint, last_completed_position
-
-    checkpoint = inspect_legacy_checkpoint(source.where)
-    if not checkpoint.direct_streams:
-        msg = (
-            f"the checkpoint {source.where} has no direct Kafka stream of the kit's (legacy.kafka), so it holds no "
-            "offsets; a receiver job keeps its position in its consumer group: use the kafka source"
-        )
-        raise ConfigError(msg, field="checkpoint", expected="a checkpoint with direct streams", actual=source.where)
-    positions = last_completed_position(checkpoint)
-    offsets = {(t, int(p)): int(o) for pos in positions for t, parts in pos.offsets.items() for p, o in parts.items()}
-    pending = tuple(sorted({t for pos in positions for t in (*pos.pending_with_records, *pos.pending_unknown)}))
+    offsets, pending = handover().checkpoint_position(source.where)
     if not pending:
         return LegacyPosition(source, offsets, exact=True)
     if not allow_pending:
@@ -221,15 +212,13 @@ def _checkpoint_position(source: PositionSource, allow_pending: bool) -> LegacyP
 
 def _store_position(source: PositionSource) -> LegacyPosition:
     from kit.kafka import Kafka
-    from legacy.offsets import open_store
 
     # PositionSource refuses a store without Kafka's address, and only stores come here.
     assert source.bootstrap_servers is not None, "a store's PositionSource has bootstrap_servers"
     with Kafka(source.bootstrap_servers) as kafka:
         partitions = {topic: kafka.partitions(topic) for topic in source.topics}
-    with open_store(source.kind, source.where, source.consumer or source.where,
-                    bootstrap_servers=source.bootstrap_servers) as store:
-        stored = {(tp[0], tp[1]): offset for tp, offset in store.load(list(source.topics)).items()}
+    stored = handover().stored_offsets(source.kind, source.where, source.consumer or source.where, source.topics,
+                                       source.bootstrap_servers)
     empty = [topic for topic in source.topics if not any(t == topic for t, _ in stored)]
     if empty:
         msg = (
@@ -239,7 +228,7 @@ def _store_position(source: PositionSource) -> LegacyPosition:
         )
         raise CutoverAmbiguous(msg, reason="nothing stored")
     offsets = {(topic, p): stored.get((topic, p), EARLIEST) for topic, parts in partitions.items() for p in parts}
-    return LegacyPosition(source, offsets, exact=source.kind in ("sqlite", "postgresql"))
+    return LegacyPosition(source, offsets, exact=source.kind in handover().transactional)
 
 
 # -- checking against the legacy job's outputs -----------------------------------------------------------------
@@ -251,11 +240,7 @@ def _export_committed(source: PositionSource, out: Path) -> None:
     Those outputs live in the database until the driver exports them on stop, which a killed driver never did:
     exported here, the outputs in ``out`` are the committed ones.
     """
-    from legacy.offsets import open_store
-    from legacy.runner import export_committed_outputs
-
-    with open_store(source.kind, source.where, source.consumer or "") as store:
-        export_committed_outputs(store, out)
+    handover().export_committed(source.kind, source.where, source.consumer or "", out)
 
 
 def _batch_files(directory: Path) -> dict[int, list[Path]]:
@@ -316,8 +301,6 @@ def plan_cutover(
                      "their records again")
     if legacy_output is None:
         return CutoverPlan(position, notes=tuple(notes))
-    from legacy.runner import read_progress
-
     out = Path(legacy_output)
     if not out.is_dir():
         msg = (
@@ -325,9 +308,9 @@ def plan_cutover(
             "progress.<input>/ and one directory per output)"
         )
         raise ConfigError(msg, field="legacy_output", expected="a directory", actual=str(out))
-    if position.source.kind in ("sqlite", "postgresql"):
+    if position.source.kind in handover().transactional:
         _export_committed(position.source, out)
-    progress = read_progress(out)
+    progress = handover().completed_batches(out)
     if progress.empty:
         msg = (
             f"{out} has no progress.<input>/ batch files: it is not a legacy output root of the kit's "

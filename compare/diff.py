@@ -299,11 +299,13 @@ class ThreeWayDiff:
         Raises:
             ConfigError: another engine name.
         """
-        sides = {"legacy": self.legacy, "modern": self.modern}
-        if engine not in sides:
+        from compare.engines import ENGINES  # the fields holding each engine's diff are named after it
+
+        if engine not in ENGINES:
             msg = f"a three-way diff holds the engines legacy and modern, not {engine!r}"
-            raise ConfigError(msg, field="engine", expected=tuple(sides), actual=engine)
-        return sides[engine]
+            raise ConfigError(msg, field="engine", expected=ENGINES, actual=engine)
+        diff: OutputDiff = getattr(self, engine)
+        return diff
 
 
 def three_way(

@@ -34,7 +34,7 @@ import traceback
 from pathlib import Path
 
 from compare.engines import get_engine
-from kit.engine import DriverConfig, Engine
+from kit.engine import DriverConfig, KitEngine, option_items
 from kit.errors import RunTimeout
 from kit.kafka import java_client_settings, set_process_settings
 from kit.lifeline import exit_with_parent
@@ -95,23 +95,23 @@ def _offsets(raw: dict) -> dict[str, dict[int, int]]:
     return {topic: {int(p): int(o) for p, o in parts.items()} for topic, parts in raw.items()}
 
 
-def _warm_up(engine: Engine, spark: object, config: DriverConfig, out: Path) -> None:
+def _warm_up(engine: KitEngine, spark: object, config: DriverConfig, out: Path) -> None:
     """Run ``config``'s jobs over the harness's warm-up topics to their end, once per run (see the module docstring).
 
     The warm-up reads its own topics from their beginning and writes under ``<out>/warmup`` with a checkpoint of
-    its own, in the direct stream with checkpointed offsets whatever the run's legacy mode: it warms the job's
-    code, not the offset store or a receiver's consumer group.
+    its own, without what outlives a run (:meth:`kit.engine.KitEngine.plain`: legacy runs the direct stream with
+    checkpointed offsets whatever the run's mode): it warms the job's code, not the offset store or a receiver's
+    consumer group.
     """
     plan, warmed = out / CONTROL / WARMUP, out / CONTROL / WARMED
     if not plan.exists() or warmed.exists():
         return
     raw = json.loads(plan.read_text(encoding="utf-8"))
     started = time.monotonic()
-    warm = dataclasses.replace(
+    warm = engine.plain(dataclasses.replace(
         config, topics=dict(raw["topics"]), out_dir=str(out / WARMUP_DIR),
-        checkpoint_dir=f"{config.checkpoint_dir.rstrip('/')}-{WARMUP_DIR}", stream="direct", offsets="checkpoint",
-        write_ahead_log=False, offset_store=None, job_name=None, fingerprint=None,
-    )
+        checkpoint_dir=f"{config.checkpoint_dir.rstrip('/')}-{WARMUP_DIR}",
+    ))
     run = engine.start(spark, warm)
     try:
         # Its end offsets only: the batches after them (legacy) would wait out a queue of idle batches.
@@ -171,8 +171,8 @@ def main(argv: list[str]) -> int:
     config = DriverConfig.read(Path(argv[0]))
     # The store's real address (the file holds it redacted) comes in the environment, read here at the edge.
     store = os.environ.get(OFFSET_STORE_ENV)
-    if store:
-        config = dataclasses.replace(config, offset_store=store)
+    if store and "offset_store" in option_items(config.options):  # the engine's with an offset store
+        config = dataclasses.replace(config, options={**option_items(config.options), "offset_store": store})
     security = os.environ.get(KAFKA_SECURITY_ENV)
     if security:
         config = dataclasses.replace(config, kafka_security=json.loads(security))

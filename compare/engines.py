@@ -1,7 +1,7 @@
 """The engines ``compare`` can run, by name.
 
-Every run, measurement and report goes through :class:`kit.engine.Engine`, so nothing in ``compare`` asks which
-engine it holds.
+Every run, measurement and report goes through :class:`kit.engine.KitEngine`, so nothing in ``compare`` asks
+which engine it holds.
 
 Example:
     >>> get_engine("legacy").batches_by_clock
@@ -12,19 +12,19 @@ Example:
 
 from __future__ import annotations
 
-from kit.engine import Engine
+from kit.engine import Handover, KitEngine
 from kit.errors import ConfigError
 from legacy.engine import LEGACY
 from modern.engine import MODERN
 
-__all__ = ["ENGINES", "get_engine", "register_engine"]
+__all__ = ["ENGINES", "get_engine", "handover", "register_engine"]
 
-_REGISTRY: dict[str, Engine] = {LEGACY.name: LEGACY, MODERN.name: MODERN}
+_REGISTRY: dict[str, KitEngine] = {LEGACY.name: LEGACY, MODERN.name: MODERN}
 ENGINES: tuple[str, ...] = ("legacy", "modern")
 """The engines a compare run pairs, in the order it runs them (the migration's before and after)."""
 
 
-def get_engine(name: str) -> Engine:
+def get_engine(name: str) -> KitEngine:
     """The engine registered as ``name``.
 
     Raises:
@@ -37,15 +37,29 @@ def get_engine(name: str) -> Engine:
     return engine
 
 
-def register_engine(engine: Engine) -> None:
+def handover() -> Handover:
+    """How ``dmk cutover`` reads where a job of the engine a migration leaves stopped (the first with a handover).
+
+    Example:
+        >>> handover().sources
+        ('checkpoint', 'kafka', 'zookeeper', 'sqlite', 'postgresql')
+    """
+    found = next((engine.handover for engine in map(get_engine, ENGINES) if engine.handover is not None), None)
+    if found is None:  # the registry's own engines always have one: a programming error, not bad input
+        msg = f"none of the engines {ENGINES} has a handover (kit.engine.KitEngine.handover)"
+        raise ConfigError(msg, field="engine", expected="an engine with a handover", actual=ENGINES)
+    return found
+
+
+def register_engine(engine: KitEngine) -> None:
     """Make ``engine`` available by its name (a driver process finds it there too if registered on import).
 
     Raises:
-        ConfigError: not an :class:`~kit.engine.Engine`, or its name is taken by another engine.
+        ConfigError: not a :class:`~kit.engine.KitEngine`, or its name is taken by another engine.
     """
-    if not isinstance(engine, Engine):
-        msg = f"{engine!r} does not implement kit.engine.Engine (name, batches_by_clock, start, batch_spans...)"
-        raise ConfigError(msg, field="engine", expected="kit.engine.Engine", actual=type(engine).__name__)
+    if not isinstance(engine, KitEngine):
+        msg = f"{engine!r} does not implement kit.engine.KitEngine (name, batches_by_clock, start, resolve, capped...)"
+        raise ConfigError(msg, field="engine", expected="kit.engine.KitEngine", actual=type(engine).__name__)
     taken = _REGISTRY.get(engine.name)
     if taken is not None and taken is not engine:
         msg = f"an engine named {engine.name!r} is registered already ({taken!r})"

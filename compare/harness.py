@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from compare.engines import get_engine
-from compare.inputs import TEST_DATASET, batch_caps, dataset_spec, route_inputs
+from compare.inputs import TEST_DATASET, batch_records, capped, common_cap, dataset_spec, route_inputs
 from compare.measure import dead_letters
 from kit import workloads
 from kit.dataset import DatasetSpec
@@ -33,27 +33,25 @@ from kit.replay import ReplayResult, ReplaySettings, replay
 from kit.sink import read_batches
 
 __all__ = [
-    "LEGACY_MAX_RATE_PER_PARTITION",
-    "MAX_OFFSETS_PER_TRIGGER",
     "PARTITIONS",
     "REPLAY_RATE_RPS",
     "TEST_DATASET",
-    "EngineRun",
+    "EngineOutputs",
+    "batch_records",
+    "capped",
+    "common_cap",
     "dataset_spec",
+    "route_inputs",
     "run_engine",
 ]
 
 # TEST_DATASET (compare.inputs, also dmk compare's default) replayed at twice its event-time rate.
 REPLAY_RATE_RPS = 1_000
 PARTITIONS = 4
-# For TEST_DATASET: 250 records/s per partition (1000 records per 1 s batch, 2 s of event time) and 800.
-LEGACY_MAX_RATE_PER_PARTITION, MAX_OFFSETS_PER_TRIGGER = batch_caps(
-    DatasetSpec.from_profile("messy", **TEST_DATASET), PARTITIONS
-)
 
 
 @dataclass
-class EngineRun:
+class EngineOutputs:
     """What one engine produced for every job of a run (outputs as :func:`kit.sink.read_batches` frames)."""
 
     engine: str
@@ -93,7 +91,7 @@ def run_engine(
     timeout_s: float = 600,
     partitions: int = PARTITIONS,
     kafka_security: Mapping[str, str] | None = None,
-) -> EngineRun:
+) -> EngineOutputs:
     """Replay ``frame`` (routed to each job's inputs) while ``engine`` runs ``jobs``; wait for all output.
 
     ``jobs`` are ``(workload, variant)`` pairs as :func:`kit.workloads.resolve` takes them: a workload name or
@@ -119,18 +117,16 @@ def run_engine(
     settings = ReplaySettings(
         topic=topics[inputs[0]], partitions=partitions, rate_rps=REPLAY_RATE_RPS * copies, partition_by="seq"
     )
-    legacy_cap, modern_cap = batch_caps(spec, partitions)
     chosen = get_engine(engine)
-    config = DriverConfig(
+    config = capped(chosen, DriverConfig(
         engine=engine, bootstrap_servers=bootstrap_servers, topics=topics, out_dir=str(out_dir),
         checkpoint_dir=str(checkpoint), dataset=spec, jobs=jobs, timeout_s=timeout_s, partitions=partitions,
-        max_rate_per_partition=legacy_cap, source_options={"maxOffsetsPerTrigger": modern_cap},
         kafka_security=dict(kafka_security or {}),
-    )
+    ), spec)
     run = chosen.start(spark, config)
     try:
         result = replay(routed, bootstrap_servers, settings)
         run.await_offsets(result.topic_end_offsets, timeout_s=timeout_s)
     finally:
         run.stop()
-    return EngineRun(engine, out_dir, result, jobs)
+    return EngineOutputs(engine, out_dir, result, jobs)

@@ -13,30 +13,45 @@ from __future__ import annotations
 
 import pandas as pd
 
+from compare.engines import ENGINES, get_engine
 from kit import workloads
 from kit.dataset import DatasetSpec
+from kit.engine import DriverConfig, KitEngine
 
-__all__ = ["TEST_DATASET", "batch_caps", "dataset_spec", "route_inputs"]
+__all__ = ["TEST_DATASET", "batch_records", "capped", "common_cap", "dataset_spec", "route_inputs"]
 
 # 20k records over 40 s of event time: dmk compare's default dataset and the equivalence tests'.
 TEST_DATASET = {"records": 20_000, "events_per_second": 500, "lateness_margin_ms": 4_000, "users": 300}
 
 
-def batch_caps(dataset: DatasetSpec, partitions: int, batch_seconds: float = 1.0) -> tuple[int, int]:
-    """``(legacy maxRatePerPartition, modern maxOffsetsPerTrigger)`` keeping batches short in event time.
-
-    Every batch stays within half the dataset's lateness margin of event time.
+def batch_records(dataset: DatasetSpec) -> float:
+    """Records per batch keeping every batch within half the dataset's lateness margin of event time.
 
     Spark judges a batch's late rows by the watermark of two batches back. A batch longer in event time than
     the margin around the allowed lateness can therefore admit a too-late record (or drop an on-time one),
     and an engine working off a backlog takes one huge batch unless it is capped. Half the margin leaves room
-    for the batch before it. Modern gets 80 % of that: ``maxOffsetsPerTrigger`` is split over partitions by
-    lag, so a batch can reach further in event time on some partitions than on others.
+    for the batch before it. Each engine takes its :attr:`~kit.engine.KitEngine.cap_share` of it
+    (:func:`capped`), since a cap split over partitions by lag lets a batch reach further on some partitions.
+
+    Example:
+        >>> batch_records(dataset_spec("messy"))  # TEST_DATASET: 2 s of event time at 500 events/s
+        1000.0
     """
-    per_batch = dataset.events_per_second * dataset.lateness_margin_ms / 2_000
-    legacy = max(1, int(per_batch / partitions / batch_seconds))
-    modern = max(1, int(per_batch * 0.8))
-    return legacy, modern
+    return dataset.events_per_second * dataset.lateness_margin_ms / 2_000
+
+
+def capped(engine: KitEngine, config: DriverConfig, dataset: DatasetSpec) -> DriverConfig:
+    """``config`` with ``engine``'s batch cap keeping its batches short in event time (:func:`batch_records`).
+
+    For :data:`TEST_DATASET` on 4 partitions: legacy 250 records/s per partition (1000 records per 1 s batch,
+    2 s of event time), modern 800 records per trigger. Set the batch interval first.
+    """
+    return engine.capped(config, batch_records(dataset) * engine.cap_share)
+
+
+def common_cap(dataset: DatasetSpec) -> int:
+    """Records per batch that keep every engine's batches short in event time (the smallest engine share)."""
+    return max(1, int(batch_records(dataset) * min(get_engine(name).cap_share for name in ENGINES)))
 
 
 def dataset_spec(profile: str, **overrides: object) -> DatasetSpec:

@@ -15,16 +15,33 @@ fetched, and its log says so).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import runpy
 import sys
 
-__all__ = ["STANDINS", "main"]
-
-STANDINS = {"legacy": "legacy.standin", "modern": "modern.standin"}
-"""The stand-in module of each kind of job: its ``install(progress_path)`` runs before the script."""
+__all__ = ["main", "standin"]
 
 _USAGE = "usage: python -m compare.jobrun --engine legacy|modern --progress FILE (SCRIPT.py | -m MODULE) [ARGS...]"
+
+
+def standin(engine: str) -> str | None:
+    """The stand-in module of ``engine``'s jobs, ``<engine>.standin`` in the engine's own package (None: it has none).
+
+    Its ``install(progress_path)`` runs before the script. Found by name, without importing the engine: nothing of
+    the other engine's (nor of this one's runner) may be loaded into the job's process.
+
+    Example:
+        >>> standin("modern"), standin("kit"), standin("no such")
+        ('modern.standin', None, None)
+    """
+    if not engine.isidentifier():
+        return None
+    module = f"{engine}.standin"
+    try:
+        return module if importlib.util.find_spec(module) is not None else None
+    except ModuleNotFoundError:
+        return None
 
 
 def main(argv: list[str]) -> int:
@@ -34,7 +51,8 @@ def main(argv: list[str]) -> int:
     while args and args[0] in ("--engine", "--progress") and len(args) >= 2:
         options[args[0][2:]] = args[1]
         args = args[2:]
-    if options.get("engine") not in STANDINS or "progress" not in options or not args:
+    module = standin(options.get("engine", ""))
+    if module is None or "progress" not in options or not args:
         print(_USAGE, file=sys.stderr)
         return 2
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -44,7 +62,7 @@ def main(argv: list[str]) -> int:
     from kit import submit_args
 
     submit_args.install()
-    importlib.import_module(STANDINS[options["engine"]]).install(options["progress"])
+    importlib.import_module(module).install(options["progress"])
     if args[0] == "-m" and len(args) >= 2:
         sys.argv = [args[1], *args[2:]]
         runpy.run_module(args[1], run_name="__main__", alter_sys=True)

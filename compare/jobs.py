@@ -72,7 +72,8 @@ from kit.ranges import LINES, OffsetRange
 from kit.security import KAFKA_SECURITY_ENV
 
 __all__ = [
-    "MODES", "PLACEHOLDERS", "QUIET_S", "JobsResult", "JobsSettings", "ScriptEngine", "compare_jobs", "read_output",
+    "MODES", "PLACEHOLDERS", "QUIET_S", "JobsResult", "JobsSettings", "ScriptEngine", "ScriptRecord", "compare_jobs",
+    "read_output",
 ]
 
 PLACEHOLDERS = ("bootstrap", "topic", "output_topic", "output_dir", "output_dsn", "output_table", "checkpoint",
@@ -163,11 +164,13 @@ class JobsSettings:
         if self.rate_rps is not None and self.speed is not None:
             msg = "give --rate or --speed, not both"
             raise ConfigError(msg, field="rate", expected="one of them", actual=(self.rate_rps, self.speed))
-        if self.input_kinds["modern"] == "queue":
-            msg = ("--input-kind queue cannot feed the modern job: PySpark has no MemoryStream (nor any in-memory "
-                   "streaming source) to fill; feed its rewrite files instead, --input-kind queue,files, read with "
-                   "format(\"text\") from {input_dir}")
-            raise ConfigError(msg, field="input_kind", expected="files for the modern job", actual=self.input_kind)
+        from compare.engines import get_engine
+
+        for side in SIDES:
+            refused = get_engine(side).refused_script_inputs.get(self.input_kinds[side])
+            if refused is not None:
+                raise ConfigError(refused, field="input_kind", expected=f"files for the {side} job",
+                                  actual=self.input_kind)
         for side, command in (("legacy", self.legacy), ("modern", self.modern)):
             _check_command(side, command, self.output, self.input_kinds[side])
 
@@ -406,7 +409,7 @@ class ScriptRun:
         seen, changed = -1, time.monotonic()
         while True:
             ended = self.check(may_end=True)
-            batches = self.engine.batch_ranges(self.out)
+            batches = self.engine.record(self.out).batch_ranges()
             if len(batches) != seen:
                 seen, changed = len(batches), time.monotonic()
             reached = {}
@@ -472,7 +475,7 @@ class ScriptEngine:
     Attributes:
         name: the side it is compared on (``legacy``, ``modern``).
         command: the job's command with placeholders.
-        kind: which stand-ins the process gets (:data:`compare.jobrun.STANDINS`). Default: ``name``.
+        kind: which stand-ins the process gets (:func:`compare.jobrun.standin`). Default: ``name``.
         output: where the job writes (:attr:`JobsSettings.output`). Default ``"topic"``.
         python2: run it with the Python 2 compatibility layer (:attr:`JobsSettings.legacy_python2`).
     """
@@ -491,11 +494,6 @@ class ScriptEngine:
 
         self.kind = self.kind or self.name
         self.batches_by_clock = get_engine(self.kind).batches_by_clock  # as the kit's engine of that kind
-
-    def resolve(self, workload: Any, variant: Any = "default") -> Any:
-        """A script is its own code: there is nothing to resolve."""
-        msg = f"the {self.name} job is a script ({self.command!r}); it runs no kit workload"
-        raise ConfigError(msg, field="workload", expected="a kit engine", actual=self.command)
 
     def session(self, config: DriverConfig) -> Any:
         """A script starts its own Spark: no session is made for it."""
@@ -548,30 +546,34 @@ class ScriptEngine:
             process = subprocess.Popen(runner, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
         return ScriptRun(self, process, out)
 
-    def paced(self, config: DriverConfig, interval: str) -> DriverConfig:
-        """A script sets its own batch interval or trigger."""
-        msg = f"the {self.name} job sets its own batch interval or trigger; it cannot be paced from outside"
-        raise ConfigError(msg, field="interval", expected="a kit engine", actual=interval)
-
     def interval_s(self, config: DriverConfig) -> float:
         """Not known: a script sets its own batch interval or trigger (0: judged by its batches' lengths)."""
         return 0.0
 
-    def batch_ranges(self, out_dir: str | Path) -> list[list[OffsetRange]]:
-        """The offset ranges of each completed batch, in completion order (both stand-ins report them alike)."""
-        return [list(row.ranges) for row in read_progress_rows(self.progress_path(out_dir))]
+    def record(self, out_dir: str | Path, checkpoint_dir: Path | None = None) -> ScriptRecord:
+        """What the job's stand-ins reported under ``out_dir`` (:class:`ScriptRecord`); its checkpoint is its own."""
+        return ScriptRecord(self.progress_path(out_dir))
 
-    def batch_spans(
-        self, out_dir: str | Path, job: str | None = None, checkpoint_dir: Path | None = None
-    ) -> pd.DataFrame:
+
+class ScriptRecord:
+    """What a job script's run produced, as its stand-ins reported it: one progress row per completed batch."""
+
+    def __init__(self, progress: Path) -> None:
+        self.progress = progress
+
+    def batch_ranges(self) -> list[list[OffsetRange]]:
+        """The offset ranges of each completed batch, in completion order (both stand-ins report them alike)."""
+        return [list(row.ranges) for row in read_progress_rows(self.progress)]
+
+    def batch_spans(self, job: str | None = None) -> pd.DataFrame:
         """One row per completed batch, from the stand-ins' reports (no scheduling delay is known)."""
         rows = [(r.batch_ms, r.batch_ms, r.completed_ms, r.records, r.completed_ms - r.batch_ms, 0)
-                for r in read_progress_rows(self.progress_path(out_dir))]
+                for r in read_progress_rows(self.progress)]
         return pd.DataFrame(rows, columns=list(BATCH_SPAN_COLUMNS))
 
-    def batch_phases(self, out_dir: str | Path, job: str | None = None) -> pd.DataFrame:
+    def batch_phases(self, job: str | None = None) -> pd.DataFrame:
         """A script's batches as one phase: the stand-ins see a batch's whole time only."""
-        spans = self.batch_spans(out_dir)
+        spans = self.batch_spans()
         return pd.DataFrame({"batch": spans["batch_ms"].astype(str), "records": spans["records"],
                              "processing": spans["processing_ms"]})
 
@@ -579,15 +581,15 @@ class ScriptEngine:
         """A script's Spark jobs are not seen: its process has its own Spark."""
         return None
 
-    def processed_records(self, out_dir: str | Path) -> int:
+    def processed_records(self) -> int:
         """Records of the batches reported so far."""
-        return int(self.batch_spans(out_dir)["records"].sum())
+        return int(self.batch_spans()["records"].sum())
 
-    def processed_ranges(self, out_dir: str | Path, job: str, checkpoint_dir: Path | None) -> list[OffsetRange]:
+    def processed_ranges(self, job: str) -> list[OffsetRange]:
         """Every completed batch's ranges."""
-        return [r for ranges in self.batch_ranges(out_dir) for r in ranges]
+        return [r for ranges in self.batch_ranges() for r in ranges]
 
-    def late_dropped(self, out_dir: str | Path, job: str) -> int:
+    def late_dropped(self, job: str) -> int:
         """Not known for a script (its own code decides what is late)."""
         return 0
 
@@ -1215,7 +1217,7 @@ def _run_side(
         rows = pd.DataFrame()
         rows.attrs["error"] = exc
     rows.to_json(out / "output.jsonl", orient="records", lines=True)
-    spans = engine.batch_spans(out)
+    spans = engine.record(out).batch_spans()
     busy = spans[spans["records"] > 0]
     first_ms, last_ms = min(sent_ms), max(sent_ms)
     span_s = (int(busy["ended_ms"].max()) - first_ms) / 1000 if len(busy) else 0.0
@@ -1307,7 +1309,8 @@ def compare_jobs(settings: JobsSettings, progress: Callable[[str, int, int], Non
         for column in values:
             if column not in rows.columns:
                 rows[column] = None
-    diff = diff_outputs(shaped["legacy"], shaped["modern"], key, values)
+    expected, actual = (shaped[name] for name in SIDES)  # legacy is the expected side
+    diff = diff_outputs(expected, actual, key, values)
     summary = diff.summary() if not diff.equal else ""
     equal = bool(diff.equal)
     batches = oracle = None
@@ -1394,9 +1397,10 @@ def _first_batch(diff: OutputDiff, ranges: list[tuple[int, int]], key: tuple[str
 
 def _python2_note() -> str:
     """What ``--legacy-python2`` gave the legacy job, for the metrics, the report and the CLI."""
-    from legacy._py2compat import PROVIDES
+    from compare.engines import ENGINES, get_engine
 
-    return f"the legacy job ran with dmk's Python 2 compatibility layer (--legacy-python2): {PROVIDES}"
+    layer = next(e.python2_layer for e in map(get_engine, ENGINES) if e.python2_layer is not None)
+    return f"the legacy job ran with dmk's Python 2 compatibility layer (--legacy-python2): {layer}"
 
 
 def _report(metrics: JobsMetrics, diff: OutputDiff, settings: JobsSettings, limit: int = 20) -> str:
@@ -1410,8 +1414,7 @@ def _report(metrics: JobsMetrics, diff: OutputDiff, settings: JobsSettings, limi
     for label, field_ in (("command", "command"), ("output rows", "output_rows"), ("rows compared", "rows_compared"),
                           ("batches", "batches"), ("seconds", "seconds"), ("throughput (records/s)", "throughput_rps"),
                           ("last input → last output (ms)", "result_latency_ms")):
-        lines.append(f"| {label} | {getattr(metrics.jobs['legacy'], field_)} | "
-                     f"{getattr(metrics.jobs['modern'], field_)} |")
+        lines.append(f"| {label} | {' | '.join(str(getattr(m, field_)) for m in metrics.jobs.values())} |")
     lines += ["", f"Modern against legacy: {metrics.modern_vs_legacy.counts()}."]
     if metrics.oracle is not None:
         lines.append(f"Against the oracle ({metrics.oracle.rows} rows): legacy "
@@ -1438,8 +1441,9 @@ def _report_html(metrics: JobsMetrics, diff: OutputDiff, settings: JobsSettings,
     verdict = metrics.verdict
     jobs = metrics.jobs
     rows = "".join(
-        f"<tr><th>{html.escape(label)}</th><td>{html.escape(str(getattr(jobs['legacy'], key)))}</td>"
-        f"<td>{html.escape(str(getattr(jobs['modern'], key)))}</td></tr>"
+        f"<tr><th>{html.escape(label)}</th>"
+        + "".join(f"<td>{html.escape(str(getattr(m, key)))}</td>" for m in jobs.values())
+        + "</tr>"
         for label, key in (("command", "command"), ("output rows", "output_rows"), ("rows compared", "rows_compared"),
                            ("batches", "batches"), ("seconds", "seconds"), ("throughput (records/s)", "throughput_rps"),
                            ("last input → last output (ms)", "result_latency_ms"))

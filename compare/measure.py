@@ -3,7 +3,7 @@
 The figures: latency and its percentiles, batch timelines, input coverage, rows lost and duplicated; whether
 an engine kept up with its input and where each batch's time went (the engine's phases, and the Spark jobs
 and tasks of each batch from Spark's event log). Engine-neutral: the engine's own reading of its logs comes
-from :class:`kit.engine.Engine`.
+from :class:`kit.engine.RunRecord`.
 
 Example:
     >>> import pandas as pd
@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from kit import workloads
-from kit.engine import Engine
+from kit.engine import RunRecord
 from kit.layout import EVENT_LOG, dead_letter_dirs
 from kit.ranges import OffsetRange
 from kit.sink import read_batches
@@ -91,7 +91,7 @@ def dead_letters(out_dir: Path) -> pd.DataFrame:
 
 
 def timeline(spans: pd.DataFrame) -> pd.DataFrame:
-    """One row per batch of an engine's :meth:`~kit.engine.Engine.batch_spans`, for the report's plots.
+    """One row per batch of an engine's :meth:`~kit.engine.RunRecord.batch_spans`, for the report's plots.
 
     Columns: ``completed_ms, records, duration_ms, scheduling_delay_ms``.
     """
@@ -290,18 +290,19 @@ def _event_lines(app: Path) -> Iterator[str]:
             yield from log
 
 
-def batch_breakdown(engine: Engine, out_dir: Path, job: str | None = None) -> pd.DataFrame:
+def batch_breakdown(record: RunRecord, out_dir: Path, job: str | None = None) -> pd.DataFrame:
     """Per batch of ``job``: the engine's phases and, from Spark's event log, its Spark jobs and tasks.
 
-    The phases are :meth:`kit.engine.Engine.batch_phases`; the counts are there when the run wrote an event log
+    ``record`` is the run's (:meth:`kit.engine.Engine.record`), ``out_dir`` where its event log is. The phases are
+    :meth:`kit.engine.RunRecord.batch_phases`; the counts are there when the run wrote an event log
     (:func:`compare.supervise.event_log_conf`).
     """
-    phases = engine.batch_phases(out_dir, job)
+    phases = record.batch_phases(job)
     log_dir = Path(out_dir) / EVENT_LOG
     if phases.empty or not log_dir.is_dir():
         return phases
     jobs = spark_jobs(log_dir)
-    jobs["batch"] = [engine.batch_of(p) for p in jobs["properties"]]
+    jobs["batch"] = [record.batch_of(p) for p in jobs["properties"]]
     per_batch = jobs.dropna(subset=["batch"]).groupby("batch").agg(
         **{"Spark jobs": ("job", "size"), "tasks": ("tasks", "sum")})
     return phases.merge(per_batch, left_on="batch", right_index=True, how="left")

@@ -223,7 +223,8 @@ def assert_equivalent(
             expected.rows if isinstance(expected, workloads.OracleResult)
             else workloads.sorted_rows(contract, expected)
         )
-        diff = three_way(finals["legacy"], finals["modern"], rows, contract.key_columns, contract.value_columns)
+        legacy, modern = finals.values()
+        diff = three_way(legacy, modern, rows, contract.key_columns, contract.value_columns)
         assert_three_way(diff, contract.name)
         return diff
 

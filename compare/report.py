@@ -30,7 +30,8 @@ from compare.metrics import METRICS_FILE, CompareMetrics, EngineMetrics
 __all__ = ["baseline_rows", "change", "load_metrics", "render", "smoothed_rate", "summary_rows", "verdict_lines"]
 
 ENGINES = ("legacy", "modern")
-_COLORS = {"legacy": "#d62728", "modern": "#1f77b4"}
+_COLORS = dict(zip(ENGINES, ("#d62728", "#1f77b4"), strict=True))
+"""Each engine's colour in the plots, by its place in :data:`ENGINES`."""
 
 
 def load_metrics(run_dir: Path) -> CompareMetrics:

@@ -67,7 +67,7 @@ from compare.metrics import (
     Percentiles,
     RunSettings,
 )
-from compare.settings import LEGACY_MODES, CompareSettings, default_rate
+from compare.settings import CompareSettings, default_rate
 from compare.supervise import EngineOutcome, Progress, run_engine_process
 from kit import layout, workloads
 from kit.broker import kafka_or_embedded
@@ -86,7 +86,7 @@ from kit.security import redact_settings
 from kit.sink import read_batches
 from kit.spark import SHORT_RUN_CONF
 
-__all__ = ["ENGINES", "LEGACY_MODES", "CompareResult", "CompareSettings", "EngineFailed", "run_compare", "validate"]
+__all__ = ["ENGINES", "CompareResult", "CompareSettings", "EngineFailed", "run_compare", "validate"]
 
 
 @dataclass
@@ -153,7 +153,8 @@ def _measure(
 ) -> tuple[CompareMetrics, ThreeWayDiff, dict[str, pd.DataFrame]]:
     rows = {engine: read_batches(o.out_dir / jobs[engine].name) for engine, o in outcomes.items()}
     finals = {engine: workloads.final_result(spec, r) for engine, r in rows.items()}
-    diff = three_way(finals["legacy"], finals["modern"], oracle.rows, spec.key_columns, spec.value_columns)
+    legacy, modern = (finals[name] for name in ENGINES)
+    diff = three_way(legacy, modern, oracle.rows, spec.key_columns, spec.value_columns)
     latencies = {engine: latency(r) for engine, r in rows.items()}
     engines: dict[str, EngineMetrics] = {}
     checks: list[Check] = []
@@ -164,14 +165,15 @@ def _measure(
         lost, duplicated = against.lost_and_duplicated()
         first_produced = int(outcome.replay.log["produced_ms"].min())
         span_s = max((outcome.done_ms - first_produced) / 1000, 1e-3)
-        ranges = engine.processed_ranges(outcome.out_dir, job, outcome.checkpoint_dir)
+        record = engine.record(outcome.out_dir, outcome.checkpoint_dir)
+        ranges = record.processed_ranges(job)
         never, repeated = input_coverage(ranges, outcome.replay.topic_end_offsets)
-        spans = engine.batch_spans(outcome.out_dir, job, outcome.checkpoint_dir)
+        spans = record.batch_spans(job)
         produced = outcome.replay.log["produced_ms"].to_numpy()
         kept = (keeping_up(name, spans, produced, outcome.interval_s, by_clock=engine.batches_by_clock)
                 if settings.rate_rps else None)
         steady = after_startup(rows[name], first_produced, kept)
-        batches = batch_breakdown(engine, outcome.out_dir, job)
+        batches = batch_breakdown(record, outcome.out_dir, job)
         series[f"backlog_{name}"] = backlog(spans, produced)
         series[f"batches_{name}"] = batches
         series[f"timeline_{name}"] = timeline(spans)
@@ -188,7 +190,7 @@ def _measure(
         engines[name] = EngineMetrics(
             **against.counts(),
             dead_letters=len(dead),
-            late_dropped=engine.late_dropped(outcome.out_dir, job),
+            late_dropped=record.late_dropped(job),
             throughput_rps=round(len(outcome.replay.log) / span_s, 1),
             latency_ms=Percentiles(**percentiles(latencies[name])),
             latency_after_startup_ms=Percentiles(**percentiles(steady)),

@@ -4,8 +4,8 @@
 
 Example:
     >>> settings = CompareSettings("running_counts", out_dir=Path("runs/rc"), legacy_mode="direct-sqlite")
-    >>> settings.checkpoint_root, LEGACY_MODES[settings.legacy_mode]
-    ('runs/rc', ('direct', 'sqlite', False))
+    >>> settings.checkpoint_root, legacy_modes()[settings.legacy_mode]
+    ('runs/rc', {'stream': 'direct', 'offsets': 'sqlite', 'write_ahead_log': False})
 """
 
 from __future__ import annotations
@@ -13,28 +13,28 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 from kit.dataset import DatasetSpec
 from kit.errors import ConfigError
 from kit.spark import check_location, on_this_host
 
 __all__ = [
-    "DEFAULT_RATE_SHARE", "LEGACY_MODES", "NEEDS_STORE", "CompareSettings", "default_events_per_second", "default_rate",
+    "DEFAULT_RATE_SHARE", "NEEDS_STORE", "CompareSettings", "default_events_per_second", "default_rate", "legacy_modes",
 ]
 
-LEGACY_MODES: dict[str, tuple[str, str, bool]] = {
-    "direct": ("direct", "checkpoint", False),
-    "direct-kafka-commit": ("direct", "kafka", False),
-    "direct-zookeeper": ("direct", "zookeeper", False),
-    "direct-sqlite": ("direct", "sqlite", False),
-    "direct-postgres": ("direct", "postgresql", False),
-    "receiver": ("receiver", "kafka", False),
-    "receiver-wal": ("receiver", "kafka", True),
-}
-"""``--legacy-mode`` → (stream, where offsets live, receiver write-ahead log): see :mod:`legacy.runner`.
-``direct`` keeps offsets only in the checkpoint; the other direct modes also commit them to a Kafka group,
-ZooKeeper, or (one transaction with the outputs) SQLite / PostgreSQL; the receiver modes read through a
-consumer group that auto-commits, with or without the receiver write-ahead log."""
+
+def legacy_modes() -> Mapping[str, Mapping[str, Any]]:
+    """``--legacy-mode`` → the driver config fields it sets: the modes of the engine a migration leaves.
+
+    They are the engine's own (:attr:`kit.engine.KitEngine.modes`, :data:`legacy.engine.MODES`): the stream,
+    where offsets live, and the receiver write-ahead log.
+    """
+    from compare.engines import ENGINES, get_engine
+
+    return get_engine(ENGINES[0]).modes
+
+
 NEEDS_STORE = {"direct-zookeeper": "the ZooKeeper hosts (host:port)", "direct-postgres": "a PostgreSQL DSN"}
 
 
@@ -57,7 +57,7 @@ class CompareSettings:
             instead of the spec's default variant.
         modern: your modern builder or a modern variant's name (``transform_with_state``), likewise.
         oracle: your oracle (``package.module:function``, ``fn(frame, dataset_spec) -> OracleResult``).
-        legacy_mode: how the legacy job reads and keeps its offsets (:data:`LEGACY_MODES`).
+        legacy_mode: how the legacy job reads and keeps its offsets (:func:`legacy_modes`).
         offset_store: where that mode's store is: ZooKeeper hosts (``direct-zookeeper``, required), a
             PostgreSQL DSN (``direct-postgres``, required), the SQLite file (``direct-sqlite``; default
             ``<out>/legacy/offsets.sqlite``), or the consumer group (``direct-kafka-commit`` and receivers;
@@ -124,19 +124,20 @@ class CompareSettings:
         return "CompareSettings(" + ", ".join(f"{f.name}={getattr(shown, f.name)!r}" for f in fields(self)) + ")"
 
     def __post_init__(self) -> None:
-        if self.legacy_mode not in LEGACY_MODES:
+        modes = legacy_modes()
+        if self.legacy_mode not in modes:
             msg = (
                 f"legacy mode {self.legacy_mode!r} is not supported by dmk compare; "
-                f"use one of {', '.join(LEGACY_MODES)}."
+                f"use one of {', '.join(modes)}."
             )
-            raise ConfigError(msg, field="legacy_mode", expected=tuple(LEGACY_MODES), actual=self.legacy_mode)
+            raise ConfigError(msg, field="legacy_mode", expected=tuple(modes), actual=self.legacy_mode)
         if self.legacy_mode in NEEDS_STORE and not self.offset_store:
             msg = f"--legacy-mode {self.legacy_mode} needs --offset-store: {NEEDS_STORE[self.legacy_mode]}"
             raise ConfigError(msg, field="offset_store", expected=NEEDS_STORE[self.legacy_mode], actual=None)
         if self.legacy_mode == "direct" and self.offset_store:
             msg = (
                 "--legacy-mode direct keeps offsets in the checkpoint only; --offset-store goes with a store mode "
-                f"({', '.join(m for m in LEGACY_MODES if m != 'direct')})"
+                f"({', '.join(m for m in modes if m != 'direct')})"
             )
             raise ConfigError(msg, field="offset_store", expected=None, actual=self.offset_store)
         if self.mode not in ("final", "all"):
@@ -194,7 +195,9 @@ class CompareSettings:
         Your builder is ``legacy`` or ``modern``, a ``package.module:function`` reference; without a colon it is
         the name of one of the spec's variants (:meth:`kit.workloads.WorkloadSpec.variant`).
         """
-        return {"legacy": self.legacy, "modern": self.modern}.get(engine) or "default"
+        from compare.engines import ENGINES  # the fields holding each engine's builder are named after it
+
+        return (getattr(self, engine) if engine in ENGINES else None) or "default"
 
     @property
     def checkpoint_root(self) -> str:
@@ -209,7 +212,7 @@ DEFAULT_RATE_SHARE = 0.75
 def default_rate(dataset: DatasetSpec, batch_seconds: float = 1.0) -> float:
     """The default replay rate (records/s): :data:`DEFAULT_RATE_SHARE` of what the batch caps let through.
 
-    The caps (:func:`compare.inputs.batch_caps`) let half the lateness margin of event time through per batch.
+    The caps (:func:`compare.inputs.capped`) let half the lateness margin of event time through per batch.
     The rate is 750 records/s for the default dataset.
 
     At the caps' own rate an engine has no headroom: a backlog (the first batch's start-up, a pause, a

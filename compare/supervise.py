@@ -45,12 +45,12 @@ from compare.driver import (
     write_json,
 )
 from compare.errors import EngineFailed
-from compare.inputs import batch_caps
-from compare.settings import LEGACY_MODES, CompareSettings
+from compare.inputs import capped, common_cap
+from compare.settings import CompareSettings
 from kit import workloads
 from kit.broker import KafkaEndpoint
 from kit.dataset import DatasetSpec
-from kit.engine import DriverConfig, Engine, redacted_dsn
+from kit.engine import DriverConfig, KitEngine, option_items, redacted_dsn
 from kit.errors import RunTimeout
 from kit.kafka import Kafka
 from kit.layout import EVENT_LOG
@@ -68,9 +68,10 @@ connect back, which an overloaded machine can miss. A driver failing with one of
 checkpoint (at most :data:`MAX_RECOVERIES` times; counted in ``restarts``)."""
 MAX_RECOVERIES = 2
 WARMUP_BATCHES = 3
-"""Batches' worth of the dataset's first records (at the modern batch cap) a driver runs its jobs over before a
-paced replay starts (:mod:`compare.driver`): a cold driver's first batches are many times slower than the later
-ones, and a replay that started with them piled up a backlog the engine then worked off for most of the run."""
+"""Batches' worth of the dataset's first records (:func:`compare.inputs.common_cap` each) a driver runs its jobs
+over before a paced replay starts (:mod:`compare.driver`): a cold driver's first batches are many times slower than
+the later ones, and a replay that started with them piled up a backlog the engine then worked off for most of the
+run."""
 
 PROGRESS_POLL_S = 1.0
 """How often the harness reads the driver's batch log for the progress line while it waits for the drain. Every
@@ -255,7 +256,7 @@ def event_log_conf(out_dir: Path) -> dict[str, str]:
 
 
 def driver_config(
-    engine: Engine, settings: CompareSettings, topics: dict[str, str], dataset: DatasetSpec, jobs: list[list[str]],
+    engine: KitEngine, settings: CompareSettings, topics: dict[str, str], dataset: DatasetSpec, jobs: list[list[str]],
     bootstrap_servers: str, run_id: str, replay_s: float,
 ) -> DriverConfig:
     """The config of ``engine``'s driver in a compare run.
@@ -263,8 +264,6 @@ def driver_config(
     ``replay_s``: how long the replay lasts once the driver is ready (the driver waits that long, plus the
     timeout, for the drain).
     """
-    legacy_cap, modern_cap = batch_caps(dataset, settings.partitions, settings.batch_seconds)
-    stream, offsets, wal = LEGACY_MODES[settings.legacy_mode]
     # Under a shared root, each run gets its own directory: a later run must not resume this one's state.
     checkpoint = (f"{settings.checkpoint_dir.rstrip('/')}/{run_id}/{engine.name}-checkpoint" if settings.checkpoint_dir
                   else str(settings.out_dir / f"{engine.name}-checkpoint"))
@@ -274,19 +273,28 @@ def driver_config(
         jobs=tuple((workload, variant) for workload, variant in jobs),
         app_name=f"dmk-compare-{engine.name}-{workloads.get(settings.workload).name}", master=settings.master,
         timeout_s=settings.timeout_s, drain_timeout_s=settings.timeout_s + replay_s, partitions=settings.partitions,
-        batch_seconds=settings.batch_seconds, max_rate_per_partition=legacy_cap, stream=stream, offsets=offsets,
-        write_ahead_log=wal, offset_store=redacted_dsn(settings.offset_store) if settings.offset_store else None,
-        job_name=f"dmk-compare-{run_id}", trigger=settings.trigger,
-        source_options={"maxOffsetsPerTrigger": modern_cap}, connect=settings.connect, sys_path=(os.getcwd(),),
-        spark_conf={**SHORT_RUN_CONF, **event_log_conf(settings.out_dir / engine.name)},
+        sys_path=(os.getcwd(),), spark_conf={**SHORT_RUN_CONF, **event_log_conf(settings.out_dir / engine.name)},
         kafka_security=dict(settings.kafka_security),
     )
+    # What the run's settings offer, each engine takes the options it has (the legacy batch interval and offset
+    # store, the modern trigger and Connect server), then its own mode (--legacy-mode), if it has modes.
+    offered = {
+        "batch_seconds": settings.batch_seconds, "trigger": settings.trigger, "connect": settings.connect,
+        "offset_store": redacted_dsn(settings.offset_store) if settings.offset_store else None,
+        "job_name": f"dmk-compare-{run_id}", **engine.modes.get(settings.legacy_mode, {}),
+    }
+    own = option_items(engine.options(config))
+    config = capped(engine, replace(config, options={**own, **{k: v for k, v in offered.items() if k in own}}),
+                    dataset)
     # The job code's fingerprint for checkpoint recovery: the whole config, so a changed run never resumes.
-    return replace(config, fingerprint=hashlib.sha256(config.to_json().encode()).hexdigest()[:16])
+    if "fingerprint" not in own:
+        return config
+    fingerprint = hashlib.sha256(config.to_json().encode()).hexdigest()[:16]
+    return replace(config, options={**option_items(config.options), "fingerprint": fingerprint})
 
 
 def run_engine_process(
-    engine: Engine,
+    engine: KitEngine,
     settings: CompareSettings,
     routed: pd.DataFrame,
     dataset: DatasetSpec,
@@ -316,7 +324,7 @@ def run_engine_process(
     config.write(config_path)
     python_path = os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env = {**os.environ, "PYTHONPATH": python_path}
-    if settings.offset_store:
+    if settings.offset_store and "offset_store" in option_items(config.options):
         env[OFFSET_STORE_ENV] = settings.offset_store
     if settings.kafka_security:
         env[KAFKA_SECURITY_ENV] = json.dumps(dict(settings.kafka_security))
@@ -349,7 +357,8 @@ def run_engine_process(
             outcome.replay = _replay_with_faults(engine.name, settings, driver, kafka, replay_with_progress,
                                                  replay_s, outcome)
         write_json(out / CONTROL / DRAIN, {"end_offsets": outcome.replay.topic_end_offsets})
-        processed = _every(PROGRESS_POLL_S, lambda: progress(engine.name, engine.processed_records(out), total))
+        record = engine.record(out)
+        processed = _every(PROGRESS_POLL_S, lambda: progress(engine.name, record.processed_records(), total))
         done = driver.wait_for(DONE, settings.timeout_s, on_poll=processed)
         outcome.done_ms = done["done_ms"]
         progress(engine.name, total, total)
@@ -383,7 +392,7 @@ def _fill_warmup(
     ``routed`` holds input names in its ``topic`` column. The topics and their end offsets go to
     ``control/warmup.json`` for the driver (:mod:`compare.driver`).
     """
-    per_batch = int(config.source_options.get("maxOffsetsPerTrigger") or 1_000)
+    per_batch = common_cap(config.require_dataset())
     head = routed.head(min(len(routed), WARMUP_BATCHES * per_batch))
     topics = {name: f"dmk-{run_id}-{engine}-warmup-{name}" for name in config.topics}
     with Kafka(bootstrap_servers) as client:

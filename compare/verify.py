@@ -194,11 +194,12 @@ def _python2_era(job: str) -> list[str]:
 
 
 def _python2_note(settings: VerifySettings, found: list[str]) -> str:
-    from legacy._py2compat import PROVIDES
+    from compare.engines import ENGINES, get_engine
 
+    provides = next(e.python2_layer for e in map(get_engine, ENGINES) if e.python2_layer is not None)
     why = ("--legacy-python2" if settings.legacy_python2 else
            f"--legacy-python2, on because the plan found Python 2-era code: {', '.join(found)}")
-    return f" The original ran with dmk's Python 2 compatibility layer ({why}): {PROVIDES}."
+    return f" The original ran with dmk's Python 2 compatibility layer ({why}): {provides}."
 
 
 def verify(

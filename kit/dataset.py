@@ -389,7 +389,7 @@ class DatasetSpec:
         """Fewest records at one event time before each set of lateness probes (see :func:`boundary_plan`).
 
         Three batches' worth at the batch caps the kit runs engines with (``events_per_second *
-        lateness_margin_ms / 2000`` records per batch, :func:`compare.inputs.batch_caps`): Spark judges a batch's
+        lateness_margin_ms / 2000`` records per batch, :func:`compare.inputs.batch_records`): Spark judges a batch's
         late records by the watermark of two batches back, so the record that set the maximum must be at least
         two whole batches before a probe for every engine's watermark to be exactly the oracle's.
         """

@@ -2,21 +2,22 @@
 
 A run is one StreamingContext hosting every job of a :class:`~kit.engine.DriverConfig`, with a
 StreamingListener writing each completed batch to ``<out>/metrics/batches.jsonl`` (batch time, records,
-scheduling and processing delay, and each output operation's time), which :meth:`LegacyEngine.batch_spans`
-and :meth:`LegacyEngine.batch_phases` read.
+scheduling and processing delay, and each output operation's time), which :meth:`LegacyRecord.batch_spans`
+and :meth:`LegacyRecord.batch_phases` read.
 
 Example::
 
     run = LEGACY.start(spark, config)          # config: a kit.engine.DriverConfig
     run.await_offsets(ends, timeout_s=120)
     run.stop()
-    LEGACY.batch_spans(config.out_dir)
+    LEGACY.record(config.out_dir).batch_spans()
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,17 +28,27 @@ import pandas as pd
 from kit.engine import (
     BATCH_PHASE_COLUMNS,
     BATCH_SPAN_COLUMNS,
+    BenchProfile,
+    CheckpointReport,
     DriverConfig,
+    Handover,
+    parse_options,
+    redacted_dsn,
     seconds,
     written_lines,
 )
+from kit.errors import ConfigError
 from kit.layout import BATCHES_LOG, late
 from kit.ranges import OffsetRange
 from kit.sink import read_batches
 from kit.workloads import Job
 from legacy import workloads
+from legacy._py2compat import PROVIDES as PYTHON2_PROVIDES
+from legacy.handover import LEGACY_HANDOVER
 from legacy.rate import MAX_RATE_PER_PARTITION
 from legacy.runner import (
+    OFFSET_STORES,
+    STREAMS,
     LegacyRunConfig,
     attach_offset_store,
     await_progress,
@@ -48,8 +59,83 @@ from legacy.runner import (
     take_output_op_labels,
 )
 
-__all__ = ["LEGACY", "LegacyEngine", "LegacyRun", "batch_listener"]
+__all__ = ["LEGACY", "MODES", "LegacyEngine", "LegacyOptions", "LegacyRecord", "LegacyRun", "batch_listener"]
 
+MODES: dict[str, dict[str, Any]] = {
+    "direct": {"stream": "direct", "offsets": "checkpoint", "write_ahead_log": False},
+    "direct-kafka-commit": {"stream": "direct", "offsets": "kafka", "write_ahead_log": False},
+    "direct-zookeeper": {"stream": "direct", "offsets": "zookeeper", "write_ahead_log": False},
+    "direct-sqlite": {"stream": "direct", "offsets": "sqlite", "write_ahead_log": False},
+    "direct-postgres": {"stream": "direct", "offsets": "postgresql", "write_ahead_log": False},
+    "receiver": {"stream": "receiver", "offsets": "kafka", "write_ahead_log": False},
+    "receiver-wal": {"stream": "receiver", "offsets": "kafka", "write_ahead_log": True},
+}
+"""``dmk compare --legacy-mode`` → the stream, where offsets live, and the receiver write-ahead log (see
+:mod:`legacy.runner`). ``direct`` keeps offsets only in the checkpoint; the other direct modes also commit them to a
+Kafka group, ZooKeeper, or (one transaction with the outputs) SQLite / PostgreSQL; the receiver modes read through
+a consumer group that auto-commits, with or without the receiver write-ahead log."""
+
+@dataclasses.dataclass(frozen=True)
+class LegacyOptions:
+    """The DStream engine's own options of a run (:attr:`kit.engine.DriverConfig.options`), validated.
+
+    Attributes:
+        batch_seconds: the batch interval. Default 1.0.
+        max_rate_per_partition: ``spark.streaming.kafka.maxRatePerPartition`` (records/s; None: uncapped).
+        stream: ``"direct"`` (default) or ``"receiver"`` (:data:`legacy.runner.STREAMS`).
+        offsets: where offsets live (:data:`legacy.runner.OFFSET_STORES`). Default ``"checkpoint"``.
+        write_ahead_log: the receiver write-ahead log. Default off.
+        offset_store: where that store is. Redacted in a config file (a DSN may hold a password); the driver
+            process gets the real one from its environment.
+        job_name: the job's name in its offset store. Default: from the checkpoint directory.
+        kafka_params: extra ``kafkaParams`` of ``createDirectStream``.
+        fingerprint: the job code's fingerprint: a driver process restores its checkpoint only if it matches
+            (:func:`legacy.kafka.get_or_create`). Default: none (fingerprint the factory).
+
+    Raises:
+        ConfigError: a value out of range, naming the option and what it takes.
+    """
+
+    batch_seconds: float = 1.0
+    max_rate_per_partition: int | None = None
+    stream: str = "direct"
+    offsets: str = "checkpoint"
+    write_ahead_log: bool = False
+    offset_store: str | None = None
+    job_name: str | None = None
+    kafka_params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    fingerprint: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.batch_seconds, bool) or not isinstance(self.batch_seconds, int | float) \
+                or not self.batch_seconds > 0:
+            msg = f"the legacy option batch_seconds must be a number of seconds > 0, got {self.batch_seconds!r}"
+            raise ConfigError(msg, field="batch_seconds", expected="> 0", actual=self.batch_seconds)
+        cap = self.max_rate_per_partition
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+            msg = (f"the legacy option max_rate_per_partition must be a whole number of records/s >= 1, or None "
+                   f"(uncapped), got {cap!r}")
+            raise ConfigError(msg, field="max_rate_per_partition", expected=">= 1 or None", actual=cap)
+        if self.stream not in STREAMS:
+            msg = f"the legacy option stream must be one of {', '.join(STREAMS)}, got {self.stream!r}"
+            raise ConfigError(msg, field="stream", expected=STREAMS, actual=self.stream)
+        if self.offsets not in OFFSET_STORES:
+            msg = f"the legacy option offsets must be one of {', '.join(OFFSET_STORES)}, got {self.offsets!r}"
+            raise ConfigError(msg, field="offsets", expected=OFFSET_STORES, actual=self.offsets)
+        if not isinstance(self.write_ahead_log, bool):
+            msg = f"the legacy option write_ahead_log must be true or false, got {self.write_ahead_log!r}"
+            raise ConfigError(msg, field="write_ahead_log", expected="a bool", actual=self.write_ahead_log)
+        if not isinstance(self.kafka_params, Mapping):
+            msg = f"the legacy option kafka_params must be a mapping of kafkaParams, got {self.kafka_params!r}"
+            raise ConfigError(msg, field="kafka_params", expected="a mapping", actual=self.kafka_params)
+
+    def __repr__(self) -> str:
+        shown = dataclasses.replace(self, offset_store=redacted_dsn(self.offset_store) if self.offset_store else None)
+        fields = ", ".join(f"{f.name}={getattr(shown, f.name)!r}" for f in dataclasses.fields(self))
+        return f"LegacyOptions({fields})"
+
+
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
 BATCH_TIME_PROPERTY = "spark.streaming.internal.batchTime"
 """The local property Spark Streaming's JobScheduler sets on every job of a batch: the batch time (ms)."""
 
@@ -104,12 +190,12 @@ def _output_ops(info: Any, labels: list[str]) -> list[dict[str, Any]]:
     return rows
 
 
-def _run_config(config: DriverConfig, checkpoint: str) -> LegacyRunConfig:
+def _run_config(config: DriverConfig, options: LegacyOptions, checkpoint: str) -> LegacyRunConfig:
     return LegacyRunConfig(
         config.bootstrap_servers, config.topics, config.out_dir, checkpoint, config.require_dataset(), config.jobs,
-        batch_seconds=config.batch_seconds, kafka_params={**config.kafka_security, **config.kafka_params},
-        offsets=config.offsets,
-        offset_store=config.offset_store, stream=config.stream, job_name=config.job_name,
+        batch_seconds=options.batch_seconds, kafka_params={**config.kafka_security, **options.kafka_params},
+        offsets=options.offsets,
+        offset_store=options.offset_store, stream=options.stream, job_name=options.job_name,
     )
 
 
@@ -163,6 +249,58 @@ class LegacyEngine:
 
     name = "legacy"
     batches_by_clock = True
+    cap_share = 1.0
+    modes: Mapping[str, Mapping[str, Any]] = MODES
+    python2_layer: str | None = PYTHON2_PROVIDES
+    refused_script_inputs: Mapping[str, str] = {}
+    bench = BenchProfile(
+        latency_intervals=("1 s", "0.5 s"), latency_setting="1 s batches", latency_goal_ms=2_000.0,
+        # Updating 1M keys outlasts a 1 s interval: 5 s batches do not queue (processing time, which is what is
+        # measured, does not depend on the interval).
+        state_interval="5 s",
+        idle_what="idle batch", idle_goal_ms=200.0,
+        idle_limit="an empty batch still runs updateStateByKey's tasks over the whole state and the output operations "
+                   "(profile §2)",
+        throughput_limit=(
+            "a warm run spends about 24 CPU seconds on 1M records (the Python workers 10.9, the JVM 7.3, the "
+            "driver's Python 3.2, the broker 2.8), the raw consumer about 2 (its process 1.6, the broker 0.3), so "
+            "on two cores the engine cannot reach its rate. Every record passes through Python in a worker, which "
+            "the raw consumer only reads: per record, reading it from librdkafka 1.6 µs, the messageHandler "
+            "0.5 µs, the parse 5.4 µs (json.loads of the value 3.7 µs), the map-side combine 0.5 µs, in one "
+            "process (profile §7, §9)"),
+        latency_limit=(
+            "legacy p99 at {setting} batches: a batch with records took {batch_ms_median} ms and an idle one "
+            "{idle_batch_ms_median} ms against a {setting} interval at {rate_rps} records/s, so batches queued "
+            "(scheduling delay up to {scheduling_delay_ms_max} ms): the maximum throughput was measured with "
+            "{cap}-record batches, where the fixed cost per batch is amortized."),
+        state_growth_limit="updateStateByKey calls its function for every key in every batch, by design",
+        # At 1 s batches capped to a tenth of the topic, legacy could not read faster than a tenth of the topic a
+        # second; at 0.25 s batches queue, as micro-batches do (compare.bench.THROUGHPUT_INTERVALS).
+        throughput_interval="0.25 s",
+    )
+    handover: Handover | None = LEGACY_HANDOVER
+
+    def owns_checkpoint(self, location: str) -> bool:
+        """Whether ``location`` is a directory with ``checkpoint-<time>`` files, or a URI.
+
+        Spark's file system reads a URI, and only DStream checkpoints are read that way.
+        """
+        from legacy._checkpoint import checkpoint_files
+
+        return _URI.match(location) is not None or bool(checkpoint_files(location))
+
+    def inspect_checkpoint(
+        self, location: str, master: str | None = None, *, row_counts: bool = False
+    ) -> list[CheckpointReport]:
+        """The checkpoint read with Spark's own reader (:func:`legacy.inspect.inspect_legacy_checkpoint`).
+
+        A URI is read through a SparkContext on ``master``; a local directory needs one only with ``master``.
+        """
+        from kit.spark import spark_context
+        from legacy.inspect import inspect_legacy_checkpoint
+
+        sc = spark_context("dmk-checkpoint-inspect", master) if master or _URI.match(location) else None
+        return [inspect_legacy_checkpoint(location, sc)]
 
     def resolve(self, workload: Any, variant: Any = "default") -> Job:
         """The job running ``variant`` of ``workload`` as a DStream job (:func:`legacy.workloads.resolve`)."""
@@ -170,18 +308,31 @@ class LegacyEngine:
 
     def exactly_once(self, config: DriverConfig) -> bool:
         """The direct stream (offsets with the batch, in any store) is exactly-once; a receiver is at most once."""
-        return config.stream == "direct"
+        return self.options(config).stream == "direct"
+
+    def options(self, config: DriverConfig) -> LegacyOptions:
+        """``config.options`` as :class:`LegacyOptions` (parsed from a mapping, validated)."""
+        return parse_options(LegacyOptions, self.name, config.options)
+
+    def _with(self, config: DriverConfig, **changes: Any) -> DriverConfig:
+        return dataclasses.replace(config, options=dataclasses.replace(self.options(config), **changes))
+
+    def plain(self, config: DriverConfig) -> DriverConfig:
+        """The direct stream with offsets in its checkpoint: no offset store, write-ahead log, name or fingerprint."""
+        return self._with(config, stream="direct", offsets="checkpoint", write_ahead_log=False, offset_store=None,
+                          job_name=None, fingerprint=None)
 
     def session(self, config: DriverConfig) -> Any:
         """A SparkContext with the run's rate caps and write-ahead log setting (read when receivers start)."""
         from kit.spark import spark_context
 
-        cap = config.max_rate_per_partition
+        options = self.options(config)
+        cap = options.max_rate_per_partition
         conf: dict[str, object] = {MAX_RATE_PER_PARTITION: cap} if cap else {}
-        if config.stream == "receiver" and cap:
+        if options.stream == "receiver" and cap:
             # One receiver reads every partition of every topic: the same cap in records/s for the whole stream.
             conf["spark.streaming.receiver.maxRate"] = cap * config.partitions * len(config.topics)
-        if config.write_ahead_log:
+        if options.write_ahead_log:
             conf["spark.streaming.receiver.writeAheadLog.enable"] = "true"
         return spark_context(config.app_name, config.master, {**config.spark_conf, **conf})
 
@@ -195,19 +346,20 @@ class LegacyEngine:
         from legacy.kafka import get_or_create
 
         sc = getattr(spark, "sparkContext", spark)
+        options = self.options(config)
         checkpoint = config.checkpoint_dir
-        if recover and config.stream == "receiver":
+        if recover and options.stream == "receiver":
             checkpoint = str(Path(checkpoint) / f"start-{time.time_ns()}")
-        run_config = _run_config(config, checkpoint)
+        run_config = _run_config(config, options, checkpoint)
         store = open_offset_store(run_config)
         try:
             attach_offset_store(run_config, store)
 
             def create() -> Any:
-                return _capped_context(sc, run_config, store, config.max_rate_per_partition)
+                return _capped_context(sc, run_config, store, options.max_rate_per_partition)
 
-            if recover and config.stream != "receiver":
-                ssc = get_or_create(checkpoint, create, fingerprint=config.fingerprint)
+            if recover and options.stream != "receiver":
+                ssc = get_or_create(checkpoint, create, fingerprint=options.fingerprint)
             else:
                 ssc = create()
             ssc.addStreamingListener(batch_listener(Path(config.out_dir)))
@@ -220,27 +372,48 @@ class LegacyEngine:
 
     def paced(self, config: DriverConfig, interval: str) -> DriverConfig:
         """``config`` with batch interval ``interval`` (``"0.5 s"``)."""
-        return dataclasses.replace(config, batch_seconds=seconds(interval))
+        return self._with(config, batch_seconds=seconds(interval))
+
+    def capped(self, config: DriverConfig, records_per_batch: float) -> DriverConfig:
+        """``config`` with ``maxRatePerPartition`` letting at most ``records_per_batch`` through per batch.
+
+        The rate (records/s per partition) is the batch's share of each partition over the batch interval, rounded
+        down (a batch never reads more), at least 1.
+        """
+        rate = max(1, int(records_per_batch / config.partitions / self.options(config).batch_seconds))
+        return self._with(config, max_rate_per_partition=rate)
 
     def interval_s(self, config: DriverConfig) -> float:
         """The batch interval."""
-        return config.batch_seconds
+        return self.options(config).batch_seconds
 
-    def batch_spans(
-        self, out_dir: str | Path, job: str | None = None, checkpoint_dir: Path | None = None
-    ) -> pd.DataFrame:
+    def record(self, out_dir: str | Path, checkpoint_dir: Path | None = None) -> LegacyRecord:
+        """The run's batch log, progress files and late outputs under ``out_dir`` (:class:`LegacyRecord`)."""
+        return LegacyRecord(out_dir, checkpoint_dir)
+
+
+class LegacyRecord:
+    """What a DStream run produced: its StreamingListener's batch log, progress files and late outputs.
+
+    The checkpoint adds nothing: the progress files hold every batch, a dead receiver context's too.
+    """
+
+    def __init__(self, out_dir: str | Path, checkpoint_dir: Path | None = None) -> None:
+        self.out_dir = Path(out_dir)
+
+    def batch_spans(self, job: str | None = None) -> pd.DataFrame:
         """The batches of the run's context (every job shares them), from its StreamingListener's log.
 
         Processing starts when the batch's scheduling delay, its wait behind earlier batches, ends.
         """
         rows = []
-        for b in written_lines(Path(out_dir) / BATCHES_LOG):
+        for b in written_lines(self.out_dir / BATCHES_LOG):
             processing = int(b["processing_delay_ms"] or 0)
             rows.append((b["batch_time_ms"], b["completed_ms"] - processing, b["completed_ms"], b["records"],
                          processing, int(b["scheduling_delay_ms"] or 0)))
         return pd.DataFrame(rows, columns=list(BATCH_SPAN_COLUMNS))
 
-    def batch_phases(self, out_dir: str | Path, job: str | None = None) -> pd.DataFrame:
+    def batch_phases(self, job: str | None = None) -> pd.DataFrame:
         """Per batch (every job shares them): the wait behind earlier batches, then each output operation.
 
         The phases are ``scheduling delay`` and the output operations by what they do (``write <output>``,
@@ -248,7 +421,7 @@ class LegacyEngine:
         output operation that needs them (a DStream is computed by its outputs; later ones reuse the cache).
         """
         rows = []
-        for b in written_lines(Path(out_dir) / BATCHES_LOG):
+        for b in written_lines(self.out_dir / BATCHES_LOG):
             row: dict[str, Any] = {"batch": str(b["batch_time_ms"]), "records": b["records"],
                                    "scheduling delay": b["scheduling_delay_ms"]}
             for op in b.get("output_ops", []):
@@ -260,25 +433,25 @@ class LegacyEngine:
         """The batch time Spark Streaming put on the job."""
         return properties.get(BATCH_TIME_PROPERTY)
 
-    def processed_records(self, out_dir: str | Path) -> int:
+    def processed_records(self) -> int:
         """Records of the batches the listener has logged."""
-        return sum(row["records"] for row in written_lines(Path(out_dir) / BATCHES_LOG))
+        return sum(row["records"] for row in written_lines(self.out_dir / BATCHES_LOG))
 
-    def processed_ranges(self, out_dir: str | Path, job: str, checkpoint_dir: Path | None) -> list[OffsetRange]:
+    def processed_ranges(self, job: str) -> list[OffsetRange]:
         """The ranges of the progress files: one per batch time.
 
         A regenerated batch replaces its file; a dead receiver context's batches count too.
         """
-        frame = read_progress(out_dir)
+        frame = read_progress(self.out_dir)
         if frame.empty:
             return []
         return [OffsetRange(*r) for r in zip(frame["topic"], frame["partition"].astype(int),
                                               frame["from_offset"].astype(int), frame["until_offset"].astype(int),
                                               strict=True)]
 
-    def late_dropped(self, out_dir: str | Path, job: str) -> int:
+    def late_dropped(self, job: str) -> int:
         """Rows of the job's ``<job>.late`` output."""
-        return len(read_batches(late(out_dir, job)))
+        return len(read_batches(late(self.out_dir, job)))
 
 
 LEGACY = LegacyEngine()

@@ -1,7 +1,7 @@
 """The Structured Streaming engine: :class:`kit.engine.Engine` over :mod:`modern.runner`.
 
 A run is one named streaming query per job; every progress a query reports is logged to
-``<out>/progress/<query>.jsonl``, which :meth:`ModernEngine.batch_spans`, :meth:`ModernEngine.batch_phases` and
+``<out>/progress/<query>.jsonl``, which :meth:`ModernRecord.batch_spans`, :meth:`ModernRecord.batch_phases` and
 the measurements read.
 
 Example::
@@ -9,7 +9,7 @@ Example::
     run = MODERN.start(spark, config)          # config: a kit.engine.DriverConfig
     run.await_offsets(ends, timeout_s=120)
     run.stop()
-    MODERN.batch_spans(config.out_dir, "running_counts")
+    MODERN.record(config.out_dir).batch_spans("running_counts")
 """
 
 from __future__ import annotations
@@ -25,16 +25,22 @@ from kit import layout
 from kit.engine import (
     BATCH_PHASE_COLUMNS,
     BATCH_SPAN_COLUMNS,
+    BenchProfile,
+    CheckpointReport,
     DriverConfig,
+    Handover,
+    parse_options,
     seconds,
     written_lines,
 )
+from kit.errors import ConfigError
 from kit.ranges import OffsetRange
+from kit.spark import has_scheme
 from kit.workloads import Job
 from modern import workloads
 from modern.runner import ModernRun, ModernRunConfig, late_dropped, read_progress
 
-__all__ = ["MODERN", "ModernEngine"]
+__all__ = ["MODERN", "ModernEngine", "ModernOptions", "ModernRecord"]
 
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
 """The local property StreamExecution sets on every job of a query: the query's id."""
@@ -49,6 +55,39 @@ PHASES = (
     ("commitOffsets", "commitOffsets (commit log)"),
 )
 """The progress's ``durationMs`` parts of a micro-batch, in the order they run, and their names in reports."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ModernOptions:
+    """The Structured Streaming engine's own options of a run (:attr:`kit.engine.DriverConfig.options`), validated.
+
+    Attributes:
+        trigger: processing-time trigger (``"0 seconds"``: as fast as possible), ``"availableNow"`` or
+            ``"once"``. Default ``"0 seconds"``.
+        source_options: extra Kafka source options (``maxOffsetsPerTrigger``...).
+        initial_state: job name → Parquet file of the legacy job's last rows (``dmk cutover``).
+        connect: a Spark Connect server's URL (``sc://host:port``): the queries run there (:mod:`kit.connect`),
+            ``master`` and ``spark_conf`` are the server's own. Default: none, a local session.
+
+    Raises:
+        ConfigError: a value out of range, naming the option and what it takes.
+    """
+
+    trigger: str = "0 seconds"
+    source_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    initial_state: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    connect: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.trigger, str):
+            msg = f"the modern option trigger must be text such as '1 second' or 'availableNow', got {self.trigger!r}"
+            raise ConfigError(msg, field="trigger", expected="e.g. '1 second'", actual=self.trigger)
+        if self.trigger not in ("availableNow", "once"):
+            seconds(self.trigger)  # raises, naming the form it takes
+        for name in ("source_options", "initial_state"):
+            if not isinstance(getattr(self, name), Mapping):
+                msg = f"the modern option {name} must be a mapping, got {getattr(self, name)!r}"
+                raise ConfigError(msg, field=name, expected="a mapping", actual=getattr(self, name))
 
 
 def _job_queries(out_dir: str | Path) -> list[str]:
@@ -80,17 +119,89 @@ class ModernEngine:
 
     name = "modern"
     batches_by_clock = False
+    modes: Mapping[str, Mapping[str, Any]] = {}
+    """A query has one way of running: its offsets and state always live in its checkpoint."""
+    handover: Handover | None = None
+    python2_layer: str | None = None
+    refused_script_inputs: Mapping[str, str] = {
+        "queue": "--input-kind queue cannot feed the modern job: PySpark has no MemoryStream (nor any in-memory "
+                 "streaming source) to fill; feed its rewrite files instead, --input-kind queue,files, read with "
+                 "format(\"text\") from {input_dir}",
+    }
+    bench = BenchProfile(
+        latency_intervals=("0 seconds", "500 milliseconds"), latency_setting="default trigger",
+        latency_goal_ms=1_000.0, state_interval="1 second",
+        idle_what="idle trigger", idle_goal_ms=250.0,
+        idle_limit=("an idle trigger asks the source for its latest offsets; a query with a watermark also runs a "
+                    "no-data micro-batch when the watermark moves (profile §6)"),
+        throughput_limit=(
+            "a warm run spends about 17 CPU seconds on 1M records (the JVM 10.2: its tasks 5.5, the JIT still "
+            "compiling Spark's planning code 2.5; the Python workers 4.4; the broker 1.8), the raw consumer about "
+            "2, so on two cores the engine cannot reach its rate. Both cores are busy through the run, and a "
+            "micro-batch costs about 300-470 ms whatever it holds: in one warm JVM, 1M records in 2, 10 and 40 "
+            "micro-batches ran at 191,939, 111,276 and 55,571 records/s (profile §8, §9)"),
+        latency_limit=(
+            "modern p99 with the {setting} trigger: a micro-batch took {batch_ms_median} ms (median) at {rate_rps} "
+            "records/s (without records a query with no watermark runs none): a row waits for the micro-batch "
+            "running when it arrives and then its own. Of a 2,800-record micro-batch's 470 ms, the read stage's "
+            "tasks wait about 120 ms on their two Python workers (the reader, and the parse UDF, whose round "
+            "trip costs about 80 ms even when every record is parsed in the JVM), the stateful stage takes 65 ms "
+            "and about 200 ms pass between jobs: offset and commit logs, planning, the foreachBatch callback "
+            "(profile §6)."),
+        state_growth_limit="the state is in RocksDB with changelog checkpointing (the kit's default); what the "
+                           "remaining growth is spent on was not profiled",
+        # The engine a migration lands on: its state store is meant to be incremental.
+        state_growth_targeted=True,
+    )
+    """A migration lands on Structured Streaming; ``dmk cutover`` reads the engine it leaves."""
+    cap_share = 0.8
+    """``maxOffsetsPerTrigger`` is split over partitions by lag, so a batch can reach further on some partitions
+    than on others: 80 % of a batch keeps each within its even share."""
 
     def resolve(self, workload: Any, variant: Any = "default") -> Job:
         """The job running ``variant`` of ``workload`` as a query (:func:`modern.workloads.resolve`)."""
         return workloads.resolve(workload, variant)
+
+    def owns_checkpoint(self, location: str) -> bool:
+        """A local query checkpoint (``offsets/`` or ``metadata``), or a directory of them (one per query)."""
+        from modern.inspect import list_query_checkpoints
+
+        if has_scheme(location) or not Path(location).is_dir():
+            return False
+        directory = Path(location)
+        return layout.is_query_checkpoint(directory) or bool(list_query_checkpoints(directory))
+
+    def inspect_checkpoint(
+        self, location: str, master: str | None = None, *, row_counts: bool = False
+    ) -> list[CheckpointReport]:
+        """The query checkpoint at ``location``, or each one under it.
+
+        Read by :func:`modern.inspect.inspect_modern_checkpoint`. State rows are counted with ``row_counts``, in a
+        session on ``master`` if given (else the active one).
+        """
+        from kit.spark import spark_session
+        from modern.inspect import inspect_modern_checkpoint, list_query_checkpoints
+
+        directory = Path(location)
+        queries = list_query_checkpoints(directory)
+        targets = [directory] if layout.is_query_checkpoint(directory) or not queries else queries
+        spark = spark_session("dmk-checkpoint-inspect", master) if master and row_counts else None
+        return [inspect_modern_checkpoint(str(t), spark, row_counts=row_counts) for t in targets]
+
+    def options(self, config: DriverConfig) -> ModernOptions:
+        """``config.options`` as :class:`ModernOptions` (parsed from a mapping, validated)."""
+        return parse_options(ModernOptions, self.name, config.options)
+
+    def plain(self, config: DriverConfig) -> DriverConfig:
+        """``config`` as it is: a query's offsets and state live in its checkpoint, which is the run's own."""
+        return dataclasses.replace(config, options=self.options(config))
 
     def exactly_once(self, config: DriverConfig) -> bool:
         """A query's offsets and its idempotent sinks commit with the batch: always exactly-once."""
         return True
 
     def session(self, config: DriverConfig) -> Any:
-        """A SparkSession with the kit's defaults, or with ``config.connect`` one on that Spark Connect server.
+        """A SparkSession with the kit's defaults, or with the ``connect`` option one on that Spark Connect server.
 
         A Connect session runs with the server's master and settings: ``master`` and ``spark_conf`` (the event
         log's, in a compare run) are not applied, since a client cannot set a running server's static settings.
@@ -98,10 +209,11 @@ class ModernEngine:
         Raises:
             ConnectError: the Connect server is unreachable or cannot run the kit (:func:`kit.connect.connect_session`).
         """
-        if config.connect:
+        connect = self.options(config).connect
+        if connect:
             from kit.connect import connect_session
 
-            return connect_session(config.connect)
+            return connect_session(connect)
         from kit.spark import spark_session
 
         return spark_session(config.app_name, config.master, config.spark_conf)
@@ -111,50 +223,71 @@ class ModernEngine:
 
         A query always resumes its checkpoint.
         """
+        options = self.options(config)
         run_config = ModernRunConfig(
             config.bootstrap_servers, config.topics, config.out_dir, config.checkpoint_dir, config.require_dataset(),
-            config.jobs, trigger=config.trigger,
-            source_options={**{f"kafka.{k}": v for k, v in config.kafka_security.items()}, **config.source_options},
-            initial_state=config.initial_state,
+            config.jobs, trigger=options.trigger,
+            source_options={**{f"kafka.{k}": v for k, v in config.kafka_security.items()}, **options.source_options},
+            initial_state=options.initial_state,
         )
         return ModernRun(spark, run_config).start()
 
     def paced(self, config: DriverConfig, interval: str) -> DriverConfig:
         """``config`` with processing-time trigger ``interval`` (``"500 milliseconds"``)."""
-        return dataclasses.replace(config, trigger=interval)
+        return dataclasses.replace(config, options=dataclasses.replace(self.options(config), trigger=interval))
+
+    def capped(self, config: DriverConfig, records_per_batch: float) -> DriverConfig:
+        """``config`` with ``maxOffsetsPerTrigger`` at ``records_per_batch`` (rounded down, at least 1).
+
+        The other source options stay.
+        """
+        cap = max(1, int(records_per_batch))
+        options = self.options(config)
+        capped = {**options.source_options, "maxOffsetsPerTrigger": cap}
+        return dataclasses.replace(config, options=dataclasses.replace(options, source_options=capped))
 
     def interval_s(self, config: DriverConfig) -> float:
         """The processing-time trigger's interval (0 for ``availableNow``, ``once`` and ``0 seconds``)."""
-        return 0.0 if config.trigger in ("availableNow", "once") else seconds(config.trigger)
+        trigger = self.options(config).trigger
+        return 0.0 if trigger in ("availableNow", "once") else seconds(trigger)
 
-    def batch_spans(
-        self, out_dir: str | Path, job: str | None = None, checkpoint_dir: Path | None = None
-    ) -> pd.DataFrame:
+    def record(self, out_dir: str | Path, checkpoint_dir: Path | None = None) -> ModernRecord:
+        """The run's progress logs under ``out_dir`` and its local checkpoint, if any (:class:`ModernRecord`)."""
+        return ModernRecord(out_dir, checkpoint_dir)
+
+
+class ModernRecord:
+    """What a Structured Streaming run produced: each query's progress log, and its checkpoint when local."""
+
+    def __init__(self, out_dir: str | Path, checkpoint_dir: Path | None = None) -> None:
+        self.out_dir, self.checkpoint_dir = Path(out_dir), checkpoint_dir
+
+    def batch_spans(self, job: str | None = None) -> pd.DataFrame:
         """The micro-batches of ``job``'s query (default: the first job's), from its progress.
 
         ``batch_ms`` and ``started_ms`` are the trigger's start (``timestamp``); a micro-batch never waits
         behind another, so ``scheduling_ms`` is 0. The idle triggers Spark reported (no new data, so no
         micro-batch; at most one per ``spark.sql.streaming.noDataProgressEventInterval``) are rows without
         records. Progress events reach the listener after the batch commits,
-        so a killed driver can lose the last one: with ``checkpoint_dir``, a committed batch the progress lacks
+        so a killed driver can lose the last one: with the checkpoint directory, a committed batch the progress lacks
         is taken from the query's offsets and commits logs (its records from the offsets, its start and end
         from the times the two files were written).
         """
         if job is None:
-            queries = _job_queries(out_dir)
+            queries = _job_queries(self.out_dir)
             job = queries[0] if queries else ""
         rows, reported = [], set()
-        for p in read_progress(out_dir, job):
+        for p in read_progress(self.out_dir, job):
             started = pd.Timestamp(p["timestamp"]).value // 1_000_000
             duration = int(p.get("batchDuration", 0))
             rows.append((started, started, started + duration, int(p.get("numInputRows", 0)), duration, 0))
             reported.add(int(p["batchId"]))
-        for p in read_progress(out_dir, job, idle=True):
+        for p in read_progress(self.out_dir, job, idle=True):
             started = pd.Timestamp(p["timestamp"]).value // 1_000_000
             duration = int(p.get("batchDuration", 0))
             rows.append((started, started, started + duration, 0, duration, 0))
-        if checkpoint_dir is not None:  # a local one (a URI's files are for Spark to read)
-            checkpoint = checkpoint_dir / job
+        if self.checkpoint_dir is not None:  # a local one (a URI's files are for Spark to read)
+            checkpoint = self.checkpoint_dir / job
             for batch, sources in _checkpointed_batches(checkpoint).items():
                 if batch in reported:
                     continue
@@ -166,17 +299,17 @@ class ModernEngine:
                 rows.append((started, started, ended, records, ended - started, 0))
         return pd.DataFrame(rows, columns=list(BATCH_SPAN_COLUMNS)).sort_values("started_ms", ignore_index=True)
 
-    def batch_phases(self, out_dir: str | Path, job: str | None = None) -> pd.DataFrame:
+    def batch_phases(self, job: str | None = None) -> pd.DataFrame:
         """Per micro-batch of ``job``'s query: its ``durationMs`` parts, then its state's update and commit time.
 
         The parts are :data:`PHASES`, in the order they run. The state times are summed over the state's
         tasks, which run in parallel: task time, not wall time.
         """
         if job is None:
-            queries = _job_queries(out_dir)
+            queries = _job_queries(self.out_dir)
             job = queries[0] if queries else ""
         rows = []
-        for p in read_progress(out_dir, job):
+        for p in read_progress(self.out_dir, job):
             durations = p.get("durationMs", {})
             row: dict[str, Any] = {"batch": f"{p['id']}/{p['batchId']}", "records": int(p.get("numInputRows", 0))}
             row |= {label: durations.get(key) for key, label in PHASES}
@@ -193,15 +326,15 @@ class ModernEngine:
         query, batch = properties.get(QUERY_ID_PROPERTY), properties.get(BATCH_ID_PROPERTY)
         return f"{query}/{batch}" if query and batch is not None else None
 
-    def processed_records(self, out_dir: str | Path) -> int:
+    def processed_records(self) -> int:
         """Input rows of the job query that is furthest behind."""
         totals = [
-            sum(p.get("numInputRows", 0) for p in written_lines(layout.progress_log(out_dir, name)))
-            for name in _job_queries(out_dir)
+            sum(p.get("numInputRows", 0) for p in written_lines(layout.progress_log(self.out_dir, name)))
+            for name in _job_queries(self.out_dir)
         ]
         return min(totals) if totals else 0
 
-    def processed_ranges(self, out_dir: str | Path, job: str, checkpoint_dir: Path | None) -> list[OffsetRange]:
+    def processed_ranges(self, job: str) -> list[OffsetRange]:
         """The ranges of every batch id of ``job``'s query (the last report of a batch: a re-run counts once).
 
         Progress events reach the listener after the batch commits, so a killed driver can lose the last one;
@@ -209,10 +342,10 @@ class ModernEngine:
         """
         batches = {
             p["batchId"]: [(s.get("startOffset") or {}, s.get("endOffset") or {}) for s in p.get("sources", [])]
-            for p in read_progress(out_dir, job)
+            for p in read_progress(self.out_dir, job)
         }
-        if checkpoint_dir is not None:  # a local one (a URI's files are for Spark to read)
-            batches.update(_checkpointed_batches(checkpoint_dir / job))
+        if self.checkpoint_dir is not None:  # a local one (a URI's files are for Spark to read)
+            batches.update(_checkpointed_batches(self.checkpoint_dir / job))
         ranges = []
         for sources in batches.values():
             # A query that reads its topic twice (windowed_counts unions two aggregations, each with its own scan)
@@ -223,9 +356,9 @@ class ModernEngine:
             })]
         return ranges
 
-    def late_dropped(self, out_dir: str | Path, job: str) -> int:
+    def late_dropped(self, job: str) -> int:
         """Spark's ``numRowsDroppedByWatermark`` of the job's query (:func:`modern.runner.late_dropped`)."""
-        return late_dropped(out_dir, job)
+        return late_dropped(self.out_dir, job)
 
 
 MODERN = ModernEngine()

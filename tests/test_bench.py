@@ -73,7 +73,7 @@ def test_legacy_batch_spans_start_when_processing_starts(tmp_path: Path) -> None
         {"batch_time_ms": 1000, "records": 10, "scheduling_delay_ms": 5, "processing_delay_ms": 300, "total_delay_ms": 305, "completed_ms": 1305},
         {"batch_time_ms": 2000, "records": 0, "scheduling_delay_ms": None, "processing_delay_ms": None, "total_delay_ms": None, "completed_ms": 2010},
     )) + "\n")
-    spans = get_engine("legacy").batch_spans(tmp_path, "running_counts")
+    spans = get_engine("legacy").record(tmp_path).batch_spans("running_counts")
     assert spans.to_dict("list") == {
         "batch_ms": [1000, 2000], "started_ms": [1005, 2010], "ended_ms": [1305, 2010], "records": [10, 0], "processing_ms": [300, 0],
         "scheduling_ms": [5, 0],

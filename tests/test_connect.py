@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from compare.diff import assert_outputs_equal
-from compare.harness import EngineRun, dataset_spec, run_engine
+from compare.harness import EngineOutputs, dataset_spec, run_engine
 from kit import workloads
 from kit.broker import free_port
 from kit.dataset import generate
@@ -29,7 +29,7 @@ SHORT_STREAM = {"records": 3_000, "events_per_second": 100, "lateness_margin_ms"
 """30 s of event time at 100 events/s: a short messy stream for the default tier's run."""
 
 
-def _assert_dead_letters(run: EngineRun, rejects: pd.DataFrame) -> int:
+def _assert_dead_letters(run: EngineOutputs, rejects: pd.DataFrame) -> int:
     log = run.replay.log[["seq", "topic"]]
     expected = rejects.merge(log, on="seq")[["topic", "seq", "reason"]]
     dead = run.dead_letters()
@@ -90,7 +90,7 @@ def test_running_counts_over_connect_equals_the_oracle(bootstrap_servers, connec
     assert len({p["batchId"] for p in progress}) == len(progress)
 
 
-_RUNS: dict[str, EngineRun] = {}
+_RUNS: dict[str, EngineOutputs] = {}
 _DATA: dict[str, tuple] = {}
 
 
@@ -106,7 +106,7 @@ def _messy() -> tuple:
 def connect_run(bootstrap_servers, connect_spark, tmp_path_factory):
     """Run (once per test session) every modern variant of a workload over Connect on the messy profile."""
 
-    def get(name: str) -> EngineRun:
+    def get(name: str) -> EngineOutputs:
         if name not in _RUNS:
             spec, frame, _ = _messy()
             jobs = tuple((name, v.name) for v in workloads.get(name).variants("modern"))
@@ -174,7 +174,7 @@ def test_compare_connect_runs_the_modern_driver_on_the_server(bootstrap_servers,
     assert code == 0 and metrics["equivalent"], (out / "report.md").read_text()
     config = json.loads((out / "modern" / "driver-config.json").read_text())
     legacy = json.loads((out / "legacy" / "driver-config.json").read_text())
-    assert config["connect"] == connect_server.url and legacy["engine"] == "legacy"
+    assert config["options"]["connect"] == connect_server.url and legacy["engine"] == "legacy"
     assert metrics["settings"]["connect"] == connect_server.url
     assert metrics["engines"]["modern"]["input_records"] == metrics["records"] == 3000
 

@@ -49,13 +49,13 @@ def _spec() -> DatasetSpec:
     return dataclasses.replace(DatasetSpec.from_profile("messy", records=3000, seed=5), too_late_fraction=0.0)
 
 
-def _config(engine: str, tmp: Path, bootstrap: str, topic: str, spec: DatasetSpec, **extra: object) -> Path:
+def _config(engine: str, tmp: Path, bootstrap: str, topic: str, spec: DatasetSpec, **options: object) -> Path:
     out = tmp / engine
     config = DriverConfig(
         engine=engine, app_name="dmk-cutover", bootstrap_servers=bootstrap, topics={"events": topic},
         out_dir=str(out), checkpoint_dir=str(tmp / f"{engine}-checkpoint"), dataset=spec,
-        jobs=tuple(tuple(job) for job in JOBS), partitions=PARTITIONS, fingerprint="cutover-test", timeout_s=300,
-        sys_path=(REPO,), **extra,
+        jobs=tuple(tuple(job) for job in JOBS), partitions=PARTITIONS, timeout_s=300,
+        sys_path=(REPO,), options=options,
     )
     config.write(out / "driver-config.json")
     return out / "driver-config.json"
@@ -79,7 +79,7 @@ def _completed_batches_with_records(out: Path) -> int:
 def _run_legacy(tmp: Path, bootstrap: str, topic: str, spec: DatasetSpec, mode: str, store: str | None,
                 ends: dict, kill: bool) -> Path:
     config = _config("legacy", tmp, bootstrap, topic, spec, offsets=mode, job_name=f"cut-{uuid.uuid4().hex[:8]}",
-                     max_rate_per_partition=100)
+                     max_rate_per_partition=100, fingerprint="cutover-test")
     driver = _driver("legacy", config, store)
     out = config.parent
     try:
@@ -127,7 +127,7 @@ def _cutover_case(tmp: Path, bootstrap: str, topic_factory, mode: str, store: st
     legacy_out = _run_legacy(tmp, bootstrap, topic, spec, mode, store, first.topic_end_offsets, kill)
 
     # The cutover, as the runbook (docs/cutover.md) runs it.
-    job = json.loads((legacy_out / "driver-config.json").read_text())["job_name"]
+    job = json.loads((legacy_out / "driver-config.json").read_text())["options"]["job_name"]
     where = {"checkpoint": str(tmp / "legacy-checkpoint"), "kafka": job, "sqlite": str(legacy_out / "offsets.sqlite")}
     args = ["cutover", mode, where.get(mode, store)]
     if mode != "checkpoint":

@@ -1,5 +1,5 @@
 """The engine interface and the layers: DriverConfig's JSON round trip, the registry, and the import rules
-(kit imports no engine, the engines never import each other, compare never branches on an engine's name).
+(kit imports no engine, the engines never import each other, compare knows an engine only through the registry).
 
 No JVM and no broker: these run in the fast tier.
 """
@@ -15,7 +15,7 @@ import pytest
 
 from compare.engines import ENGINES, get_engine, register_engine
 from kit.dataset import DatasetSpec
-from kit.engine import DriverConfig, Engine, seconds
+from kit.engine import DriverConfig, Engine, KitEngine, seconds
 from kit.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,15 +31,15 @@ def _config(**overrides: object) -> DriverConfig:
 
 
 def test_driver_config_round_trips_through_json(tmp_path: Path) -> None:
-    config = _config(offsets="sqlite", max_rate_per_partition=250, source_options={"maxOffsetsPerTrigger": 800},
-                     initial_state={"running_counts": "/tmp/seed.parquet"}, sys_path=("/repo",), fingerprint="f1",
+    config = _config(options={"offsets": "sqlite", "max_rate_per_partition": 250, "fingerprint": "f1"},
+                     sys_path=("/repo",),
                      drain_timeout_s=900.0, spark_conf={"spark.eventLog.enabled": "true"})
     assert DriverConfig.from_json(config.to_json()) == config
     config.write(tmp_path / "driver-config.json")
     assert DriverConfig.read(tmp_path / "driver-config.json") == config
     # Defaults live in the dataclass only: a file without them reads back with them.
     raw = json.loads(_config().to_json())
-    for optional in ("batch_seconds", "trigger", "offsets", "timeout_s", "kafka_params"):
+    for optional in ("options", "timeout_s", "partitions", "sys_path"):
         del raw[optional]
     assert DriverConfig.from_json(json.dumps(raw)) == _config()
 
@@ -84,27 +84,60 @@ def test_the_registry_holds_both_engines_and_refuses_impostors() -> None:
 
     script = ScriptEngine("legacy", "python job.py {bootstrap} {topic} {output_topic}")
     assert isinstance(script, Engine) and script.batches_by_clock
+    # A script is an engine, not a kit engine: it has no workload to resolve, no pace or cap to set from outside.
+    assert not isinstance(script, KitEngine)
+    assert not any(hasattr(script, member) for member in ("resolve", "paced", "capped"))
     with pytest.raises(ConfigError, match="unknown engine 'spark1'; the engines are: legacy, modern"):
         get_engine("spark1")
-    with pytest.raises(ConfigError, match="does not implement kit.engine.Engine"):
+    with pytest.raises(ConfigError, match="does not implement kit.engine.KitEngine"):
         register_engine(object())  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="does not implement kit.engine.KitEngine"):
+        register_engine(script)  # type: ignore[arg-type]
     impostor = dataclasses.make_dataclass("Impostor", [])()
-    for member in ("resolve", "session", "start", "exactly_once", "paced", "interval_s", "batch_spans", "batch_phases", "batch_of",
-                   "processed_records", "processed_ranges", "late_dropped"):
+    for member in ("resolve", "session", "start", "exactly_once", "paced", "capped", "interval_s", "record",
+                   "owns_checkpoint", "inspect_checkpoint", "options", "plain"):
         setattr(impostor, member, lambda *a, **k: None)
-    impostor.name, impostor.batches_by_clock = "legacy", True
+    for attribute in ("name", "batches_by_clock", "cap_share", "modes", "handover", "bench", "python2_layer",
+                      "refused_script_inputs"):
+        setattr(impostor, attribute, getattr(get_engine("legacy"), attribute))
     with pytest.raises(ConfigError, match="an engine named 'legacy' is registered already"):
         register_engine(impostor)
 
 
 def test_paced_sets_each_engines_own_interval() -> None:
     config = _config()
-    assert get_engine("legacy").paced(config, "0.5 s").batch_seconds == 0.5
-    assert get_engine("modern").paced(config, "500 milliseconds").trigger == "500 milliseconds"
+    assert get_engine("legacy").paced(config, "0.5 s").options.batch_seconds == 0.5
+    modern = _config(engine="modern")
+    assert get_engine("modern").paced(modern, "500 milliseconds").options.trigger == "500 milliseconds"
     # and reads it back the same way
     assert get_engine("legacy").interval_s(get_engine("legacy").paced(config, "0.5 s")) == 0.5
-    assert get_engine("modern").interval_s(get_engine("modern").paced(config, "500 milliseconds")) == 0.5
-    assert get_engine("modern").interval_s(config) == 0.0  # "0 seconds": back to back
+    assert get_engine("modern").interval_s(get_engine("modern").paced(modern, "500 milliseconds")) == 0.5
+    assert get_engine("modern").interval_s(modern) == 0.0  # "0 seconds": back to back
+
+
+def test_capped_turns_records_per_batch_into_each_engines_own_cap() -> None:
+    legacy, modern = get_engine("legacy"), get_engine("modern")
+    config = _config(partitions=4)
+    # legacy: records/s per partition, over the batch interval, rounded down (a batch never reads more)
+    assert legacy.capped(config, 1_000).options.max_rate_per_partition == 250
+    assert legacy.capped(legacy.paced(config, "0.5 s"), 1_000).options.max_rate_per_partition == 500
+    assert legacy.capped(_config(partitions=3), 1_000).options.max_rate_per_partition == 333
+    assert legacy.capped(config, 1).options.max_rate_per_partition == 1
+    # modern: records per trigger, the other source options kept
+    mine = _config(engine="modern", options={"source_options": {"minOffsetsPerTrigger": 5}})
+    assert modern.capped(mine, 800.9).options.source_options == {"minOffsetsPerTrigger": 5, "maxOffsetsPerTrigger": 800}
+
+
+def test_the_harness_caps_keep_batches_within_half_the_lateness_margin() -> None:
+    from compare.harness import batch_records, capped, common_cap, dataset_spec
+
+    spec = dataset_spec("messy")  # 500 events/s, 4 s margin: 1000 records are 2 s of event time
+    config = _config(partitions=4)
+    assert batch_records(spec) == 1_000.0
+    assert capped(get_engine("legacy"), config, spec).options.max_rate_per_partition == 250
+    assert capped(get_engine("modern"), _config(engine="modern"), spec).options.source_options == {
+        "maxOffsetsPerTrigger": 800}
+    assert common_cap(spec) == 800  # the smallest share: what every engine can be given
 
 
 def _imports(path: Path) -> set[str]:
@@ -130,22 +163,103 @@ def test_the_layers_import_only_downwards(package: str, forbidden: set[str]) -> 
     assert {path: names for path, names in offenders.items() if names} == {}
 
 
-def test_compare_never_branches_on_an_engines_name() -> None:
-    branches = []
-    for path in sorted((ROOT / "compare").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Compare) and isinstance(node.ops[0], ast.Eq | ast.NotEq):
-                sides = [node.left, *node.comparators]
-                if any(isinstance(s, ast.Constant) and s.value in ENGINES for s in sides):
-                    branches.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    assert branches == []
+REGISTRY_MODULES = {"compare/engines.py"}
+"""The only modules of compare/ that may import an engine's package (the registry)."""
+
+
+def _engine_knowledge(path: Path, text: str | None = None) -> list[str]:
+    """Where ``path`` imports an engine's modules, or keys a dict, a comparison, an ``in`` test, a match case or a
+    subscript by an engine's name (a string constant ``"legacy"``/``"modern"``): each a sign the engine protocol
+    lacks a method or an attribute. ``text``: the module's source, if not the file's."""
+
+    def named(node: ast.AST | None) -> bool:
+        return isinstance(node, ast.Constant) and node.value in ENGINES
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8") if text is None else text)):
+        what = None
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if (any(m.split(".")[0] in ENGINES for m in modules) and getattr(node, "level", 0) == 0
+                    and path.relative_to(ROOT).as_posix() not in REGISTRY_MODULES):
+                what = f"imports {', '.join(modules)}"
+        elif isinstance(node, ast.Dict) and any(named(key) for key in node.keys):
+            what = "a dict keyed by an engine's name"
+        elif isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            members = [e for s in sides if isinstance(s, ast.Tuple | ast.List | ast.Set) for e in s.elts]
+            if any(named(s) for s in sides) or any(named(e) for e in members):
+                what = "a comparison or in-test with an engine's name"
+        elif isinstance(node, ast.match_case) and any(
+                named(p.value) for p in ast.walk(node.pattern) if isinstance(p, ast.MatchValue)):
+            what = "a match case on an engine's name"
+        elif isinstance(node, ast.Subscript) and named(node.slice):
+            what = "a subscript by an engine's name"
+        if what:
+            line = node.pattern.lineno if isinstance(node, ast.match_case) else getattr(node, "lineno", 0)
+            found.append(f"{path.relative_to(ROOT)}:{line}: {what}")
+    return found
+
+
+def test_compare_knows_engines_only_through_the_registry() -> None:
+    offenders = [hit for path in sorted((ROOT / "compare").rglob("*.py")) for hit in _engine_knowledge(path)]
+    assert offenders == []
+
+
+@pytest.mark.parametrize("planted", [
+    "import legacy.inspect",
+    "from modern.inspect import list_query_checkpoints",
+    "CAPS = {'legacy': 250, 'modern': 800}",
+    "slow = engine == 'legacy'",
+    "slow = engine in ('legacy',)",
+    "cap = caps['modern']",
+    "match engine:\n    case 'legacy':\n        pass",
+])
+def test_the_registry_guard_catches_engine_knowledge(planted: str) -> None:
+    module = ROOT / "compare" / "planted.py"  # parsed from the text below, never written
+    assert len(_engine_knowledge(module, f"engine, caps = 'x', {{}}\n{planted}\n")) == 1
+    assert _engine_knowledge(module, "engine, caps = 'x', {}\nslow = engine in ENGINES\n") == []
+    # and the registry itself may import the engines
+    assert not _engine_knowledge(ROOT / "compare" / "engines.py")
 
 
 def test_each_engine_says_whether_a_run_promises_exactly_once() -> None:
     def config(engine: str, stream: str) -> DriverConfig:
-        return DriverConfig(engine, "b:9092", {"events": "t"}, "out", "ckpt", stream=stream)
+        return DriverConfig(engine, "b:9092", {"events": "t"}, "out", "ckpt", options={"stream": stream})
 
     assert get_engine("legacy").exactly_once(config("legacy", "direct"))
     assert not get_engine("legacy").exactly_once(config("legacy", "receiver"))
-    # The stream kind is a legacy setting: a modern query is exactly-once whatever it says.
-    assert get_engine("modern").exactly_once(config("modern", "receiver"))
+    # The stream kind is a legacy option: a modern query is exactly-once, and refuses an option it does not have.
+    assert get_engine("modern").exactly_once(DriverConfig("modern", "b:9092", {"events": "t"}, "out", "ckpt"))
+    with pytest.raises(ConfigError, match=r"Unrecognized options of the modern engine: \['stream'\]"):
+        get_engine("modern").options(config("modern", "receiver"))
+
+
+def test_each_engine_parses_validates_and_reports_its_own_options(tmp_path: Path) -> None:
+    legacy, modern = get_engine("legacy"), get_engine("modern")
+    dsn = "postgresql://dmk:s3cret@db:5432/offsets"
+    config = _config(options={"offsets": "postgresql", "offset_store": dsn, "batch_seconds": 0.5})
+    parsed = legacy.options(config)
+    assert (parsed.offsets, parsed.offset_store, parsed.batch_seconds, parsed.stream) == (
+        "postgresql", dsn, 0.5, "direct")  # the defaults are the options type's
+    # The password never reaches a file or a repr; the driver gets it from its environment.
+    assert "s3cret" not in config.to_json() and "s3cret" not in repr(config) and "s3cret" not in repr(parsed)
+    assert json.loads(config.to_json())["options"]["offset_store"] == "postgresql://dmk:***@db:5432/offsets"
+    # Across the process boundary: a mapping again, parsed by the engine into the same options.
+    assert legacy.options(DriverConfig.from_json(_config(options=parsed).to_json())) == legacy.options(
+        _config(options={**vars(parsed), "offset_store": "postgresql://dmk:***@db:5432/offsets"}))
+    for bad, match in (({"batch_secs": 1}, r"Unrecognized options of the legacy engine: \['batch_secs'\]"),
+                       ({"stream": "kinesis"}, "stream must be one of direct, receiver"),
+                       ({"offsets": "redis"}, "offsets must be one of checkpoint, kafka"),
+                       ({"batch_seconds": 0}, "batch_seconds must be a number of seconds > 0"),
+                       ({"max_rate_per_partition": 0}, "max_rate_per_partition must be a whole number")):
+        with pytest.raises(ConfigError, match=match):
+            legacy.options(_config(options=bad))
+    with pytest.raises(ConfigError, match="not '<number> <unit>'"):
+        modern.options(_config(engine="modern", options={"trigger": "fast"}))
+    assert modern.options(_config(engine="modern", options={"trigger": "availableNow"})).trigger == "availableNow"
+    # A warm-up runs the job's code only: no store, name or fingerprint.
+    plain = legacy.options(legacy.plain(_config(options={"stream": "receiver", "offsets": "kafka", "job_name": "j",
+                                                         "write_ahead_log": True, "fingerprint": "f"})))
+    assert (plain.stream, plain.offsets, plain.write_ahead_log, plain.job_name, plain.fingerprint) == (
+        "direct", "checkpoint", False, None, None)

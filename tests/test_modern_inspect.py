@@ -427,9 +427,9 @@ def test_batch_spans_take_a_committed_batch_the_progress_missed_from_the_checkpo
     (out / "progress").mkdir(parents=True)
     (out / "progress" / "running_counts.jsonl").write_text(json.dumps(progress) + "\n", encoding="utf-8")
 
-    reported_only = MODERN.batch_spans(out, "running_counts")
+    reported_only = MODERN.record(out).batch_spans("running_counts")
     assert reported_only[["started_ms", "ended_ms", "records"]].values.tolist() == [[100_000, 100_900, 22]]
-    with_checkpoint = MODERN.batch_spans(out, "running_counts", checkpoint)
+    with_checkpoint = MODERN.record(out, checkpoint).batch_spans("running_counts")
     # Batch 1 read events-0 10 -> 20 and events-1 12 -> 25: 23 records; batch 2 is not committed.
     assert with_checkpoint[["started_ms", "ended_ms", "records"]].values.tolist() == [
         [100_000, 100_900, 22], [200_000, 203_000, 23]]
@@ -469,14 +469,14 @@ def test_idle_triggers_are_spans_without_records(spark, bootstrap_servers: str, 
                for p in idle)
     # Spark gives an idle trigger the id of the micro-batch it did not run.
     assert {p["batchId"] for p in idle} == {max(p["batchId"] for p in batches) + 1}
-    spans = MODERN.batch_spans(out, "running_counts")
+    spans = MODERN.record(out).batch_spans("running_counts")
     assert len(spans) == len(batches) + len(idle)
     assert spans["records"].sum() == 300 == sum(p["numInputRows"] for p in batches)
     idle_spans = spans[spans["records"] == 0]
     assert len(idle_spans) >= len(idle)
     assert sorted(idle_spans["processing_ms"].tolist()) == sorted(
         [p["batchDuration"] for p in idle] + [p["batchDuration"] for p in batches if p["numInputRows"] == 0])
-    ranges = MODERN.processed_ranges(out, "running_counts", None)
+    ranges = MODERN.record(out).processed_ranges("running_counts")
     assert sum(until - first for _, _, first, until in ranges) == 300
 
 
@@ -503,3 +503,29 @@ def test_polled_progress_keeps_idle_triggers_apart_from_the_batch_they_did_not_r
 
     assert [(p["batchId"], p["numInputRows"]) for p in read_progress(tmp_path, "q")] == [(0, 5), (1, 7)]
     assert [p["timestamp"] for p in read_progress(tmp_path, "q", idle=True)] == ["t1", "t2"]
+
+
+def test_checkpoint_inspect_asks_the_engines_which_owns_the_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``dmk checkpoint inspect`` reads a checkpoint with the engine that owns it (the registry's, in order)."""
+    from compare.cli import main
+    from compare.engines import get_engine
+
+    legacy, modern = get_engine("legacy"), get_engine("modern")
+    root = tmp_path / "queries"
+    three_batches(root / "running_counts")
+    dstream = tmp_path / "dstream"
+    dstream.mkdir()
+    (dstream / "checkpoint-1000").write_bytes(b"")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    owners = {str(d): [e.name for e in (legacy, modern) if e.owns_checkpoint(str(d))]
+              for d in (root, root / "running_counts", dstream, empty)}
+    assert owners == {str(root): ["modern"], str(root / "running_counts"): ["modern"], str(dstream): ["legacy"],
+                      str(empty): []}
+    assert legacy.owns_checkpoint("hdfs://nn:8020/ckpt") and not modern.owns_checkpoint("hdfs://nn:8020/ckpt")
+    # A directory of query checkpoints: one report each, read from files only.
+    assert main(["checkpoint", "inspect", str(root), "--json", "--no-row-counts"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert [b["batch_id"] for b in shown["batches"]] == [0, 1, 2]

@@ -137,7 +137,7 @@ def test_spark_jobs_and_tasks_per_batch_come_from_the_event_log(tmp_path: Path) 
                         {"id": 1, "name": "commit", "duration_ms": 10}]}
         for t, r, d, w in ((1000, 50, 0, 80), (2000, 0, 5, 20), (3000, 70, 20, 60))
     ]))
-    batches = batch_breakdown(LEGACY, out)
+    batches = batch_breakdown(LEGACY.record(out), out)
     assert batches.columns.tolist() == ["batch", "records", "scheduling delay", "write counts", "commit",
                                         "Spark jobs", "tasks"]
     assert batches[["batch", "Spark jobs", "tasks"]].values.tolist() == [["1000", 2, 4], ["2000", 1, 2],
@@ -159,7 +159,7 @@ def test_modern_phases_are_the_progress_durations_and_its_jobs_are_found_by_quer
         _job(7, [9], **{"sql.streaming.queryId": "q-1", "streaming.sql.batchId": "4"}), _task(9, 3), _task(9, 3),
         _job(8, [10], **{"sql.streaming.queryId": "q-2", "streaming.sql.batchId": "4"}), _task(10, 3),
     ])
-    assert time_breakdown(batch_breakdown(MODERN, out, "counts")) == [
+    assert time_breakdown(batch_breakdown(MODERN.record(out), out, "counts")) == [
         ("latestOffset (Kafka end offsets)", 12.0), ("walCommit (offset log)", 20.0), ("getBatch", 0.0),
         ("queryPlanning", 40.0), ("addBatch (read, process, state, sink)", 300.0),
         ("commitOffsets (commit log)", 15.0), ("state updates (task time)", 30.0), ("state commit (task time)", 60.0),

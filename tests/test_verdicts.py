@@ -31,7 +31,7 @@ from compare.diff import (
     verdict,
 )
 from compare.engines import get_engine
-from compare.settings import LEGACY_MODES, CompareSettings, default_events_per_second
+from compare.settings import CompareSettings, default_events_per_second
 from kit import semantics, workloads
 from kit.dataset import DatasetSpec, check_labels, generate, generate_to_file, read_dataset
 from kit.engine import DriverConfig
@@ -286,7 +286,7 @@ def test_a_query_reading_its_topic_twice_in_a_batch_repeats_no_record(tmp_path: 
     (tmp_path / "progress" / "windowed_counts.jsonl").write_text(
         json.dumps({"batchId": 0, "sources": [scan, scan]}) + "\n" + json.dumps({"batchId": 1, "sources": [later,
                                                                                                       later]}) + "\n")
-    ranges = MODERN.processed_ranges(tmp_path, "windowed_counts", None)
+    ranges = MODERN.record(tmp_path).processed_ranges("windowed_counts")
     assert ranges == [OffsetRange("t", 0, 0, 100), OffsetRange("t", 0, 100, 150)]
     assert input_coverage(ranges, {"t": {0: 150}}) == (0, 0)
 
@@ -345,8 +345,9 @@ def test_each_part_of_the_result_is_its_own_line_of_the_verdict(tmp_path: Path) 
     assert checks[3].detail == "0 records never processed, 4 processed again"
     # A receiver mode promises no exactly-once: its input is reported, not judged.
     receiver = CompareSettings("windowed_counts", out_dir=tmp_path / "run", legacy_mode="receiver")
-    stream = LEGACY_MODES[receiver.legacy_mode][0]
-    outcome.exactly_once = get_engine("legacy").exactly_once(DriverConfig("legacy", "b:9092", {}, "o", "c", stream=stream))
+    stream = get_engine("legacy").modes[receiver.legacy_mode]["stream"]
+    outcome.exactly_once = get_engine("legacy").exactly_once(DriverConfig("legacy", "b:9092", {}, "o", "c",
+                                                                                   options={"stream": stream}))
     checks = _checks(receiver, "legacy", rows, oracle, dead_letters(outcome.out_dir), outcome, "windowed_counts", 3, 0)
     assert checks[3].ok is None and "promises at most once (3 never processed" in checks[3].detail
 

@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 
 from compare.diff import assert_outputs_equal
-from compare.harness import EngineRun, dataset_spec, run_engine
+from compare.harness import EngineOutputs, dataset_spec, run_engine
 from kit import workloads
 from kit.dataset import generate
 
@@ -54,7 +54,7 @@ def _cases() -> list:
     return cases
 
 
-_RUNS: dict[tuple[str, str, str], EngineRun] = {}
+_RUNS: dict[tuple[str, str, str], EngineOutputs] = {}
 _DATA: dict[tuple[str, bool], tuple] = {}
 
 
@@ -79,7 +79,7 @@ def _data(profile: str, name: str = "") -> tuple:
 def engine_run(request, bootstrap_servers, spark, tmp_path_factory):
     """Run (once per session) an engine on a profile with every variant of a workload; shared by the tests."""
 
-    def get(engine: str, profile: str, name: str) -> EngineRun:
+    def get(engine: str, profile: str, name: str) -> EngineOutputs:
         if (engine, profile, name) not in _RUNS:
             spec, frame, _ = _data(profile, name)
             workdir = tmp_path_factory.mktemp(f"{engine}-{profile}-{name}")
@@ -111,7 +111,7 @@ def test_final_result_equals_the_oracle(engine_run, profile, name, engine, varia
     assert_outputs_equal(expected, got, keys=spec.key_columns, values=spec.value_columns)
 
 
-def _assert_dead_letters(run: EngineRun, rejects: pd.DataFrame) -> int:
+def _assert_dead_letters(run: EngineOutputs, rejects: pd.DataFrame) -> int:
     """Assert that ``run`` dead-lettered exactly the ``rejects`` (the oracle's), once each; returns how many."""
     # A malformed record produced to two topics (the join's input and "events") is a dead letter in each.
     log = run.replay.log[["seq", "topic"]]

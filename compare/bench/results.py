@@ -20,6 +20,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from compare.engines import ENGINES, get_engine
 from kit.errors import ConfigError
 
 __all__ = [
@@ -51,59 +52,25 @@ TARGETS = {
 modern p99 ≤ 1 s and legacy p99 ≤ batch interval + 1 s; modern state growth ratio ≤ 1.3 (see
 :data:`STATE_GROWTH_TARGETED`); on the compare path, a batch of at most 1,000 records ≤ 150 ms (median, each engine).
 Benchmarks, never test assertions."""
-STATE_GROWTH_TARGETED = ("modern",)
-"""The engines the state growth goal applies to. Legacy ``updateStateByKey`` calls its function for every key in
-every batch by design, and the kit keeps it because DStream jobs use it: its ratio is reported, with what limits
-it, and held to no goal."""
-IDLE_TARGETS = {"legacy": ("idle batch", 200.0), "modern": ("idle trigger", 250.0)}
+STATE_GROWTH_TARGETED = tuple(name for name in ENGINES if get_engine(name).bench.state_growth_targeted)
+"""The engines the state growth goal applies to (:attr:`kit.engine.BenchProfile.state_growth_targeted`). Legacy
+``updateStateByKey`` calls its function for every key in every batch by design, and the kit keeps it because DStream
+jobs use it: its ratio is reported, with what limits it, and held to no goal."""
+IDLE_TARGETS = {name: (get_engine(name).bench.idle_what, get_engine(name).bench.idle_goal_ms) for name in ENGINES}
 """Per engine: what it runs without input, and the goal (ms) for its median on running_counts at the default
 setting: a legacy batch without records, a modern trigger that finds nothing (it runs no micro-batch)."""
-IDLE_LIMITS = {
-    "legacy": "an empty batch still runs updateStateByKey's tasks over the whole state and the output operations "
-              "(profile §2)",
-    "modern": "an idle trigger asks the source for its latest offsets; a query with a watermark also runs a no-data "
-              "micro-batch when the watermark moves (profile §6)",
-}
+IDLE_LIMITS = {name: get_engine(name).bench.idle_limit for name in ENGINES}
 """Per engine: what an idle batch or trigger does (benchmarks/results/profile.md)."""
 
-LATENCY_TARGETS = {
-    "legacy": ("1 s batches", 1_000 + TARGETS["legacy_p99_over_batch_ms"]),
-    "modern": ("default trigger", TARGETS["modern_p99_ms"]),
-}
-"""Per engine: the latency runs' default setting in words, and the p99 goal (ms) at it."""
-THROUGHPUT_LIMITS = {
-    "legacy": "a warm run spends about 24 CPU seconds on 1M records (the Python workers 10.9, the JVM 7.3, the "
-              "driver's Python 3.2, the broker 2.8), the raw consumer about 2 (its process 1.6, the broker 0.3), so "
-              "on two cores the engine cannot reach its rate. Every record passes through Python in a worker, which "
-              "the raw consumer only reads: per record, reading it from librdkafka 1.6 µs, the messageHandler "
-              "0.5 µs, the parse 5.4 µs (json.loads of the value 3.7 µs), the map-side combine 0.5 µs, in one "
-              "process (profile §7, §9)",
-    "modern": "a warm run spends about 17 CPU seconds on 1M records (the JVM 10.2: its tasks 5.5, the JIT still "
-              "compiling Spark's planning code 2.5; the Python workers 4.4; the broker 1.8), the raw consumer about "
-              "2, so on two cores the engine cannot reach its rate. Both cores are busy through the run, and a "
-              "micro-batch costs about 300-470 ms whatever it holds: in one warm JVM, 1M records in 2, 10 and 40 "
-              "micro-batches ran at 191,939, 111,276 and 55,571 records/s (profile §8, §9)",
-}
+LATENCY_TARGETS = {name: (get_engine(name).bench.latency_setting, get_engine(name).bench.latency_goal_ms)
+                   for name in ENGINES}
+"""Per engine: the latency runs' default setting in words, and the p99 goal (ms) at it (legacy: the 1 s interval
+plus ``TARGETS["legacy_p99_over_batch_ms"]``; modern: ``TARGETS["modern_p99_ms"]``)."""
+THROUGHPUT_LIMITS = {name: get_engine(name).bench.throughput_limit for name in ENGINES}
 """Per engine: what limits its throughput, measured (benchmarks/results/profile.md)."""
-LATENCY_LIMITS = {
-    "legacy": "legacy p99 at {setting} batches: a batch with records took {batch_ms_median} ms and an idle one "
-              "{idle_batch_ms_median} ms against a {setting} interval at {rate_rps} records/s, so batches queued "
-              "(scheduling delay up to {scheduling_delay_ms_max} ms): the maximum throughput was measured with "
-              "{cap}-record batches, where the fixed cost per batch is amortized.",
-    "modern": "modern p99 with the {setting} trigger: a micro-batch took {batch_ms_median} ms (median) at {rate_rps} "
-              "records/s (without records a query with no watermark runs none): a row waits for the micro-batch "
-              "running when it arrives and then its own. Of a 2,800-record micro-batch's 470 ms, the read stage's "
-              "tasks wait about 120 ms on their two Python workers (the reader, and the parse UDF, whose round "
-              "trip costs about 80 ms even when every record is parsed in the JVM), the stateful stage takes 65 ms "
-              "and about 200 ms pass between jobs: offset and commit logs, planning, the foreachBatch callback "
-              "(profile §6).",
-}
+LATENCY_LIMITS = {name: get_engine(name).bench.latency_limit for name in ENGINES}
 """Per engine: what limits its latency, a template of the latency run's figures."""
-STATE_GROWTH_LIMITS = {
-    "legacy": "updateStateByKey calls its function for every key in every batch, by design",
-    "modern": "the state is in RocksDB with changelog checkpointing (the kit's default); what the remaining growth "
-              "is spent on was not profiled",
-}
+STATE_GROWTH_LIMITS = {name: get_engine(name).bench.state_growth_limit for name in ENGINES}
 """Per engine: why its state growth ratio is what it is."""
 
 

@@ -58,7 +58,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -81,7 +81,7 @@ from compare.measure import latency
 from kit import workloads
 from kit.broker import kafka_or_embedded
 from kit.dataset import DatasetSpec, generate
-from kit.engine import DriverConfig, Engine, EngineRun, seconds
+from kit.engine import DriverConfig, Engine, RunHandle, seconds
 from kit.errors import ConfigError, KitError
 from kit.events import REJECT_REASONS
 from kit.kafka import Kafka, resolve_client
@@ -124,16 +124,17 @@ IDLE_SECONDS = 3.0
 IDLE_REPORT_INTERVAL = "500ms"
 """``spark.sql.streaming.noDataProgressEventInterval`` during latency runs: how often Structured Streaming reports
 an idle trigger (a trigger that found no new data and ran no micro-batch; 10 s by default)."""
-THROUGHPUT_INTERVALS = {"legacy": "0.25 s"}
-"""Batch intervals of the throughput runs (engines not named run their default). A legacy batch reads at most
-``maxRatePerPartition`` × interval records per partition, so with 1 s batches of a tenth of the topic legacy could
-not read faster than a tenth of the topic a second (100,000 records/s at 1M records), and once warm it reached
-that: its batches ended early and it waited for the next one (97,667-105,733 records/s measured). At 0.25 s the
-cap is four times that, more than the raw consumer reads: batches queue, and the measured span covers their
-processing back to back, as a modern query's micro-batches follow each other with its default trigger."""
-LATENCY_INTERVALS = {"legacy": ("1 s", "0.5 s"), "modern": ("0 seconds", "500 milliseconds")}
-"""Legacy batch intervals and modern triggers of the latency runs (:meth:`kit.engine.Engine.paced`); the first is
-each engine's default."""
+THROUGHPUT_INTERVALS = {name: get_engine(name).bench.throughput_interval for name in ENGINES}
+"""Batch intervals of the throughput runs (:attr:`kit.engine.BenchProfile.throughput_interval`; None: the engine's
+default). A legacy batch reads at most ``maxRatePerPartition`` × interval records per partition, so with 1 s batches
+of a tenth of the topic legacy could not read faster than a tenth of the topic a second (100,000 records/s at 1M
+records), and once warm it reached that: its batches ended early and it waited for the next one (97,667-105,733
+records/s measured). At 0.25 s the cap is four times that, more than the raw consumer reads: batches queue, and the
+measured span covers their processing back to back, as a modern query's micro-batches follow each other with its
+default trigger."""
+LATENCY_INTERVALS = {name: get_engine(name).bench.latency_intervals for name in ENGINES}
+"""Legacy batch intervals and modern triggers of the latency runs (:attr:`kit.engine.BenchProfile.latency_intervals`,
+:meth:`kit.engine.KitEngine.paced`); the first is each engine's default."""
 STATE_FROM_KEYS = 10_000
 STATE_BATCH = 10_000
 STATE_SAMPLES = 5
@@ -143,8 +144,9 @@ FIXED_COST_RECORDS = 6_000
 its too-late records (a stream this short has no room for them: each needs 19 s of event time after it, and
 running_counts counts them like any other). 8 s of replay at the default rate (750 records/s), after each
 driver's warm-up; its batches hold at most 1,000 records."""
-STATE_INTERVALS = {"legacy": "5 s", "modern": "1 second"}
-"""The state-growth runs' batch interval (legacy) and trigger (modern). Legacy ``updateStateByKey`` visits every
+STATE_INTERVALS = {name: get_engine(name).bench.state_interval for name in ENGINES}
+"""The state-growth runs' batch interval (legacy) and trigger (modern): :attr:`kit.engine.BenchProfile.state_interval`.
+Legacy ``updateStateByKey`` visits every
 key every batch, so a large state's batches outlast a 1 s interval and would queue behind each other
 (processing time, which is what is measured, does not depend on the interval)."""
 
@@ -295,14 +297,14 @@ class _Run:
     engine: Engine
     workload: str
     out_dir: Path
-    handle: EngineRun | None = None
+    handle: RunHandle | None = None
 
     @property
     def job(self) -> str:
         return workloads.job_id(self.workload)
 
     def spans(self) -> pd.DataFrame:
-        return self.engine.batch_spans(self.out_dir, self.job)
+        return self.engine.record(self.out_dir).batch_spans(self.job)
 
     def rows(self) -> pd.DataFrame:
         return read_batches(self.out_dir / self.job)
@@ -356,9 +358,8 @@ class _Bench:
                cap: int | None = None, interval: str | None = None) -> Iterator[_Run]:
         """Run ``workload`` on ``engine`` over ``topic`` (from its beginning) until the block ends.
 
-        ``cap``: records per batch (legacy ``maxRatePerPartition`` × partitions × interval, modern
-        ``maxOffsetsPerTrigger``), None reads whatever is there; ``interval``: the batch interval or trigger
-        (default: the engine's).
+        ``cap``: records per batch (:meth:`kit.engine.KitEngine.capped`), None reads whatever is there;
+        ``interval``: the batch interval or trigger (default: the engine's).
         """
         tag = uuid.uuid4().hex[:6]
         chosen = get_engine(engine)
@@ -372,8 +373,7 @@ class _Bench:
         if interval is not None:
             config = chosen.paced(config, interval)
         if cap is not None:
-            per_partition = max(1, math.ceil(cap / self.settings.partitions / config.batch_seconds))
-            config = replace(config, max_rate_per_partition=per_partition, source_options={"maxOffsetsPerTrigger": cap})
+            config = chosen.capped(config, cap)
         run.handle = chosen.start(self.spark, config)
         try:
             yield run
@@ -611,12 +611,12 @@ def messy_dataset(records: int) -> DatasetSpec:
 def messy_cap(dataset: DatasetSpec) -> int:
     """Records per batch of a messy throughput run: modern's batch cap for ``dataset``.
 
-    That is :func:`compare.inputs.batch_caps`: no batch spans more than half the lateness margin of event time, so
+    That is :func:`compare.inputs.common_cap`: no batch spans more than half the lateness margin of event time, so
     every engine judges late records as the oracle does.
     """
-    from compare.inputs import batch_caps
+    from compare.inputs import common_cap
 
-    return batch_caps(dataset, 1)[1]
+    return common_cap(dataset)
 
 
 def matches_oracle(
@@ -701,7 +701,8 @@ def run_bench(
             results["fixed_cost"] = bench.fixed_cost()
         # The engine a migration lands on: its state store is meant to be incremental (the legacy
         # updateStateByKey visits every key each batch by design; its ratio is in state_growth).
-        results["state_growth_ratio"] = results["state_growth"]["modern"]["ratio"]
+        results["state_growth_ratio"] = next(results["state_growth"][name]["ratio"] for name in ENGINES
+                                             if get_engine(name).bench.state_growth_targeted)
     results["targets"] = evaluate_targets(results)
     results["limits"] = limits(results)
     if baseline:

@@ -12,62 +12,36 @@ from compare.cli.common import BOOTSTRAP_ENV, _add_kafka_security, err_console
 
 if TYPE_CHECKING:
     from compare.cli.common import Commands
-    from legacy.inspect import LegacyCheckpoint
-    from modern.inspect import ModernCheckpoint
 
 __all__ = ["add_checkpoint", "add_cutover"]
-
-
-def _is_legacy_checkpoint(directory: Path) -> bool:
-    from legacy._checkpoint import checkpoint_files
-
-    return bool(checkpoint_files(directory))
 
 
 def cmd_checkpoint_inspect(args: argparse.Namespace) -> int:
     import re
 
+    from compare.engines import ENGINES, get_engine
     from kit.errors import ConfigError
-    from kit.spark import spark_context, spark_session
 
-    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]+://", args.directory):
-        # A URI (hdfs://, s3a://...): Spark's file system reads it; only legacy checkpoints are read that way.
-        from legacy.inspect import inspect_legacy_checkpoint
-
-        checkpoint = inspect_legacy_checkpoint(args.directory, spark_context("dmk-checkpoint-inspect", args.master))
-        print(json.dumps(checkpoint.to_json(), indent=2) if args.json else checkpoint.describe())
-        return 0
     directory = Path(args.directory)
-    if not directory.is_dir():
+    uri = re.match(r"^[A-Za-z][A-Za-z0-9+.-]+://", args.directory) is not None
+    if not uri and not directory.is_dir():
         msg = (
             f"{directory} is not a directory; give a legacy checkpoint directory (checkpoint-<time> "
             "files) or a Structured Streaming checkpoint location"
         )
         raise ConfigError(msg, field="directory", expected="a directory", actual=str(directory))
-    found: list[LegacyCheckpoint | ModernCheckpoint]
-    if _is_legacy_checkpoint(directory):
-        from legacy.inspect import inspect_legacy_checkpoint
-
-        sc = spark_context("dmk-checkpoint-inspect", args.master) if args.master else None
-        found = [inspect_legacy_checkpoint(str(directory), sc)]
-    else:
-        from modern.inspect import inspect_modern_checkpoint, list_query_checkpoints
-
-        queries = list_query_checkpoints(directory)
-        from kit.layout import is_query_checkpoint
-
-        is_query = is_query_checkpoint(directory)
-        if not is_query and not queries:
-            entries = sorted(p.name for p in directory.iterdir())[:8]
-            msg = (
-                f"{directory} is neither a DStream checkpoint (checkpoint-<time> files) nor a Structured Streaming "
-                f"checkpoint location (metadata, offsets/, commits/); it holds {entries or 'nothing'}. Pass the "
-                "directory given to ssc.checkpoint() / getOrCreate, or a query's checkpointLocation."
-            )
-            raise ConfigError(msg, field="directory", expected="a checkpoint directory", actual=entries)
-        targets = [directory] if is_query or not queries else queries
-        spark = spark_session("dmk-checkpoint-inspect", args.master) if args.master and args.row_counts else None
-        found = [inspect_modern_checkpoint(str(t), spark, row_counts=args.row_counts) for t in targets]
+    # A URI (hdfs://, s3a://...) is read with Spark's file system, by the engine that reads checkpoints that way.
+    location = args.directory if uri else str(directory)
+    owner = next((engine for engine in map(get_engine, ENGINES) if engine.owns_checkpoint(location)), None)
+    if owner is None:
+        entries = sorted(p.name for p in directory.iterdir())[:8]
+        msg = (
+            f"{directory} is neither a DStream checkpoint (checkpoint-<time> files) nor a Structured Streaming "
+            f"checkpoint location (metadata, offsets/, commits/); it holds {entries or 'nothing'}. Pass the "
+            "directory given to ssc.checkpoint() / getOrCreate, or a query's checkpointLocation."
+        )
+        raise ConfigError(msg, field="directory", expected="a checkpoint directory", actual=entries)
+    found = owner.inspect_checkpoint(location, args.master, row_counts=args.row_counts)
     if args.json:
         payload = [c.to_json() for c in found]
         print(json.dumps(payload[0] if len(payload) == 1 else payload, indent=2))

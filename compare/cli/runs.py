@@ -104,7 +104,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             console.print(
                 f"   {verdict}: {compared.metrics.oracle.rows:,} rows, "
                 f"{compared.metrics.oracle.dead_letters:,} dead letters; "
-                f"{_pace('legacy', figures['legacy'])}; {_pace('modern', figures['modern'])}; "
+                f"{'; '.join(_pace(name, m) for name, m in figures.items())}; "
                 f"report {compared.out_dir / 'report.html'}"
             )
             exact = exact and compared.equivalent
@@ -233,7 +233,7 @@ def cmd_compare_jobs(args: argparse.Namespace) -> int:
     for column in ("figure", "legacy", "modern"):
         table.add_column(column, justify="left" if column == "figure" else "right")
     for label, key in (("output rows", "output_rows"), ("rows compared", "rows_compared"), ("seconds", "seconds")):
-        table.add_row(label, f"{getattr(jobs['legacy'], key):,}", f"{getattr(jobs['modern'], key):,}")
+        table.add_row(label, *(f"{getattr(m, key):,}" for m in jobs.values()))
     console.print(table)
     if metrics.summary:
         console.print(metrics.summary, markup=False)
