@@ -4,9 +4,10 @@
 and ``dmk bench`` take these from here, so a production run and a test run are fed alike.
 
 Example:
-    >>> legacy_per_partition, modern_per_trigger = batch_caps(dataset_spec("messy"), partitions=4)
-    >>> legacy_per_partition, modern_per_trigger
-    (250, 800)
+    >>> batch_records(dataset_spec("messy"))  # records per batch: half the lateness margin of event time
+    1000.0
+    >>> common_cap(dataset_spec("messy"))  # what every engine can be given (modern's 80 % share)
+    800
 """
 
 from __future__ import annotations
