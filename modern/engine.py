@@ -130,7 +130,7 @@ class ModernEngine:
     }
     bench = BenchProfile(
         latency_intervals=("0 seconds", "500 milliseconds"), latency_setting="default trigger",
-        latency_goal_ms=1_000.0, state_interval="1 second",
+        latency_goal_ms=500.0, state_interval="1 second",
         idle_what="idle trigger", idle_goal_ms=250.0,
         idle_limit=("an idle trigger asks the source for its latest offsets; a query with a watermark also runs a "
                     "no-data micro-batch when the watermark moves (profile §6)"),

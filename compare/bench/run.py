@@ -630,10 +630,14 @@ def matches_oracle(
 
 
 @contextmanager
-def _phase(progress: Progress, name: str) -> Iterator[None]:
+def _phase(progress: Progress, name: str, seconds: dict[str, float] | None = None) -> Iterator[None]:
+    """Report phase ``name`` started and done; with ``seconds``, record how long it took there."""
+    started = time.monotonic()
     progress(name, 0, 1)
     yield
     progress(name, 1, 1)
+    if seconds is not None:
+        seconds[name] = round(time.monotonic() - started, 1)
 
 
 # -- the run -------------------------------------------------------------------------------------------------
@@ -658,6 +662,8 @@ def run_bench(
 
     progress = progress or (lambda task, done, total: None)
     created = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    started = time.monotonic()
+    phase_seconds: dict[str, float] = {}
     baseline = load_baseline(settings.baseline) if settings.baseline else previous_results(settings.out_dir)
     with ExitStack() as stack:
         kafka = stack.enter_context(kafka_or_embedded(settings.bootstrap_servers, on_start=on_broker_start))
@@ -679,14 +685,14 @@ def run_bench(
         engines: dict[str, dict[str, Any]] = {e: {} for e in ENGINES}
         for engine in ENGINES:
             for workload in settings.workloads:
-                with _phase(progress, f"{engine} {workload}: max throughput"):
+                with _phase(progress, f"{engine} {workload}: max throughput", phase_seconds):
                     r = bench.max_throughput(engine, workload)
                 r["ratio_to_raw"] = round(r["throughput_rps"] / raw, 3) if raw else None
                 r["ratio_to_parsing"] = round(r["throughput_rps"] / results["raw_parsing_consumer_rps"], 3)
                 r["latency_by_trigger"] = {}
                 intervals = LATENCY_INTERVALS[engine]
                 for interval in intervals[:1] if settings.quick else intervals:
-                    with _phase(progress, f"{engine} {workload}: latency, {interval}"):
+                    with _phase(progress, f"{engine} {workload}: latency, {interval}", phase_seconds):
                         r["latency_by_trigger"][interval] = bench.latency(engine, workload, settings.latency_rate,
                                                                           interval)
                 first = next(iter(r["latency_by_trigger"].values()))
@@ -695,14 +701,17 @@ def run_bench(
         results["engines"] = engines
         results["state_growth"] = {}
         for engine in ENGINES:
-            with _phase(progress, f"{engine} running_counts: state growth"):
+            with _phase(progress, f"{engine} running_counts: state growth", phase_seconds):
                 results["state_growth"][engine] = bench.state_growth(engine)
-        with _phase(progress, "compare path: a batch's fixed cost"):
+        with _phase(progress, "compare path: a batch's fixed cost", phase_seconds):
             results["fixed_cost"] = bench.fixed_cost()
         # The engine a migration lands on: its state store is meant to be incremental (the legacy
         # updateStateByKey visits every key each batch by design; its ratio is in state_growth).
         results["state_growth_ratio"] = next(results["state_growth"][name]["ratio"] for name in ENGINES
                                              if get_engine(name).bench.state_growth_targeted)
+    # The whole run (broker, Spark start, raw clients and every phase): issue 39 holds --quick to 5 minutes.
+    results["run_seconds"] = round(time.monotonic() - started, 1)
+    results["phase_seconds"] = phase_seconds
     results["targets"] = evaluate_targets(results)
     results["limits"] = limits(results)
     if baseline:
