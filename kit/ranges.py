@@ -27,7 +27,7 @@ from kafka import TopicPartition
 
 from kit.errors import InvalidOffsetRange
 
-__all__ = ["LINES", "TOPIC_NAME", "OffsetRange"]
+__all__ = ["LINES", "TOPIC_NAME", "OffsetRange", "integer"]
 
 LINES = "lines"
 """The pseudo-topic of a source that is not Kafka: its range counts the rows it delivered."""
@@ -58,7 +58,7 @@ class OffsetRange:
         if not isinstance(self.topic, str) or not TOPIC_NAME.fullmatch(self.topic):
             raise InvalidOffsetRange(as_given, f"topic {self.topic!r} is not a Kafka topic name ([A-Za-z0-9._-]+)")
         try:
-            numbers = [_integer(v) for v in as_given[1:]]
+            numbers = [integer(v) for v in as_given[1:]]
         except TypeError as exc:
             raise InvalidOffsetRange(as_given, str(exc)) from None
         partition, from_offset, until_offset = numbers
@@ -94,7 +94,8 @@ class OffsetRange:
         return self.until_offset - self.from_offset
 
 
-def _integer(value: object) -> int:
+def integer(value: object) -> int:
+    """``value`` as an int if it is one (int, numpy integer, py4j long); TypeError for a bool, float or string."""
     if isinstance(value, bool):
         msg = f"{value!r} is a bool, not an integer"
         raise TypeError(msg)

@@ -37,20 +37,19 @@ import abc
 import contextlib
 import datetime
 import logging
-import operator
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, SupportsIndex, TypeAlias, cast, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from kafka.errors import KafkaError
 
 from kit.engine import redacted_dsn
 from kit.errors import ConfigError
 from kit.kafka import Kafka, TopicPartition
-from kit.ranges import TOPIC_NAME, OffsetRange
+from kit.ranges import TOPIC_NAME, OffsetRange, integer
 from legacy.errors import (
     CorruptStoredOffset,
     InvalidOffsetRange,
@@ -108,18 +107,6 @@ class SparkOffsetRange(Protocol):
     partition: int
     fromOffset: int  # noqa: N815 - Spark's name
     untilOffset: int  # noqa: N815 - Spark's name
-
-
-def _integer(value: object) -> int:
-    if isinstance(value, bool):
-        msg = f"{value!r} is a bool, not an integer"
-        raise TypeError(msg)
-    try:
-        # int, numpy integers, py4j longs; never floats or strings (operator.index raises TypeError for those)
-        return operator.index(cast(SupportsIndex, value))
-    except TypeError:
-        msg = f"{value!r} ({type(value).__name__}) is not an integer"
-        raise TypeError(msg) from None
 
 
 def _one_range(value: object) -> OffsetRange:
@@ -638,7 +625,7 @@ def _batch_time_ms(batch_time: object) -> int:
         # PySpark's foreachRDD passes a naive local datetime made by datetime.fromtimestamp(ms / 1000).
         return round(batch_time.timestamp() * 1000)
     try:
-        ms = _integer(batch_time)
+        ms = integer(batch_time)
     except TypeError:
         ms = -1
     if ms < 0:
