@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -161,7 +162,7 @@ class CutoverPlan:
         """:meth:`starting_offsets` as compact JSON, the value of the Kafka source's ``startingOffsets`` option."""
         return json.dumps(self.starting_offsets(), separators=(",", ":"))
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The whole plan as a JSON object (``dmk cutover --json``)."""
         return {
             "source": self.position.source.describe(),
@@ -250,7 +251,7 @@ def _batch_files(directory: Path) -> dict[int, list[Path]]:
     return files
 
 
-def _keyed_beyond(directory: Path, offsets: dict) -> dict[Path, pd.DataFrame]:
+def _keyed_beyond(directory: Path, offsets: dict[tuple[str, int], int]) -> dict[Path, pd.DataFrame]:
     """Dead-letter files the legacy parse wrote (keyed, not per batch) holding records beyond ``offsets``.
 
     Maps each such file to the rows it holds within the position (those stay).
@@ -433,14 +434,14 @@ def seed_state(plan: CutoverPlan, workload: str, target: str | Path) -> int:
     return len(last)
 
 
-def write_options(plan: CutoverPlan, target: str | Path) -> dict:
+def write_options(plan: CutoverPlan, target: str | Path) -> dict[str, Any]:
     """Merge ``startingOffsets`` into the JSON object of Kafka source options at ``target``; returns the options.
 
     The file is created if absent. Any other starting option (``startingTimestamp``...) is replaced; the options
     returned are those written.
     """
     path = Path(target)
-    options: dict = {}
+    options: dict[str, Any] = {}
     if path.exists():
         try:
             options = json.loads(path.read_text(encoding="utf-8"))

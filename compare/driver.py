@@ -32,6 +32,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 from compare.engines import get_engine
 from kit.engine import DriverConfig, KitEngine, option_items
@@ -91,7 +92,7 @@ def _wait_for_drain(out: Path, timeout_s: float, parent: int) -> dict[str, dict[
     return _offsets(json.loads(path.read_text(encoding="utf-8"))["end_offsets"])
 
 
-def _offsets(raw: dict) -> dict[str, dict[int, int]]:
+def _offsets(raw: dict[str, Any]) -> dict[str, dict[int, int]]:
     return {topic: {int(p): int(o) for p, o in parts.items()} for topic, parts in raw.items()}
 
 

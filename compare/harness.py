@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -57,7 +58,7 @@ class EngineOutputs:
     engine: str
     out_dir: Path
     replay: ReplayResult
-    jobs: tuple[tuple[str | workloads.WorkloadSpec, str | Callable], ...]
+    jobs: tuple[tuple[str | workloads.WorkloadSpec, str | Callable[..., Any]], ...]
 
     def rows(self, workload: str, variant: str = "default") -> pd.DataFrame:
         """The output rows of the job ``(workload, variant)``, every batch's."""
@@ -81,7 +82,7 @@ class EngineOutputs:
 
 def run_engine(
     engine: str,
-    jobs: tuple[tuple[str | workloads.WorkloadSpec, str | Callable], ...],
+    jobs: tuple[tuple[str | workloads.WorkloadSpec, str | Callable[..., Any]], ...],
     spec: DatasetSpec,
     frame: pd.DataFrame,
     *,

@@ -12,6 +12,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from compare.engines import ENGINES, get_engine
@@ -68,7 +70,7 @@ def route_inputs(specs: list[workloads.WorkloadSpec], frame: pd.DataFrame) -> pd
     together). The ``topic`` column holds the input name.
     """
     copies = []
-    seen: set[tuple] = set()
+    seen: set[tuple[Any, ...]] = set()
     for spec in specs:
         routes = spec.route(frame)
         signature = tuple(sorted(set(routes)))

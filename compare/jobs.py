@@ -52,7 +52,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -336,7 +336,7 @@ def _consumed(reached: Mapping[tuple[str, int], int], wanted: Mapping[tuple[str,
 class ScriptRun:
     """A job script's process: wait until it consumed the input, then stop it."""
 
-    def __init__(self, engine: ScriptEngine, process: subprocess.Popen, out: Path) -> None:
+    def __init__(self, engine: ScriptEngine, process: subprocess.Popen[bytes], out: Path) -> None:
         self.engine, self.process, self.out = engine, process, out
 
     def check(self, *, may_end: bool = False) -> bool:
@@ -750,7 +750,7 @@ def files_locations(output: str) -> tuple[str, str]:
 def _file_rows(path: Path, side: str) -> list[dict[str, Any]]:
     """One file's rows: Parquet by column, JSON lines by field, CSV cells and text lines by position."""
     if path.suffix == ".parquet":
-        return pd.read_parquet(path).to_dict("records")
+        return cast(list[dict[str, Any]], pd.read_parquet(path).to_dict("records"))
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:

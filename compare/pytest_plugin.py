@@ -171,7 +171,7 @@ def replayed_topic(request: pytest.FixtureRequest, kafka_broker: str) -> Iterato
             kafka.delete_topic(topic)
 
 
-def _spec_for(spec: Any, legacy_fn: Callable) -> Any:
+def _spec_for(spec: Any, legacy_fn: Callable[..., Any]) -> Any:
     from kit import workloads
 
     if isinstance(spec, workloads.WorkloadSpec):
@@ -207,7 +207,8 @@ def assert_equivalent(
     from kit import workloads
 
     def check(
-        legacy_fn: Callable, modern_fn: Callable, dataset: Any, oracle: Callable | None = None, *, spec: Any = None,
+        legacy_fn: Callable[..., Any], modern_fn: Callable[..., Any], dataset: Any,
+        oracle: Callable[..., Any] | None = None, *, spec: Any = None,
     ) -> Any:
         contract = _spec_for(spec, legacy_fn)
         dataset_spec, frame = _dataset(dataset)

@@ -20,6 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import is_dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -70,13 +71,13 @@ def _plots(run_dir: Path, metrics: CompareMetrics) -> dict[str, Path]:
         start = (figures.replay_started_ms if figures else None) or ms.min()
         return (ms - start) / 1000
 
-    def latency_cdf(ax, engine: str) -> None:  # a matplotlib Axes
+    def latency_cdf(ax: Any, engine: str) -> None:  # a matplotlib Axes
         latency = _series(run_dir, f"latency_{engine}")
         if not latency.empty:
             values = np.sort(latency["latency_ms"].to_numpy()) / 1000
             ax.plot(values, np.arange(1, len(values) + 1) / len(values), label=engine, color=_COLORS[engine])
 
-    def throughput(ax, engine: str) -> None:
+    def throughput(ax: Any, engine: str) -> None:
         batches = _series(run_dir, f"timeline_{engine}")
         if batches.empty:
             return
@@ -85,7 +86,7 @@ def _plots(run_dir: Path, metrics: CompareMetrics) -> dict[str, Path]:
         if rate and engine == ENGINES[-1]:
             ax.axhline(rate, color="#555", linestyle="--", linewidth=1, label=f"replay rate ({rate:,.0f} records/s)")
 
-    def waiting(ax, engine: str) -> None:
+    def waiting(ax: Any, engine: str) -> None:
         frame = _series(run_dir, f"backlog_{engine}")
         figures = engines.get(engine)
         input_rps = figures.kept_up.input_rps if figures and figures.kept_up else None
@@ -96,7 +97,7 @@ def _plots(run_dir: Path, metrics: CompareMetrics) -> dict[str, Path]:
         at_s = np.concatenate([[0.0], since_replay(engine, frame["at_ms"]).to_numpy()])
         ax.plot(at_s, np.concatenate([[0.0], frame["records"] / input_rps]), label=engine, color=_COLORS[engine])
 
-    def durations(ax, engine: str) -> None:
+    def durations(ax: Any, engine: str) -> None:
         batches = _series(run_dir, f"timeline_{engine}")
         if batches.empty:
             return
@@ -156,7 +157,7 @@ def smoothed_rate(at_s: pd.Series, records: pd.Series, window_s: int = SMOOTHING
     return seconds, smooth
 
 
-def _save(fig, path: Path) -> Path:  # a matplotlib Figure
+def _save(fig: Any, path: Path) -> Path:  # a matplotlib Figure
     import matplotlib.pyplot as plt
 
     fig.tight_layout()

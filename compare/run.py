@@ -31,7 +31,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -134,10 +134,10 @@ def _oracle(
     if isinstance(result, pd.DataFrame):  # rows only: dead letters and late drops as the spec's oracle says
         base = spec.oracle(frame, dataset)
         return workloads.OracleResult(workloads.sorted_rows(spec, result), base.dead_letters, base.late_dropped)
-    return result
+    return cast(workloads.OracleResult, result)
 
 
-def _ref(function: Callable) -> str:
+def _ref(function: Callable[..., Any]) -> str:
     return f"{function.__module__}:{function.__qualname__}"
 
 

@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, cast
 
 import pandas as pd
 
@@ -130,7 +131,7 @@ class DriverProcess:
         self.out = out
         self.timeout_s = timeout_s
         self.env = env
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
         self.recoveries = 0
 
@@ -178,7 +179,7 @@ class DriverProcess:
                    f"last lines of {self.log_path}:\n{log_tail(self.log_path)}")
             raise EngineFailed(msg, engine=self.engine, log=str(self.log_path))
 
-    def wait_for(self, name: str, timeout_s: float, on_poll: Callable[[], None] | None = None) -> dict:
+    def wait_for(self, name: str, timeout_s: float, on_poll: Callable[[], None] | None = None) -> dict[str, Any]:
         """The JSON of control file ``name`` once the driver writes it.
 
         Raises:
@@ -197,7 +198,7 @@ class DriverProcess:
                        "Raise --timeout for larger datasets.")
                 raise RunTimeout(msg, reached=None, expected=name)
             time.sleep(0.1)
-        return json.loads(path.read_text(encoding="utf-8"))
+        return cast(dict[str, Any], json.loads(path.read_text(encoding="utf-8")))
 
     def kill(self) -> None:
         """SIGKILL the driver and its JVM (its whole process group), and reap it."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import statistics
 from pathlib import Path
+from typing import Any
 
 from compare.bench.results import LATENCY_LOAD, _fmt, bench_figures, latency_load, unchecked_runs
 from kit.errors import ConfigError
@@ -31,7 +32,7 @@ __all__ = [
 README_START, README_END = "<!-- dmk-bench:start -->", "<!-- dmk-bench:end -->"
 
 
-def _pct(lat: dict, q: str) -> str:
+def _pct(lat: dict[str, Any], q: str) -> str:
     """A latency percentile cell, or "max of N rows: M" when too few rows back it."""
     if lat.get(q) is None and lat.get("max") is not None and lat.get("rows_measured"):
         return f"max of {lat['rows_measured']:,} rows: {lat['max']:,.0f}"
@@ -39,7 +40,7 @@ def _pct(lat: dict, q: str) -> str:
 
 
 
-def _raw_sentence(results: dict) -> str:
+def _raw_sentence(results: dict[str, Any]) -> str:
     """The raw client rates; a results file from before the fast client knew only kafka-python's."""
     clients = results.get("raw_clients") or {
         "kafka-python": {"producer_rps": results["raw_producer_rps"], "consumer_rps": results["raw_consumer_rps"]}
@@ -54,7 +55,7 @@ def _raw_sentence(results: dict) -> str:
     ) + "."
 
 
-def render_markdown(results: dict) -> str:
+def render_markdown(results: dict[str, Any]) -> str:
     """The results as a Markdown report (what ``latest.md`` holds)."""
     m = results["machine"]
     lines = [
@@ -127,7 +128,7 @@ def render_markdown(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _fixed_cost_lines(cost: dict | None) -> list[str]:
+def _fixed_cost_lines(cost: dict[str, Any] | None) -> list[str]:
     """The fixed-cost phase's section: each engine's batch on the compare path and where its time goes."""
     if not cost:
         return []
@@ -146,7 +147,7 @@ def _fixed_cost_lines(cost: dict | None) -> list[str]:
     return lines
 
 
-def _warmup_sentence(results: dict) -> list[str]:
+def _warmup_sentence(results: dict[str, Any]) -> list[str]:
     runs = results.get("warmup_runs")
     if runs is None:  # files from before the warm-up runs measured each job's first run
         return []
@@ -159,7 +160,7 @@ def _warmup_sentence(results: dict) -> list[str]:
             "JVM (the JIT's warm-up, docs/bench.md).", ""]
 
 
-def readme_table(results: dict) -> str:
+def readme_table(results: dict[str, Any]) -> str:
     """README's performance table, generated from a results file (between :data:`README_START`/``END``)."""
     raw, parsing = results["raw_consumer_rps"], results.get("raw_parsing_consumer_rps")
     lines = [
@@ -185,7 +186,7 @@ def readme_table(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def update_readme(readme: Path, results: dict) -> None:
+def update_readme(readme: Path, results: dict[str, Any]) -> None:
     """Replace the table between README's markers with :func:`readme_table` of ``results``.
 
     Raises:
@@ -207,7 +208,7 @@ def update_readme(readme: Path, results: dict) -> None:
 
 
 
-def baseline_table(results: dict) -> list[str]:
+def baseline_table(results: dict[str, Any]) -> list[str]:
     """The Markdown section putting ``results`` beside its baseline: every figure both have, ratio, change."""
     from compare.report import TOLERANCE, change
 
@@ -225,7 +226,7 @@ def baseline_table(results: dict) -> list[str]:
     return lines
 
 
-def write_results(out_dir: Path, results: dict) -> Path:
+def write_results(out_dir: Path, results: dict[str, Any]) -> Path:
     """Write ``bench-<time>.json``/``.md`` and ``latest.json``/``latest.md``; returns the timestamped JSON."""
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp = results["created"].replace(":", "").replace("-", "")[:15]

@@ -113,7 +113,7 @@ def machine() -> dict[str, Any]:
     }
 
 
-def latency_load(results: dict) -> str:
+def latency_load(results: dict[str, Any]) -> str:
     """The latency runs' input rate in words: ``"at 5,000 records/s"``, or ``"at 30 % load"``.
 
     The load is for a results file from before the fixed rate (its latency runs replayed at a fraction of each
@@ -125,7 +125,7 @@ def latency_load(results: dict) -> str:
     return f"at {round(100 * results.get('load_fraction', LATENCY_LOAD))} % load"
 
 
-def evaluate_targets(results: dict) -> list[dict[str, Any]]:
+def evaluate_targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     """Each target of :data:`TARGETS` with the measured value, whether it is met, and by how much it is missed."""
     checks = []
 
@@ -178,7 +178,7 @@ def evaluate_targets(results: dict) -> list[dict[str, Any]]:
 PROFILE = "benchmarks/results/profile.md"
 
 
-def limits(results: dict) -> list[str]:
+def limits(results: dict[str, Any]) -> list[str]:
     """What limits each missed target, from this run's own measurements (and the profile that explains them)."""
     notes = []
     missed = {t["target"] for t in results.get("targets", []) if t["met"] is False}
@@ -252,7 +252,7 @@ def backed_percentiles(values: Any) -> dict[str, float | None]:
     return out
 
 
-def unchecked_runs(results: dict, *, older_ok: bool = False) -> list[str]:
+def unchecked_runs(results: dict[str, Any], *, older_ok: bool = False) -> list[str]:
     """Every throughput and latency run whose output did not equal the oracle (or was not checked against it).
 
     A figure of such a run measures a job that computes something else: :func:`compare.bench.run_bench` then
@@ -261,7 +261,7 @@ def unchecked_runs(results: dict, *, older_ok: bool = False) -> list[str]:
     """
     failed = []
 
-    def wrong(run: dict) -> bool:
+    def wrong(run: dict[str, Any]) -> bool:
         return run.get("matches_oracle") is not True and not (older_ok and "matches_oracle" not in run)
 
     for engine, by_workload in results.get("engines", {}).items():
@@ -284,7 +284,7 @@ def _fmt(value: Any, digits: int = 0) -> str:
     return f"{value:,.{digits}f}"
 
 
-def bench_figures(results: dict) -> dict[str, tuple[float, int]]:
+def bench_figures(results: dict[str, Any]) -> dict[str, tuple[float, int]]:
     """Every figure of a results file by name, with how it should move: +1 higher is better, -1 lower, 0 neither.
 
     The raw client rates are the machine's, not the engines': 0.
@@ -317,12 +317,12 @@ def bench_figures(results: dict) -> dict[str, tuple[float, int]]:
             if isinstance(value, int | float) and not isinstance(value, bool)}
 
 
-def _baseline(results: dict, label: str) -> dict:
+def _baseline(results: dict[str, Any], label: str) -> dict[str, Any]:
     return {"file": label, "created": results.get("created"), "command": results.get("command"),
             "figures": {name: value for name, (value, _) in bench_figures(results).items()}}
 
 
-def previous_results(out_dir: Path) -> dict | None:
+def previous_results(out_dir: Path) -> dict[str, Any] | None:
     """``out_dir``'s ``latest.json`` (the previous run) as a baseline: its time, command and every figure.
 
     None without a readable one.
@@ -335,7 +335,7 @@ def previous_results(out_dir: Path) -> dict | None:
         return None
 
 
-def load_baseline(path: Path) -> dict:
+def load_baseline(path: Path) -> dict[str, Any]:
     """A results file ``dmk bench`` wrote, as a baseline (``dmk bench --baseline FILE``).
 
     Raises:

@@ -646,7 +646,7 @@ def _phase(progress: Progress, name: str, seconds: dict[str, float] | None = Non
 def run_bench(
     settings: BenchSettings, progress: Progress | None = None, spark: Any = None, *,
     on_broker_start: Callable[[], None] | None = None,
-) -> tuple[dict, Path]:
+) -> tuple[dict[str, Any], Path]:
     """Run every measurement of the module docstring; returns the results and the JSON file written.
 
     ``spark``: a running SparkSession to use (left running); default: one started (and stopped) for the run.
@@ -719,7 +719,7 @@ def run_bench(
     return results, publish(settings.out_dir, results)
 
 
-def publish(out_dir: Path, results: dict) -> Path:
+def publish(out_dir: Path, results: dict[str, Any]) -> Path:
     """Write the results (:func:`compare.bench.report.write_results`) if every run's output equals the oracle.
 
     Raises:

@@ -20,6 +20,7 @@ from rich.progress import (
 )
 
 if TYPE_CHECKING:
+    from kit.dataset import DatasetSpec
     Commands = argparse._SubParsersAction[Any]
     """``dmk``'s subparsers, to which each command group adds its commands."""
 
@@ -98,7 +99,7 @@ def _progress() -> Progress:
 
 
 @contextmanager
-def _progress_task(description: str, total: int | None):
+def _progress_task(description: str, total: int | None) -> Iterator[Callable[..., None]]:
     """Yield an ``update(done, acknowledged, total=)`` callback driving one progress bar (total: once known)."""
     with _progress() as progress:
         task = progress.add_task(description, total=total, rate="")
@@ -127,7 +128,7 @@ def _kafka(args: argparse.Namespace) -> Iterator[str]:
         yield kafka.bootstrap_servers
 
 
-def _spec_from_args(args: argparse.Namespace):
+def _spec_from_args(args: argparse.Namespace) -> DatasetSpec:
     from kit.dataset import DatasetSpec
 
     overrides = {

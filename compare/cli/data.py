@@ -22,7 +22,10 @@ from compare.cli.common import (
 from kit.errors import ConfigError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from compare.cli.common import Commands
+    from kit.replay import ReplayResult, ReplaySettings
 
 __all__ = ["add_broker", "add_capture", "add_gen", "add_offsets", "add_replay"]
 
@@ -50,8 +53,9 @@ def cmd_gen(args: argparse.Namespace) -> int:
 
 
 def _do_replay(
-    path: str, bootstrap_servers: str, settings, *, describe: str = "replay", frame=None
-):
+    path: str, bootstrap_servers: str, settings: ReplaySettings, *, describe: str = "replay",
+    frame: pd.DataFrame | None = None,
+) -> tuple[ReplayResult, pd.DataFrame]:
     from kit.dataset import read_dataset
     from kit.replay import replay
 
@@ -60,7 +64,7 @@ def _do_replay(
         return replay(frame, bootstrap_servers, settings, on_progress=update), frame
 
 
-def _print_replay(result) -> None:
+def _print_replay(result: ReplayResult) -> None:
     table = Table(title=f"replayed into {result.topic!r}")
     table.add_column("records", justify="right")
     table.add_column("seconds", justify="right")
@@ -169,7 +173,7 @@ def cmd_broker_start(args: argparse.Namespace) -> int:
     broker = EmbeddedBroker(port=args.port, log_path=args.log)
     stop = False
 
-    def _stop(signum, frame):
+    def _stop(signum: int, frame: object) -> None:
         nonlocal stop
         stop = True
 

@@ -27,6 +27,7 @@ from compare.cli.data import _do_replay
 if TYPE_CHECKING:
     from compare.cli.common import Commands
     from compare.metrics import CompareMetrics, EngineMetrics
+    from compare.run import CompareSettings
 
 __all__ = ["add_compare", "add_compare_jobs", "add_demo", "add_report"]
 
@@ -125,7 +126,7 @@ def _pace(engine: str, figures: EngineMetrics) -> str:
             f"{steady.p99:,.0f} ms")
 
 
-def _settings_from_args(args: argparse.Namespace):
+def _settings_from_args(args: argparse.Namespace) -> CompareSettings:
     from compare.run import CompareSettings
 
     out = (
