@@ -301,6 +301,8 @@ def _start_over_connect(writer: Any) -> Any:
 INITIALIZE_TIMEOUT_S = 300.0
 """Bound on how long :meth:`ModernRun.start` waits for its queries to initialize their sources."""
 _POLL_S = 0.2
+"""How often that wait polls the queries' status (seconds)."""
+
 
 def _initializing(query: Any) -> bool:
     """Whether ``query`` has yet to create its sources and ask them for offsets the first time.
@@ -372,7 +374,7 @@ class ModernRun:
         return with_trigger(writer, self.config.trigger)
 
     def start(self) -> ModernRun:
-        """Build and start every job's query.
+        """Build and start every job's query; return once each has created its sources (:func:`_await_initialized`).
 
         Raises:
             ConfigError: unknown workload or variant, a job needing an input the config lacks, or a continuous
