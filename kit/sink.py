@@ -30,6 +30,7 @@ import time
 import uuid
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from kit.layout import BATCH_FILES, KEYED_FILES, batch_file, keyed_file
@@ -48,8 +49,9 @@ def encode_batch(batch: int, rows: pd.DataFrame, emitted_at: int | None = None) 
     """
     frame = rows.copy()
     when = time.time_ns() // 1_000_000 if emitted_at is None else int(emitted_at)
-    frame.insert(0, "emitted_at", pd.Series([when] * len(frame), dtype="int64"))
-    frame.insert(0, "batch", pd.Series([batch] * len(frame), dtype="int64"))
+    # Arrays, not Series: a Series would be aligned on the index, and a filtered frame's index has gaps.
+    frame.insert(0, "emitted_at", np.full(len(frame), when, dtype="int64"))
+    frame.insert(0, "batch", np.full(len(frame), batch, dtype="int64"))
     buffer = io.BytesIO()
     frame.to_parquet(buffer, index=False)
     return buffer.getvalue()
