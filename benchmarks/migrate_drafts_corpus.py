@@ -42,8 +42,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from compare.verify import CANNOT, DIFFERS, EQUAL, VerifySettings, verify  # noqa: E402
-from kit.capture import CAPTURE_FORMAT, _write  # noqa: E402
-from kit.dataset import _manifest_path, _sha256  # noqa: E402
+from kit.capture import capture_of_values  # noqa: E402
 from migrate import analyse  # noqa: E402
 from migrate.draft import make_draft  # noqa: E402
 from migrate.errors import MigrateError  # noqa: E402
@@ -155,17 +154,6 @@ def capture_values(shape: str, n: int = 40, seed: int = 36) -> list[str]:
     return [" ".join(rng.choice(WORDS) for _ in range(1 + i % 5)) for i in range(n)]
 
 
-def write_capture(path: Path, values: list[str]) -> Path:
-    """A one-partition capture of ``values``, as ``dmk capture`` writes it (its manifest too)."""
-    n = len(values)
-    _write(path, "jsonl", {"partition": [0] * n, "offset": list(range(n)),
-                           "timestamp_ms": [1_700_000_000_000 + 10 * i for i in range(n)],
-                           "timestamp_type": ["CreateTime"] * n, "key": [None] * n,
-                           "value": [v.encode() for v in values], "headers": [[] for _ in values]})
-    _manifest_path(path).write_text(json.dumps({"format": CAPTURE_FORMAT, "sha256": _sha256(path)}))
-    return path
-
-
 _ROLES = ((("host", "hostname"), "{socket_host}"), (("port",), "{socket_port}"),
           (("zk", "quorum", "zookeeper"), "{zookeeper}"), (("broker", "bootstrap", "servers"), "{bootstrap}"),
           (("topic",), "{topic}"),
@@ -235,7 +223,7 @@ def measure(local: str, job: Path, helpers: list[Path], out: Path, broker: str |
         for base, text in ((original, helper.read_text()), (drafted, _draft_text(helper))):
             (base / path).parent.mkdir(parents=True, exist_ok=True)
             (base / path).write_text(text)
-    capture = write_capture(run / "capture.jsonl", capture_values(hint.capture))
+    capture = capture_of_values(run / "capture.jsonl", capture_values(hint.capture))
     args = hint.args if hint.args is not None else default_args(plan)
     kinds = {"socket": "socket", "files": "files", "queue": "queue"}
     input_kind_option = kinds.get(kind, "kafka") if "{" + "topic}" not in args and "socket_port" not in args \

@@ -53,6 +53,7 @@ __all__ = [
     "Position",
     "arrival_order",
     "capture",
+    "capture_of_values",
     "is_capture",
     "read_capture",
     "replay_capture",
@@ -226,6 +227,29 @@ def capture(
     if on_progress is not None:
         on_progress(done, done)
     return CaptureResult(target, topic, ranges, counts)
+
+
+def capture_of_values(path: str | os.PathLike[str], values: Sequence[str], *, start_ms: int = 1_700_000_000_000,
+                      spacing_ms: int = 10) -> Path:
+    """Write a one-partition capture of ``values`` (UTF-8, no keys) to ``path``, as :func:`capture` would, manifest too.
+
+    For a job's input that was never in Kafka: lines of a socket or file job, a test's records. Record ``i`` gets
+    offset ``i`` and the Kafka timestamp ``start_ms + i * spacing_ms``.
+
+    Example:
+        >>> import tempfile
+        >>> path = capture_of_values(Path(tempfile.mkdtemp()) / "words.jsonl", ["a b", "c"])
+        >>> read_capture(path)[["offset", "timestamp_ms", "value"]].values.tolist()
+        [[0, 1700000000000, b'a b'], [1, 1700000000010, b'c']]
+    """
+    target, n = Path(path), len(values)
+    _write(target, "jsonl", {"partition": [0] * n, "offset": list(range(n)),
+                             "timestamp_ms": [start_ms + spacing_ms * i for i in range(n)],
+                             "timestamp_type": ["CreateTime"] * n, "key": [None] * n,
+                             "value": [v.encode() for v in values], "headers": [[] for _ in values]})
+    text = json.dumps({"format": CAPTURE_FORMAT, "sha256": _sha256(target)})
+    _write_atomically(_manifest_path(target), lambda temp: temp.write_text(text, encoding="utf-8"))
+    return target
 
 
 def _bounds(tp: TopicPartition, begin: int, end: int, start: Position | None, stop: Position | None) -> tuple[int, int]:

@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 
 from compare.cli import main
-from kit.capture import CAPTURE_FORMAT, _write
-from kit.dataset import _manifest_path, _sha256
+from kit.capture import capture_of_values
 
 REPO = Path(__file__).resolve().parents[1]
 JOBS = "python tests/print_jobs"
@@ -26,14 +25,8 @@ WORDS = ["spark", "stream", "batch", "word", "count", "kafka", "socket", "queue"
 
 
 def write_capture(path: Path, values: list[str]) -> Path:
-    """A capture of one partition holding ``values`` (as ``dmk capture`` writes it)."""
-    n = len(values)
-    _write(path, "jsonl", {"partition": [0] * n, "offset": list(range(n)),
-                           "timestamp_ms": [1_700_000_000_000 + i for i in range(n)],
-                           "timestamp_type": ["CreateTime"] * n, "key": [None] * n,
-                           "value": [v.encode() for v in values], "headers": [[] for _ in values]})
-    _manifest_path(path).write_text(json.dumps({"format": CAPTURE_FORMAT, "sha256": _sha256(path)}))
-    return path
+    """A capture of one partition holding ``values``, 1 ms apart (as ``dmk capture`` writes it)."""
+    return capture_of_values(path, values, spacing_ms=1)
 
 
 @pytest.fixture(scope="module")

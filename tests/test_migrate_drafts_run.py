@@ -398,7 +398,7 @@ def test_the_orders_draft_is_proven_equal_by_compare_jobs(assert_jobs_equivalent
 def test_a_job_on_its_own_kafka_is_proven_equal_to_its_draft(tmp_path: Path, kafka_broker: str,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """Brokers and topic are the job's constants (no argv): --verify feeds both through the stand-ins' redirect."""
-    from benchmarks.migrate_drafts_corpus import write_capture
+    from kit.capture import capture_of_values as write_capture
     from compare.verify import EQUAL, VerifySettings, verify
 
     monkeypatch.chdir(tmp_path)
@@ -418,7 +418,7 @@ def test_a_job_on_its_own_kafka_is_proven_equal_to_its_draft(tmp_path: Path, kaf
 def test_one_of_a_draft_s_two_printed_streams_is_proven_equal_by_its_line(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """printed:LINE picks the original's stream at LINE and the draft's stream of the same line."""
-    from benchmarks.migrate_drafts_corpus import write_capture
+    from kit.capture import capture_of_values as write_capture
     from compare.verify import EQUAL, VerifySettings, verify
 
     monkeypatch.chdir(tmp_path)

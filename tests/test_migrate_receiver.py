@@ -184,7 +184,7 @@ def test_a_quorum_that_does_not_answer_is_one_error_naming_the_fix(spark: Any) -
 def test_a_createstream_job_is_proven_equal_to_its_draft(tmp_path: Path, kafka_broker: str,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """compare-jobs runs a ZooKeeper for {zookeeper}: the draft reads the run's broker there, the original its Kafka."""
-    from benchmarks.migrate_drafts_corpus import write_capture
+    from kit.capture import capture_of_values as write_capture
     from compare.verify import EQUAL, VerifySettings, verify
 
     monkeypatch.chdir(REPO)

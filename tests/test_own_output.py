@@ -332,7 +332,7 @@ while True:
 
 
 def _fake_run(tmp_path: Path, kafka_broker: str, legacy: str, modern: str, output: str) -> int:
-    from benchmarks.migrate_drafts_corpus import write_capture
+    from kit.capture import capture_of_values as write_capture
 
     capture = write_capture(tmp_path / "w.jsonl", ["a b", "c", "dd e"])
     fake = tmp_path / "fake.py"
@@ -375,7 +375,7 @@ def test_a_location_neither_job_writes_is_a_one_line_error_after_both_ran(
 def _words(tmp_path: Path) -> Path:
     import random
 
-    from benchmarks.migrate_drafts_corpus import write_capture
+    from kit.capture import capture_of_values as write_capture
 
     rng = random.Random(36)
     words = ["spark", "stream", "batch", "word", "count", "socket"]
