@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Self
 
 from compare.diff import Check
+from compare.measure import KeptUp
+from kit import layout
 from kit.errors import ConfigError
 
 __all__ = [
@@ -51,7 +53,7 @@ __all__ = [
     "read_metrics",
 ]
 
-METRICS_FILE = "metrics.json"
+METRICS_FILE = layout.METRICS
 """The file's name in a run directory."""
 
 VERSION = 1
@@ -90,19 +92,9 @@ class Percentiles:
 
 
 @dataclass(frozen=True)
-class KeptUpFigures:
+class KeptUpFigures(KeptUp):
     """:class:`compare.measure.KeptUp`'s figures and the latency bound a run that keeps up stays within."""
 
-    kept_up: bool
-    reason: str
-    input_rps: float
-    capacity_rps: float
-    batch_ms: float
-    interval_ms: float
-    max_delay_ms: float
-    backlog_at_end: int
-    backlog_at_end_ms: float
-    caught_up_ms: float | None
     latency_bound_ms: float
     p99_within_bound: bool
 

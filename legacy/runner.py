@@ -80,6 +80,7 @@ __all__ = [
     "RunTimeout",
     "attach_offset_store",
     "await_progress",
+    "check_stream_and_offsets",
     "create_context",
     "export_committed_outputs",
     "export_outputs",
@@ -97,6 +98,22 @@ STREAMS = ("direct", "receiver")
 OUTPUTS_TABLE = "dmk_outputs"
 """Where the transactional modes keep outputs: ``consumer, output, batch, payload`` (a batch file's bytes)."""
 
+
+
+def check_stream_and_offsets(stream: str, offsets: str, named: str = "") -> None:
+    """Refuse a ``stream`` not in :data:`STREAMS` or ``offsets`` not in :data:`OFFSET_STORES`.
+
+    ``named``: how the message names the two settings' owner (``"the legacy option "``).
+
+    Raises:
+        ConfigError: naming the setting and what it takes.
+    """
+    if offsets not in OFFSET_STORES:
+        msg = f"{named}offsets must be one of {', '.join(OFFSET_STORES)}, got {offsets!r}"
+        raise ConfigError(msg, field="offsets", expected=OFFSET_STORES, actual=offsets)
+    if stream not in STREAMS:
+        msg = f"{named}stream must be one of {', '.join(STREAMS)}, got {stream!r}"
+        raise ConfigError(msg, field="stream", expected=STREAMS, actual=stream)
 
 @dataclass(frozen=True)
 class LegacyRunConfig:
@@ -139,12 +156,7 @@ class LegacyRunConfig:
     job_name: str | None = None
 
     def __post_init__(self) -> None:
-        if self.offsets not in OFFSET_STORES:
-            msg = f"offsets must be one of {', '.join(OFFSET_STORES)}, got {self.offsets!r}"
-            raise ConfigError(msg, field="offsets", expected=OFFSET_STORES, actual=self.offsets)
-        if self.stream not in STREAMS:
-            msg = f"stream must be one of {', '.join(STREAMS)}, got {self.stream!r}"
-            raise ConfigError(msg, field="stream", expected=STREAMS, actual=self.stream)
+        check_stream_and_offsets(self.stream, self.offsets)
         if self.stream == "receiver" and self.offsets != "kafka":
             msg = (
                 "a receiver stream keeps its offsets in its Kafka consumer group: "
