@@ -38,6 +38,7 @@ from compare.engines import get_engine
 from kit.engine import DriverConfig, KitEngine, option_items
 from kit.errors import RunTimeout
 from kit.kafka import java_client_settings, set_process_settings
+from kit.layout import CONTROL, DONE, DRAIN, FAILED, READY, WARMED, WARMUP
 from kit.lifeline import exit_with_parent
 from kit.security import KAFKA_SECURITY_ENV, redact_text, secret_values
 
@@ -46,12 +47,9 @@ __all__ = [
     "WARMUP_DIR", "main", "run", "write_json",
 ]
 
-CONTROL = "control"
 OFFSET_STORE_ENV = "DMK_LEGACY_OFFSET_STORE"
 """Where the legacy driver's offset store is (``--offset-store``), passed outside the config file (a DSN may
 hold a password; the file holds it redacted)."""
-READY, DRAIN, DONE, FAILED = "ready.json", "drain.json", "done.json", "failed.json"
-WARMUP, WARMED = "warmup.json", "warmed.json"
 WARMUP_DIR = "warmup"
 """Where the warm-up's outputs go, under the driver's output root (nothing reads them)."""
 

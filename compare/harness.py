@@ -25,13 +25,11 @@ import pandas as pd
 
 from compare.engines import get_engine
 from compare.inputs import TEST_DATASET, batch_records, capped, common_cap, dataset_spec, route_inputs
-from compare.measure import dead_letters
 from kit import workloads
 from kit.dataset import DatasetSpec
-from kit.engine import DriverConfig
+from kit.engine import LATE_COLUMNS, DriverConfig, RunRecord
 from kit.kafka import Kafka
 from kit.replay import ReplayResult, ReplaySettings, replay
-from kit.sink import read_batches
 
 __all__ = [
     "PARTITIONS",
@@ -60,18 +58,22 @@ class EngineOutputs:
     replay: ReplayResult
     jobs: tuple[tuple[str | workloads.WorkloadSpec, str | Callable[..., Any]], ...]
 
+    def record(self) -> RunRecord:
+        """What the engine's run wrote, read back (:meth:`kit.engine.Engine.record`)."""
+        return get_engine(self.engine).record(self.out_dir)
+
     def rows(self, workload: str, variant: str = "default") -> pd.DataFrame:
         """The output rows of the job ``(workload, variant)``, every batch's."""
-        return read_batches(self.out_dir / workloads.job_id(workload, variant))
+        return self.record().outputs(workloads.job_id(workload, variant))
 
     def late(self, workload: str, variant: str = "default") -> pd.DataFrame:
-        """The records the job ``(workload, variant)`` dropped as too late (empty, with the columns, if none)."""
-        rows = read_batches(self.out_dir / f"{workloads.job_id(workload, variant)}.late")
-        return rows if not rows.empty else pd.DataFrame(columns=["event_id", "topic", "partition", "offset", "detail"])
+        """The records the job ``(workload, variant)`` dropped as too late (empty, with the columns, if none named)."""
+        rows = self.record().late_records(workloads.job_id(workload, variant))
+        return rows if rows is not None else pd.DataFrame(columns=list(LATE_COLUMNS))
 
     def dead_letters(self) -> pd.DataFrame:
         """The malformed records of every input, the dead letters (empty, with the columns, if none)."""
-        return dead_letters(self.out_dir)
+        return self.record().dead_letters()
 
     def seqs_of(self, located: pd.DataFrame) -> pd.Series:
         """Dataset ``seq`` of rows carrying ``topic, partition, offset`` (via the replay log)."""

@@ -64,7 +64,7 @@ from compare.supervise import log_tail
 from kit import layout, own_output, workloads
 from kit.broker import kafka_or_embedded
 from kit.capture import arrival_order, read_capture, replay_capture
-from kit.engine import BATCH_SPAN_COLUMNS, DriverConfig, written_lines
+from kit.engine import BATCH_SPAN_COLUMNS, DEAD_LETTER_COLUMNS, DriverConfig, written_lines
 from kit.errors import ConfigError, RunTimeout
 from kit.kafka import Kafka, java_client_settings, using_process_settings
 from kit.progress import ProgressRow, read_progress_rows
@@ -348,7 +348,7 @@ class ScriptRun:
         code = self.process.poll()
         if code is None or (code == 0 and may_end):
             return code is not None
-        log = self.out / "job.log"
+        log = self.out / layout.JOB_LOG
         own = job_error(log)
         if own is not None:
             msg = f"the {self.engine.name} job failed in its own code: {own}; its log: {log}"
@@ -372,7 +372,7 @@ class ScriptRun:
             if self.check(may_end=True):
                 break  # it ended by itself: await_offsets says whether it had consumed its input
             if time.monotonic() > deadline:
-                own = job_error(self.out / "job.log")
+                own = job_error(self.out / layout.JOB_LOG)
                 msg = (f"the {self.engine.name} job reported no batch within {timeout_s:.0f} s of its start; " + (
                     f"it failed in its own code: {own}; " if own else "") + f"see {self.out / 'job.log'}. Does it "
                     "start a StreamingContext or a query on the given input?")
@@ -429,9 +429,9 @@ class ScriptRun:
             if ended:
                 msg = (f"the {self.engine.name} job ended (exit code 0) before it consumed its input: it reached "
                        f"{reached}, the input ends at {wanted}; see {self.out / 'job.log'}")
-                raise EngineFailed(msg, engine=self.engine.name, log=str(self.out / "job.log"))
+                raise EngineFailed(msg, engine=self.engine.name, log=str(self.out / layout.JOB_LOG))
             if time.monotonic() > deadline:
-                own = job_error(self.out / "job.log")
+                own = job_error(self.out / layout.JOB_LOG)
                 msg = (f"the {self.engine.name} job did not consume its input within {timeout_s:.0f} s: it reached "
                        f"{reached}, the input ends at {wanted}. " + (
                            f"It failed in its own code: {own}. " if own else
@@ -540,7 +540,7 @@ class ScriptEngine:
         if (self.feed is None or self.feed.kind == "kafka") and "{topic}" not in self.command:
             # a Kafka job naming its own brokers and topics: the stand-ins redirect them to the replayed topic
             env.update(DMK_KAFKA_BOOTSTRAP=config.bootstrap_servers, DMK_KAFKA_TOPIC=self.placeholders(config)["topic"])
-        with open(out / "job.log", "ab") as log:
+        with open(out / layout.JOB_LOG, "ab") as log:
             log.write(f"--- {' '.join(argv)}\n".encode())
             log.flush()
             process = subprocess.Popen(runner, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
@@ -552,14 +552,20 @@ class ScriptEngine:
 
     def record(self, out_dir: str | Path, checkpoint_dir: Path | None = None) -> ScriptRecord:
         """What the job's stand-ins reported under ``out_dir`` (:class:`ScriptRecord`); its checkpoint is its own."""
-        return ScriptRecord(self.progress_path(out_dir))
+        return ScriptRecord(out_dir)
 
 
 class ScriptRecord:
-    """What a job script's run produced, as its stand-ins reported it: one progress row per completed batch."""
+    """What a job script's run produced: its stand-ins' progress rows (one per completed batch) and its output.
 
-    def __init__(self, progress: Path) -> None:
-        self.progress = progress
+    A script's output is wherever the job writes it (``--output``); ``dmk compare-jobs`` collects it into
+    :data:`kit.layout.COLLECTED_OUTPUT` once the run has ended, and :meth:`outputs` reads that. Malformed and
+    late records are the job's own code's business: a script names none.
+    """
+
+    def __init__(self, out_dir: str | Path) -> None:
+        self.out_dir = Path(out_dir)
+        self.progress = self.out_dir / layout.STANDIN_PROGRESS
 
     def batch_ranges(self) -> list[list[OffsetRange]]:
         """The offset ranges of each completed batch, in completion order (both stand-ins report them alike)."""
@@ -592,6 +598,21 @@ class ScriptRecord:
     def late_dropped(self, job: str) -> int:
         """Not known for a script (its own code decides what is late)."""
         return 0
+
+    def outputs(self, job: str) -> pd.DataFrame:
+        """The output rows collected when the run ended, in the order the job wrote them (empty before)."""
+        path = self.out_dir / layout.COLLECTED_OUTPUT
+        if not path.is_file() or path.stat().st_size == 0:
+            return pd.DataFrame()
+        return pd.read_json(path, orient="records", lines=True, dtype=False, convert_dates=False)
+
+    def dead_letters(self) -> pd.DataFrame:
+        """None named: a script's own code decides what to do with a malformed record."""
+        return pd.DataFrame(columns=list(DEAD_LETTER_COLUMNS))
+
+    def late_records(self, job: str) -> pd.DataFrame | None:
+        """None: a script's own code decides what is late."""
+        return None
 
 
 # -- inputs other than Kafka --------------------------------------------------------------------------------
@@ -1216,7 +1237,7 @@ def _run_side(
     except ConfigError as exc:  # raised once the other job has run too, so both jobs' logs are there to read
         rows = pd.DataFrame()
         rows.attrs["error"] = exc
-    rows.to_json(out / "output.jsonl", orient="records", lines=True)
+    rows.to_json(out / layout.COLLECTED_OUTPUT, orient="records", lines=True)
     spans = engine.record(out).batch_spans()
     busy = spans[spans["records"] > 0]
     first_ms, last_ms = min(sent_ms), max(sent_ms)
@@ -1243,7 +1264,7 @@ def _quorum_if_named(settings: JobsSettings, bootstrap: str, out: Path) -> Any:
         return
     from kit.zookeeper import ZooKeeperError, ZooKeeperServer, register_brokers
 
-    server = ZooKeeperServer(log_path=out / "zookeeper.log")
+    server = ZooKeeperServer(log_path=out / layout.ZOOKEEPER_LOG)
     try:
         try:
             server.start()
@@ -1284,7 +1305,7 @@ def compare_jobs(settings: JobsSettings, progress: Callable[[str, int, int], Non
     outputs: dict[str, pd.DataFrame] = {}
     figures: dict[str, dict[str, Any]] = {}
     with using_process_settings(java_client_settings(settings.kafka_security, where="kafka_security")), \
-            kafka_or_embedded(settings.bootstrap_servers, log_path=out / "broker.log",
+            kafka_or_embedded(settings.bootstrap_servers, log_path=out / layout.BROKER_LOG,
                               on_start=on_broker_start) as kafka, \
             _quorum_if_named(settings, kafka.bootstrap_servers, out) as quorum:
         for name, engine in engines.items():
@@ -1339,8 +1360,8 @@ def compare_jobs(settings: JobsSettings, progress: Callable[[str, int, int], Non
         verdict=outcome, warnings=tuple(warnings), batches=batches, oracle=oracle,
     )
     metrics.write(out)
-    (out / "report.md").write_text(_report(metrics, diff, settings), encoding="utf-8")
-    (out / "report.html").write_text(_report_html(metrics, diff, settings), encoding="utf-8")
+    (out / layout.REPORT_MD).write_text(_report(metrics, diff, settings), encoding="utf-8")
+    (out / layout.REPORT_HTML).write_text(_report_html(metrics, diff, settings), encoding="utf-8")
     return JobsResult(out, metrics, diff)
 
 

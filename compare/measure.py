@@ -26,18 +26,15 @@ import pandas as pd
 
 from kit import workloads
 from kit.engine import RunRecord
-from kit.layout import EVENT_LOG, dead_letter_dirs
+from kit.layout import EVENT_LOG
 from kit.ranges import OffsetRange
-from kit.sink import read_batches
 
 __all__ = [
-    "DEAD_LETTER_COLUMNS",
     "EVENT_LOG",
     "KeptUp",
     "after_startup",
     "backlog",
     "batch_breakdown",
-    "dead_letters",
     "input_coverage",
     "keeping_up",
     "latency",
@@ -46,8 +43,6 @@ __all__ = [
     "time_breakdown",
     "timeline",
 ]
-
-DEAD_LETTER_COLUMNS = ("topic", "partition", "offset", "reason")
 
 
 def latency(rows: pd.DataFrame) -> pd.Series:
@@ -81,13 +76,6 @@ def percentiles(values: pd.Series) -> dict[str, float | None]:
         "p99": float(np.percentile(array, 99)),
         "max": float(array.max()),
     }
-
-
-def dead_letters(out_dir: Path) -> pd.DataFrame:
-    """Every dead-letter row a run wrote (``dead_letters.<input>`` outputs, the same for every engine)."""
-    frames = [read_batches(d) for d in dead_letter_dirs(out_dir)]
-    frames = [f for f in frames if not f.empty]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(DEAD_LETTER_COLUMNS))
 
 
 def timeline(spans: pd.DataFrame) -> pd.DataFrame:

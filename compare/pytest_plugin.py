@@ -47,6 +47,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from kit import layout
 from kit.errors import ConfigError
 
 BOOTSTRAP_ENV = "DMK_TEST_BOOTSTRAP_SERVERS"
@@ -252,7 +253,7 @@ def assert_jobs_equivalent(kafka_broker: str, tmp_path: Path) -> Callable[..., A
             out_dir=tmp_path / f"jobs-{uuid.uuid4().hex[:6]}", bootstrap_servers=kafka_broker, **settings,
         ))
         if not result.equivalent:
-            raise OutputsDiffer((result.out_dir / "report.md").read_text(encoding="utf-8"), result.diff)
+            raise OutputsDiffer((result.out_dir / layout.REPORT_MD).read_text(encoding="utf-8"), result.diff)
         return result
 
     return check

@@ -27,6 +27,7 @@ import pandas as pd
 
 from compare.measure import KEPT_UP_BATCHES
 from compare.metrics import METRICS_FILE, CompareMetrics, EngineMetrics
+from kit import layout
 
 __all__ = ["baseline_rows", "change", "load_metrics", "render", "smoothed_rate", "summary_rows", "verdict_lines"]
 
@@ -444,7 +445,7 @@ def render(run_dir: Path, baseline: Path | None = None) -> tuple[Path, Path]:
     for label, frame, total in diffs:
         md += [f"### {label} ({total} rows)", "", "```", frame.to_string(index=False), "```", ""]
     md += ["", f"Full diff: `diff/*.csv` and `diff/*.parquet`; metrics: `{METRICS_FILE}`."]
-    md_path = run_dir / "report.md"
+    md_path = run_dir / layout.REPORT_MD
     md_path.write_text("\n".join(md) + "\n", encoding="utf-8")
 
     def image(path: Path) -> str:
@@ -484,7 +485,7 @@ def render(run_dir: Path, baseline: Path | None = None) -> tuple[Path, Path]:
 <h2>Differences</h2>{diff_html}
 </body></html>
 """
-    html_path = run_dir / "report.html"
+    html_path = run_dir / layout.REPORT_HTML
     html_path.write_text(page, encoding="utf-8")
     return md_path, html_path
 

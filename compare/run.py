@@ -51,7 +51,6 @@ from compare.measure import (
     after_startup,
     backlog,
     batch_breakdown,
-    dead_letters,
     input_coverage,
     keeping_up,
     latency,
@@ -83,7 +82,6 @@ from kit.engine import redacted_dsn
 from kit.errors import ConfigError
 from kit.kafka import java_client_settings, using_process_settings
 from kit.security import redact_settings
-from kit.sink import read_batches
 from kit.spark import SHORT_RUN_CONF
 
 __all__ = ["ENGINES", "CompareResult", "CompareSettings", "EngineFailed", "run_compare", "validate"]
@@ -119,7 +117,7 @@ def _dataset(settings: CompareSettings, out: Path) -> tuple[DatasetSpec, pd.Data
 
     spec = settings.dataset or default_spec("messy")
     frame = generate(spec)
-    path = out / "dataset.parquet"
+    path = out / layout.DATASET
     write_dataset(frame, path, spec)
     return spec, frame, str(path)
 
@@ -151,7 +149,8 @@ def _measure(
     records: int,
     trajectory: pd.DataFrame | None = None,
 ) -> tuple[CompareMetrics, ThreeWayDiff, dict[str, pd.DataFrame]]:
-    rows = {engine: read_batches(o.out_dir / jobs[engine].name) for engine, o in outcomes.items()}
+    run_records = {name: get_engine(name).record(o.out_dir, o.checkpoint_dir) for name, o in outcomes.items()}
+    rows = {name: run_records[name].outputs(jobs[name].name) for name in outcomes}
     finals = {engine: workloads.final_result(spec, r) for engine, r in rows.items()}
     legacy, modern = (finals[name] for name in ENGINES)
     diff = three_way(legacy, modern, oracle.rows, spec.key_columns, spec.value_columns)
@@ -165,7 +164,7 @@ def _measure(
         lost, duplicated = against.lost_and_duplicated()
         first_produced = int(outcome.replay.log["produced_ms"].min())
         span_s = max((outcome.done_ms - first_produced) / 1000, 1e-3)
-        record = engine.record(outcome.out_dir, outcome.checkpoint_dir)
+        record = run_records[name]
         ranges = record.processed_ranges(job)
         never, repeated = input_coverage(ranges, outcome.replay.topic_end_offsets)
         spans = record.batch_spans(job)
@@ -177,8 +176,8 @@ def _measure(
         series[f"backlog_{name}"] = backlog(spans, produced)
         series[f"batches_{name}"] = batches
         series[f"timeline_{name}"] = timeline(spans)
-        dead = dead_letters(outcome.out_dir)
-        checks += _checks(settings, name, against, oracle, dead, outcome, jobs[name].name, never, repeated)
+        dead = record.dead_letters()
+        checks += _checks(settings, name, against, oracle, dead, record.late_records(job), outcome, never, repeated)
         if trajectory is not None:  # --mode all, update mode: every emitted row, in order per key
             emitted = rows[name].sort_values("batch", kind="stable") if len(rows[name]) else rows[name]
             unknown, backwards = (updates_out_of_order(trajectory, emitted, spec.key_columns, spec.value_columns)
@@ -265,15 +264,15 @@ def _checks(
     against: OutputDiff,
     oracle: workloads.OracleResult,
     dead: pd.DataFrame,
+    late: pd.DataFrame | None,
     outcome: EngineOutcome,
-    job: str,
     never: int,
     repeated: int,
 ) -> list[Check]:
     """The parts of one engine's verdict: rows, dead letters, late drops, input (each a line of the report).
 
     Dead letters are compared as ``(seq, reason)``; late drops record by record (with the window, for windowed
-    workloads) where the engine writes them (``<job>.late``: the legacy event-time jobs), else not checked, as
+    workloads) where the engine names them (``late``: the legacy event-time jobs'), else (None) not checked, as
     Spark reports only a count of dropped state rows; input lost or repeated only where the mode promises
     exactly-once (not the legacy receiver modes).
     """
@@ -296,9 +295,7 @@ def _checks(
                     f"{missing:,} not dead-lettered, {extra:,} dead-lettered wrongly (record and reason) of "
                     f"{len(oracle.dead_letters):,}" if missing or extra
                     else f"equal ({len(got_dead):,} records, each with its reason)")
-    late_dir = layout.late(outcome.out_dir, job)
-    if late_dir.is_dir():
-        late = read_batches(late_dir)
+    if late is not None:
         expected = oracle.late_dropped
         got = pd.DataFrame({"seq": seqs(late) if len(late) else []})
         for column in expected.columns.drop("seq"):
@@ -407,7 +404,7 @@ def run_compare(
     routed = route_inputs([spec], frame)
     run_id = uuid.uuid4().hex[:8]
     outcomes: dict[str, EngineOutcome] = {}
-    log = out / "broker.log"
+    log = out / layout.BROKER_LOG
     with using_process_settings(java_client_settings(settings.kafka_security, where="kafka_security")), \
             kafka_or_embedded(settings.bootstrap_servers, port=settings.broker_port, log_path=log,
                               on_start=on_broker_start) as kafka:

@@ -48,7 +48,7 @@ from compare.driver import (
 from compare.errors import EngineFailed
 from compare.inputs import capped, common_cap
 from compare.settings import CompareSettings
-from kit import workloads
+from kit import layout, workloads
 from kit.broker import KafkaEndpoint
 from kit.dataset import DatasetSpec
 from kit.engine import DriverConfig, KitEngine, option_items, redacted_dsn
@@ -138,7 +138,7 @@ class DriverProcess:
     @property
     def log_path(self) -> Path:
         """The driver's log (every start appends to it)."""
-        return self.out / "driver.log"
+        return self.out / layout.DRIVER_LOG
 
     def start(self) -> None:
         """Start the driver in a session of its own (a kill takes its JVM and Python workers with it)."""
@@ -321,7 +321,7 @@ def run_engine_process(
     total = len(routed)
     replay_s = total / settings.rate_rps / copies if settings.rate_rps else 0.0
     config = driver_config(engine, settings, topics, dataset, jobs, kafka.bootstrap_servers, run_id, replay_s)
-    config_path = out / "driver-config.json"
+    config_path = out / layout.DRIVER_CONFIG
     config.write(config_path)
     python_path = os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env = {**os.environ, "PYTHONPATH": python_path}
@@ -367,7 +367,7 @@ def run_engine_process(
     finally:
         driver.stop()
     outcome.restarts = driver.starts - 1
-    outcome.replay.log.to_parquet(out / "replay-log.parquet", index=False)
+    outcome.replay.log.to_parquet(out / layout.REPLAY_LOG, index=False)
     return outcome
 
 

@@ -43,6 +43,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
+from kit import layout
 from kit.errors import ConfigError, DatasetError
 from kit.events import (
     AD_TYPES,
@@ -1133,7 +1134,7 @@ def _format_of(path: Path) -> str:
 
 
 def _manifest_path(path: Path) -> Path:
-    return path.with_name(path.name + ".manifest.json")
+    return path.with_name(path.name + layout.MANIFEST_SUFFIX)
 
 
 def _sha256(path: Path) -> str:
@@ -1331,7 +1332,7 @@ def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
         DatasetError: the manifest is missing, not JSON, or not a ``dmk-dataset/1`` manifest.
     """
     path = Path(path)
-    manifest_path = path if path.name.endswith(".manifest.json") else _manifest_path(path)
+    manifest_path = path if path.name.endswith(layout.MANIFEST_SUFFIX) else _manifest_path(path)
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     except FileNotFoundError:

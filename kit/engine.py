@@ -2,7 +2,7 @@
 
 Two roles: :meth:`Engine.start` returns a :class:`RunHandle` (wait for the jobs, stop them);
 :meth:`Engine.record` gives a :class:`RunRecord`, which reads back what a run produced from its output directory
-(its batches, the offset ranges they processed, the records dropped as too late).
+(its batches, the offset ranges they processed, its output rows, dead letters and the records dropped as too late).
 
 An engine is one way of running streaming jobs: the DStream driver (:mod:`legacy.engine`), the Structured
 Streaming driver (:mod:`modern.engine`), and later a team's own job scripts. Each implements
@@ -39,13 +39,16 @@ from typing import Any, Protocol, runtime_checkable
 
 import pandas as pd
 
+from kit import layout
 from kit.dataset import DatasetSpec
 from kit.errors import ConfigError
 from kit.ranges import OffsetRange
+from kit.sink import read_batches
 
 __all__ = [
-    "BATCH_PHASE_COLUMNS", "BATCH_SPAN_COLUMNS", "BenchProfile", "CheckpointReport", "DriverConfig", "Engine",
-    "Handover", "KitEngine", "OffsetRange", "RunHandle", "RunRecord", "option_items", "parse_options",
+    "BATCH_PHASE_COLUMNS", "BATCH_SPAN_COLUMNS", "DEAD_LETTER_COLUMNS", "LATE_COLUMNS", "BatchFileOutputs",
+    "BenchProfile", "CheckpointReport", "DriverConfig", "Engine", "Handover", "KitEngine", "OffsetRange",
+    "RunHandle", "RunRecord", "option_items", "parse_options",
     "redacted_dsn", "redacted_options", "seconds", "written_lines",
 ]
 
@@ -53,6 +56,10 @@ BATCH_SPAN_COLUMNS = ("batch_ms", "started_ms", "ended_ms", "records", "processi
 """The columns of :meth:`RunRecord.batch_spans`."""
 BATCH_PHASE_COLUMNS = ("batch", "records")
 """The first columns of :meth:`RunRecord.batch_phases`; the phases (ms) follow."""
+DEAD_LETTER_COLUMNS = ("topic", "partition", "offset", "reason")
+"""The columns of :meth:`RunRecord.dead_letters`: where each malformed record was, and why it was refused."""
+LATE_COLUMNS = ("event_id", "topic", "partition", "offset", "detail")
+"""The columns of :meth:`RunRecord.late_records`: the record dropped as too late, and the watermark it missed."""
 
 Jobs = tuple[tuple[Any, Any], ...]
 """``(workload, variant)`` pairs as :func:`kit.workloads.resolve` takes them: names (or
@@ -312,6 +319,59 @@ class RunRecord(Protocol):
 
     def late_dropped(self, job: str) -> int:
         """Records ``job`` dropped as later than its watermark allows."""
+
+    def outputs(self, job: str) -> pd.DataFrame:
+        """The rows ``job`` wrote, every batch's, as :func:`kit.sink.read_batches` frames them (empty if none yet)."""
+
+    def dead_letters(self) -> pd.DataFrame:
+        """The malformed records of every input (columns :data:`DEAD_LETTER_COLUMNS`; empty if none)."""
+
+    def late_records(self, job: str) -> pd.DataFrame | None:
+        """The records ``job`` dropped as too late (columns :data:`LATE_COLUMNS`).
+
+        None: the job names no late records (it has no watermark, or its engine only counts them:
+        :meth:`late_dropped`).
+        """
+
+
+class BatchFileOutputs:
+    """The output part of a :class:`RunRecord` for a run that writes the kit's run directory (:mod:`kit.layout`).
+
+    Every job's rows are batch files under ``<out>/<job>``, every input's dead letters keyed files under
+    :func:`kit.layout.dead_letters`, and a job that names its late records writes them under
+    :func:`kit.layout.late`.
+
+    Example:
+        >>> import tempfile
+        >>> from kit.sink import write_batch
+        >>> out = Path(tempfile.mkdtemp())
+        >>> _ = write_batch(out / "counts", 1, pd.DataFrame({"key": ["a"], "count": [2]}))
+        >>> record = BatchFileOutputs(out)
+        >>> record.outputs("counts")[["key", "count"]].values.tolist(), len(record.dead_letters())
+        ([['a', 2]], 0)
+        >>> record.late_records("counts") is None
+        True
+    """
+
+    def __init__(self, out_dir: str | Path) -> None:
+        self.out_dir = Path(out_dir)
+
+    def outputs(self, job: str) -> pd.DataFrame:
+        """The batch files of ``job``."""
+        return read_batches(self.out_dir / job)
+
+    def dead_letters(self) -> pd.DataFrame:
+        """Every input's dead-letter files, concatenated."""
+        frames = [frame for d in layout.dead_letter_dirs(self.out_dir) if not (frame := read_batches(d)).empty]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(DEAD_LETTER_COLUMNS))
+
+    def late_records(self, job: str) -> pd.DataFrame | None:
+        """The files of ``<job>.late``; None when the job writes none."""
+        directory = layout.late(self.out_dir, job)
+        if not directory.is_dir():
+            return None
+        rows = read_batches(directory)
+        return rows if not rows.empty else pd.DataFrame(columns=list(LATE_COLUMNS))
 
 
 @dataclass(frozen=True)

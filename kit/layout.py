@@ -27,19 +27,38 @@ from pathlib import Path
 __all__ = [
     "BATCHES_LOG",
     "BATCH_FILES",
+    "BROKER_LOG",
+    "COLLECTED_OUTPUT",
     "COMMITS",
+    "CONTROL",
+    "DATASET",
+    "DONE",
+    "DRAIN",
+    "DRIVER_CONFIG",
+    "DRIVER_LOG",
     "EVENT_LOG",
+    "FAILED",
     "IDLE",
     "INPUTS",
+    "JOB_LOG",
     "KEYED_FILES",
+    "MANIFEST_SUFFIX",
     "METADATA",
+    "METRICS",
     "OFFSETS",
     "OUTPUTS",
     "PRINTED",
     "PROGRESS",
+    "READY",
+    "REPLAY_LOG",
+    "REPORT_HTML",
+    "REPORT_MD",
     "SOURCES",
     "STANDIN_PROGRESS",
     "STATE",
+    "WARMED",
+    "WARMUP",
+    "ZOOKEEPER_LOG",
     "batch_file",
     "batch_of_file",
     "dead_letter_dirs",
@@ -129,6 +148,52 @@ INPUTS = "inputs.jsonl"
 
 OUTPUTS = "outputs.jsonl"
 """Each write the job made under its own output location (``--output files:LOC``)."""
+
+JOB_LOG = "job.log"
+"""The job process's stdout and stderr, under its side's directory."""
+
+COLLECTED_OUTPUT = "output.jsonl"
+"""The job's output rows, collected from wherever it wrote them once its run ended (one JSON object a line)."""
+
+
+# -- a run of dmk compare or dmk compare-jobs: the run directory, one subdirectory per engine or side -------
+
+DATASET = "dataset.parquet"
+"""The dataset the run replayed (with its :mod:`kit.dataset` manifest beside it)."""
+
+MANIFEST_SUFFIX = ".manifest.json"
+"""A dataset file's manifest is beside it, named as the file plus this (:func:`kit.dataset.generate_to_file`)."""
+
+METRICS = "metrics.json"
+"""The run's figures and verdict (:mod:`compare.metrics`)."""
+
+REPORT_MD, REPORT_HTML = "report.md", "report.html"
+"""The run's report, as Markdown and as a page."""
+
+BROKER_LOG = "broker.log"
+"""The embedded broker's log, when the run started one."""
+
+ZOOKEEPER_LOG = "zookeeper.log"
+"""The run's ZooKeeper's log, when it started one."""
+
+DRIVER_CONFIG = "driver-config.json"
+"""An engine's :class:`kit.engine.DriverConfig`, as its driver process reads it."""
+
+DRIVER_LOG = "driver.log"
+"""An engine's driver process's stdout and stderr."""
+
+REPLAY_LOG = "replay-log.parquet"
+"""Where each record of an engine's replay went (topic, partition, offset) and when it was produced."""
+
+CONTROL = "control"
+"""An engine's directory of the files its driver process and the harness signal each other with."""
+
+READY, DRAIN, DONE, FAILED = "ready.json", "drain.json", "done.json", "failed.json"
+"""Under :data:`CONTROL`: the driver's jobs run; the replay ended (with its end offsets); the driver drained
+and stopped; the driver failed (with its error)."""
+
+WARMUP, WARMED = "warmup.json", "warmed.json"
+"""Under :data:`CONTROL`: the harness asks the driver to warm up; the driver did."""
 
 
 # -- a directory of batch files (kit.sink) -----------------------------------------------------------------

@@ -28,6 +28,7 @@ import pandas as pd
 from kit.engine import (
     BATCH_PHASE_COLUMNS,
     BATCH_SPAN_COLUMNS,
+    BatchFileOutputs,
     BenchProfile,
     CheckpointReport,
     DriverConfig,
@@ -38,20 +39,18 @@ from kit.engine import (
     written_lines,
 )
 from kit.errors import ConfigError
-from kit.layout import BATCHES_LOG, late
+from kit.layout import BATCHES_LOG
 from kit.ranges import OffsetRange
-from kit.sink import read_batches
 from kit.workloads import Job
 from legacy import workloads
 from legacy._py2compat import PROVIDES as PYTHON2_PROVIDES
 from legacy.handover import LEGACY_HANDOVER
 from legacy.rate import MAX_RATE_PER_PARTITION
 from legacy.runner import (
-    OFFSET_STORES,
-    STREAMS,
     LegacyRunConfig,
     attach_offset_store,
     await_progress,
+    check_stream_and_offsets,
     create_context,
     export_outputs,
     open_offset_store,
@@ -116,12 +115,7 @@ class LegacyOptions:
             msg = (f"the legacy option max_rate_per_partition must be a whole number of records/s >= 1, or None "
                    f"(uncapped), got {cap!r}")
             raise ConfigError(msg, field="max_rate_per_partition", expected=">= 1 or None", actual=cap)
-        if self.stream not in STREAMS:
-            msg = f"the legacy option stream must be one of {', '.join(STREAMS)}, got {self.stream!r}"
-            raise ConfigError(msg, field="stream", expected=STREAMS, actual=self.stream)
-        if self.offsets not in OFFSET_STORES:
-            msg = f"the legacy option offsets must be one of {', '.join(OFFSET_STORES)}, got {self.offsets!r}"
-            raise ConfigError(msg, field="offsets", expected=OFFSET_STORES, actual=self.offsets)
+        check_stream_and_offsets(self.stream, self.offsets, named="the legacy option ")
         if not isinstance(self.write_ahead_log, bool):
             msg = f"the legacy option write_ahead_log must be true or false, got {self.write_ahead_log!r}"
             raise ConfigError(msg, field="write_ahead_log", expected="a bool", actual=self.write_ahead_log)
@@ -388,18 +382,18 @@ class LegacyEngine:
         return self.options(config).batch_seconds
 
     def record(self, out_dir: str | Path, checkpoint_dir: Path | None = None) -> LegacyRecord:
-        """The run's batch log, progress files and late outputs under ``out_dir`` (:class:`LegacyRecord`)."""
+        """The run's batch log, progress files and outputs under ``out_dir`` (:class:`LegacyRecord`)."""
         return LegacyRecord(out_dir, checkpoint_dir)
 
 
-class LegacyRecord:
-    """What a DStream run produced: its StreamingListener's batch log, progress files and late outputs.
+class LegacyRecord(BatchFileOutputs):
+    """What a DStream run produced: its StreamingListener's batch log, progress files, outputs and late outputs.
 
     The checkpoint adds nothing: the progress files hold every batch, a dead receiver context's too.
     """
 
     def __init__(self, out_dir: str | Path, checkpoint_dir: Path | None = None) -> None:
-        self.out_dir = Path(out_dir)
+        super().__init__(out_dir)
 
     def batch_spans(self, job: str | None = None) -> pd.DataFrame:
         """The batches of the run's context (every job shares them), from its StreamingListener's log.
@@ -451,7 +445,8 @@ class LegacyRecord:
 
     def late_dropped(self, job: str) -> int:
         """Rows of the job's ``<job>.late`` output."""
-        return len(read_batches(late(self.out_dir, job)))
+        rows = self.late_records(job)
+        return 0 if rows is None else len(rows)
 
 
 LEGACY = LegacyEngine()

@@ -25,6 +25,7 @@ from kit import layout
 from kit.engine import (
     BATCH_PHASE_COLUMNS,
     BATCH_SPAN_COLUMNS,
+    BatchFileOutputs,
     BenchProfile,
     CheckpointReport,
     DriverConfig,
@@ -256,11 +257,16 @@ class ModernEngine:
         return ModernRecord(out_dir, checkpoint_dir)
 
 
-class ModernRecord:
-    """What a Structured Streaming run produced: each query's progress log, and its checkpoint when local."""
+class ModernRecord(BatchFileOutputs):
+    """What a Structured Streaming run produced: each query's progress log and outputs, and its checkpoint when local.
+
+    Spark counts the records a query drops as too late (:meth:`late_dropped`) without naming them, so
+    :meth:`late_records` is None.
+    """
 
     def __init__(self, out_dir: str | Path, checkpoint_dir: Path | None = None) -> None:
-        self.out_dir, self.checkpoint_dir = Path(out_dir), checkpoint_dir
+        super().__init__(out_dir)
+        self.checkpoint_dir = checkpoint_dir
 
     def batch_spans(self, job: str | None = None) -> pd.DataFrame:
         """The micro-batches of ``job``'s query (default: the first job's), from its progress.

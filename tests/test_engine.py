@@ -263,3 +263,39 @@ def test_each_engine_parses_validates_and_reports_its_own_options(tmp_path: Path
                                                          "write_ahead_log": True, "fingerprint": "f"})))
     assert (plain.stream, plain.offsets, plain.write_ahead_log, plain.job_name, plain.fingerprint) == (
         "direct", "checkpoint", False, None, None)
+
+
+def test_every_engines_record_reads_back_the_outputs_its_runs_write(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from compare.jobs import ScriptEngine
+    from kit import layout
+    from kit.sink import write_batch, write_keyed
+
+    counts = pd.DataFrame({"key": ["a", "b"], "count": [2, 1], "last_input_ts": [10, 20]})
+    dead = pd.DataFrame({"topic": ["t"], "partition": [1], "offset": [7], "reason": ["bad_json"]})
+    late = pd.DataFrame({"event_id": ["e9"], "topic": ["t"], "partition": [0], "offset": [9], "detail": ["tumbling:0"]})
+    for name in ENGINES:
+        out = tmp_path / name
+        record = get_engine(name).record(out)
+        assert record.outputs("running_counts").empty and record.dead_letters().empty  # nothing written yet
+        write_batch(out / "running_counts", 3, counts.iloc[:1])
+        write_batch(out / "running_counts", 4, counts.iloc[1:])
+        write_keyed(layout.dead_letters(out, "events"), dead)
+        write_batch(layout.late(out, "windowed_counts"), 4, late)
+        rows = record.outputs("running_counts")
+        assert rows[["batch", *counts.columns]].values.tolist() == [[3, "a", 2, 10], [4, "b", 1, 20]]
+        assert record.dead_letters()[list(dead.columns)].values.tolist() == dead.values.tolist()
+        assert record.late_records("windowed_counts")[list(late.columns)].values.tolist() == late.values.tolist()
+        assert record.late_records("running_counts") is None  # a job without a watermark names none
+    assert get_engine("legacy").record(tmp_path / "legacy").late_dropped("windowed_counts") == 1
+    # A script's output is collected into the run directory when its run ends; numbers-as-text stay text.
+    script = ScriptEngine("legacy", "python job.py {bootstrap} {topic} {output_topic}")
+    out = tmp_path / "script"
+    out.mkdir()
+    record = script.record(out)
+    assert record.outputs("job").empty
+    pd.DataFrame({"word": ["007", "b"], "count": [1, 2]}).to_json(out / layout.COLLECTED_OUTPUT, orient="records",
+                                                                 lines=True)
+    assert record.outputs("job").values.tolist() == [["007", 1], ["b", 2]]
+    assert record.dead_letters().empty and record.late_records("job") is None

@@ -122,9 +122,8 @@ def test_dmk_gen_warns_and_compare_refuses_a_negative_min_rows(tmp_path: Path,
 
 def test_a_report_of_nothing_compared_says_so_and_exits_1(tmp_path: Path) -> None:
     from compare.cli import main
-    from compare.report import render
-
     from compare.metrics import OracleCounts, Percentiles
+    from compare.report import render
     from tests._metrics import compare_metrics, engine
 
     nothing = Percentiles(p50=None, p95=None, p99=None, max=None)
@@ -313,8 +312,11 @@ def _outcome(tmp_path: Path, dead: pd.DataFrame, late: pd.DataFrame | None) -> S
 
 
 def test_each_part_of_the_result_is_its_own_line_of_the_verdict(tmp_path: Path) -> None:
-    from compare.measure import dead_letters
     from compare.run import _checks
+
+    def parts(outcome: SimpleNamespace) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+        record = get_engine("legacy").record(outcome.out_dir)
+        return record.dead_letters(), record.late_records("windowed_counts")
 
     oracle = workloads.OracleResult(
         pd.DataFrame({"key": ["a"], "count": [1]}),
@@ -328,7 +330,7 @@ def test_each_part_of_the_result_is_its_own_line_of_the_verdict(tmp_path: Path) 
                          "reason": ["bad_json", "bad_utf8"]})
     late = pd.DataFrame({"event_id": ["e7"], "topic": ["t"], "partition": [0], "offset": [7], "detail": ["tumbling:0"]})
     outcome = _outcome(tmp_path / "a", dead, late)
-    checks = _checks(settings, "legacy", rows, oracle, dead_letters(outcome.out_dir), outcome, "windowed_counts", 0, 0)
+    checks = _checks(settings, "legacy", rows, oracle, *parts(outcome), outcome, 0, 0)
     lines = [c.line() for c in checks]
     assert lines == [
         "rows, legacy: ok: equal (1 rows)",
@@ -340,7 +342,7 @@ def test_each_part_of_the_result_is_its_own_line_of_the_verdict(tmp_path: Path) 
     # Modern reports no per-record late drops; a repeated input record breaks exactly-once.
     good = dead.assign(offset=[2, 5])
     outcome = _outcome(tmp_path / "b", good, None)
-    checks = _checks(settings, "modern", rows, oracle, dead_letters(outcome.out_dir), outcome, "windowed_counts", 0, 4)
+    checks = _checks(settings, "modern", rows, oracle, *parts(outcome), outcome, 0, 4)
     assert [c.ok for c in checks] == [True, True, None, False]
     assert checks[3].detail == "0 records never processed, 4 processed again"
     # A receiver mode promises no exactly-once: its input is reported, not judged.
@@ -348,7 +350,7 @@ def test_each_part_of_the_result_is_its_own_line_of_the_verdict(tmp_path: Path) 
     stream = get_engine("legacy").modes[receiver.legacy_mode]["stream"]
     outcome.exactly_once = get_engine("legacy").exactly_once(DriverConfig("legacy", "b:9092", {}, "o", "c",
                                                                                    options={"stream": stream}))
-    checks = _checks(receiver, "legacy", rows, oracle, dead_letters(outcome.out_dir), outcome, "windowed_counts", 3, 0)
+    checks = _checks(receiver, "legacy", rows, oracle, *parts(outcome), outcome, 3, 0)
     assert checks[3].ok is None and "promises at most once (3 never processed" in checks[3].detail
 
 
@@ -360,8 +362,7 @@ def _bench_results() -> dict:
 
 
 def test_a_bench_run_whose_output_differs_publishes_nothing(tmp_path: Path) -> None:
-    from compare.bench import BenchDiffers, publish
-    from compare.bench import unchecked_runs, update_readme
+    from compare.bench import BenchDiffers, publish, unchecked_runs, update_readme
     from kit.errors import ConfigError
 
     results = _bench_results()

@@ -86,7 +86,6 @@ from kit.errors import ConfigError, KitError
 from kit.events import REJECT_REASONS
 from kit.kafka import Kafka, resolve_client
 from kit.replay import ReplaySettings, replay
-from kit.sink import read_batches
 
 __all__ = [
     "FIXED_COST_RECORDS",
@@ -307,7 +306,7 @@ class _Run:
         return self.engine.record(self.out_dir).batch_spans(self.job)
 
     def rows(self) -> pd.DataFrame:
-        return read_batches(self.out_dir / self.job)
+        return self.engine.record(self.out_dir).outputs(self.job)
 
     def wait(self, ends: dict[str, dict[int, int]], timeout_s: float, extra_batches: int = 2) -> None:
         assert self.handle is not None, "wait() inside the engine's block"

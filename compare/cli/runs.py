@@ -23,6 +23,7 @@ from compare.cli.common import (
     err_console,
 )
 from compare.cli.data import _do_replay
+from kit import layout
 
 if TYPE_CHECKING:
     from compare.cli.common import Commands
@@ -166,11 +167,11 @@ def _print_summary(run_dir: Path, metrics: CompareMetrics) -> None:
     console.print(table)
     for line in verdict_lines(metrics):
         console.print(line, markup=False)
-    console.print(f"{verdict}  report: {run_dir / 'report.md'}  {run_dir / 'report.html'}  "
+    console.print(f"{verdict}  report: {run_dir / layout.REPORT_MD}  {run_dir / layout.REPORT_HTML}  "
                   f"metrics: {run_dir / METRICS_FILE}")
 
 
-_PARTIAL_RUN_FILES = {"dataset.parquet", "dataset.parquet.manifest.json", "broker.log"}
+_PARTIAL_RUN_FILES = {layout.DATASET, f"{layout.DATASET}{layout.MANIFEST_SUFFIX}", layout.BROKER_LOG}
 """What a compare that failed before any driver started leaves in its run directory: none of it is evidence."""
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from kit import workloads
 from kit.dataset import DatasetSpec
+from kit.engine import DEAD_LETTER_COLUMNS
 from kit.errors import ConfigError
 from kit.events import parse_event
 
@@ -91,7 +92,6 @@ def _parse_writing_dead_letters(directory: str) -> Callable[[Iterable[Any]], Ite
     return parse
 
 
-DEAD_LETTER_COLUMNS = ("topic", "partition", "offset", "reason")
 """The columns of a dead-letter row."""
 
 
