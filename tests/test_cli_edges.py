@@ -138,6 +138,9 @@ SWEEP: list[tuple[str, str]] = [
     ("compare-jobs --input {data} --key k --legacy {legacy} --modern {modern} --settle-batches -1", "--settle-batches"),
     ("compare-jobs --input {data} --key k --legacy {legacy} --modern {modern} --timeout 0", "--timeout"),
     ("compare-jobs --input {data} --key k --legacy {legacy} --modern {modern} --bootstrap-servers :1", "--bootstrap"),
+    # migrate --verify
+    ("migrate {file} --verify --input {data} --key _1 --settle-batches -1", "--settle-batches"),
+    ("migrate {file} --verify --input {data} --key _1 --batch-records 0", "--batch-records"),
     # report
     ("report {missing}", "missing"),
     ("report {file}", "file"),

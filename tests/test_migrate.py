@@ -890,3 +890,24 @@ def test_a_draft_names_each_output_by_the_job_s_own_line() -> None:
         return _declared_output(inspect.currentframe())
 
     assert run_batch() == "draft.py:42" and take_and_print() is None
+
+
+def test_migrate_verify_passes_settle_batches_to_compare_jobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A window sliding every N batches needs N settle batches: ``dmk migrate --verify`` takes compare-jobs' option."""
+    import compare.verify
+    from compare.cli import main
+
+    seen = []
+
+    def verify(settings: compare.verify.VerifySettings, **_: object) -> None:
+        seen.append(settings)
+        raise compare.verify.ConfigError("stopped here by the test")
+
+    monkeypatch.setattr(compare.verify, "verify", verify)
+    job = REPO / "tests" / "migrate_jobs" / "windowed_wordcount.py"
+    for extra, settle in (([], 2), (["--settle-batches", "10"], 10)):
+        assert main(["migrate", str(job), "--verify", "--input", str(tmp_path / "c.jsonl"), "--key", "_1",
+                     "--verify-out", str(tmp_path / "v"), *extra]) == 2
+        assert seen.pop().settle_batches == settle
+    assert "stopped here by the test" in capsys.readouterr().err

@@ -67,7 +67,7 @@ def _verify_migration(args: argparse.Namespace, plan: Any, text: str) -> int:
         out_dir=Path(args.verify_out or f"runs/verify-{time.strftime('%Y%m%dT%H%M%S')}"), args=args.args or "",
         mode=args.mode, modern=args.modern, draft_path=Path(args.out) if args.out else None,
         input_kind=args.input_kind, batch_records=args.batch_records, bootstrap_servers=args.bootstrap_servers,
-        timeout_s=args.timeout, output=args.output,
+        timeout_s=args.timeout, output=args.output, settle_batches=args.settle_batches,
         legacy_python2={"on": True, "off": False}.get(args.legacy_python2),
     )
     progress, update = _compare_progress()
@@ -119,6 +119,9 @@ def add_migrate(commands: Commands) -> None:
     mig.add_argument("--batch-records", type=int, metavar="N", help="with --verify: compare-jobs' --batch-records")
     mig.add_argument("--verify-out", metavar="DIR", help="with --verify: run directory (default runs/verify-<time>)")
     mig.add_argument("--timeout", type=float, default=600.0, help="with --verify: bound on each wait, in seconds")
+    mig.add_argument("--settle-batches", type=int, default=2,
+                     help="with --verify: compare-jobs' --settle-batches, batches each job completes after its input "
+                          "(default 2; a window sliding every N batches needs N)")
     mig.add_argument("--legacy-python2", choices=("auto", "on", "off"), default="auto",
                      help="with --verify: run the original with dmk's Python 2 compatibility layer (compare-jobs "
                           "--legacy-python2); auto (default): when the plan has Python 2-era findings")

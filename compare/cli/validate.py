@@ -44,6 +44,7 @@ BOUNDS: dict[str, dict[str, _Rule]] = {
                 "pause_broker": _NOT_NEGATIVE},
     "compare-jobs": {"partitions": _AT_LEAST_1, "rate": _POSITIVE, "speed": _POSITIVE, "timeout": _POSITIVE,
                      "settle_batches": _NOT_NEGATIVE},
+    "migrate": {"batch_records": _POSITIVE, "timeout": _POSITIVE, "settle_batches": _NOT_NEGATIVE},
     "bench": {"records": _POSITIVE, "timeout": _POSITIVE},
     "cluster": {"workers": _AT_LEAST_1, "cores": _AT_LEAST_1},
 }
