@@ -564,7 +564,8 @@ def parse_nexmark(
         return None, "bad_json"
     if type(event) is not dict:
         return None, "bad_json"
-    checks = _FIELDS.get(event_type if event_type is not None else event.get("type"))  # type: ignore[arg-type]
+    declared = event_type if event_type is not None else event.get("type")
+    checks = _FIELDS.get(declared) if type(declared) is str else None
     if checks is None:
         return None, "missing_field"
     for name, kind in checks:
@@ -631,7 +632,8 @@ def _too_short(spec: NexmarkSpec, field: str, wanted: int) -> ConfigError:
     return _config_error(
         field, f"a stream long enough to place {wanted} such records", getattr(spec, field),
         f"The stream spans about {span_s:g} s of event time and a too-late record needs "
-        f"{spec.too_late_min_ms / 1000:g} s and more after it: raise records or lower the rate.",
+        f"{spec.too_late_min_ms / 1000:g} s and more after it: raise records or lower first_event_rate "
+        "(dmk gen: --records, --first-event-rate).",
     )
 
 

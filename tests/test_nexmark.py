@@ -227,6 +227,17 @@ def test_a_square_rate_alternates_its_two_delays() -> None:
     assert (event_timestamps(spec, numbers) - spec.start_ms).tolist() == [0, 1999, 2000, 2010, 3990, 4000, 4001]
 
 
+def test_a_sine_rate_takes_ten_steps_between_the_two_rates() -> None:
+    spec = NexmarkSpec(records=10, first_event_rate=10_000, next_event_rate=5_000, rate_period_s=600)
+    # RateShape.SINE: rate_i = round(7500 + 2500 cos(2 pi i / 10)), delay = (1e6 + rate // 2) // rate; e.g. i = 3:
+    # round(7500 - 772.5) = 6728 (Math.round: half up), (1,000,000 + 3364) // 6728 = 149.
+    assert spec.inter_event_delays_us == (100, 105, 121, 149, 183, 200, 183, 149, 121, 105)
+    assert spec.step_length_s == 60
+    per_step = [60_000_000 // d for d in spec.inter_event_delays_us]
+    assert (event_timestamps(spec, np.array([per_step[0], sum(per_step)])) - spec.start_ms).tolist() == [
+        60_000, sum(n * d // 1000 for n, d in zip(per_step, spec.inter_event_delays_us, strict=True))]
+
+
 def test_out_of_order_groups_shuffle_within_each_group_as_the_reference_does() -> None:
     spec = NexmarkSpec(records=10_000, seed=3, out_of_order_group_size=100)
     df = generate_nexmark(spec)
@@ -278,6 +289,7 @@ def test_parse_nexmark_rejects_in_the_kit_s_order() -> None:
     assert parse_nexmark(bid[:-1])[1] == "bad_json"
     assert parse_nexmark(b"[1]")[1] == "bad_json"
     assert parse_nexmark(bid.replace(b'"bid"', b'"ask"'))[1] == "missing_field"
+    assert parse_nexmark(bid.replace(b'"bid"', b'["bid"]'))[1] == "missing_field"  # an unhashable type
     assert parse_nexmark(bid.replace(b"1436918400000", b"true"))[1] == "missing_field"
     assert parse_nexmark(bid, "person")[1] == "missing_field"
     assert parse_nexmark(bid.replace(b"1436918400000", b"4102444800000"))[1] == "bad_timestamp"

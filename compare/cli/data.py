@@ -95,7 +95,7 @@ def _gen_nexmark(args: argparse.Namespace) -> int:
             f"{manifest['records']:,} records, {seconds:.1f} s)"
     types = Table(title=title, show_header=True)
     types.add_column("type")
-    types.add_column("records", justify="right")
+    types.add_column("valid records", justify="right")
     if spec.layout == "three":
         types.add_column("topic")
     for i, (kind, count) in enumerate(manifest["types"].items()):
