@@ -409,13 +409,17 @@ def _prices(rng: np.random.Generator, n: int) -> np.ndarray:
     return np.floor(10.0 ** (rng.random(n) * 6.0) * 100.0 + 0.5).astype(np.int64)  # PriceGenerator.nextPrice
 
 
-def _text_array(chars: np.ndarray, lengths: np.ndarray) -> pa.StringArray:
+# Arrow text is large_string throughout (64-bit offsets): the bids' padding alone passes 2 GiB near 30M events.
+_TEXT = pa.large_string()
+
+
+def _text_array(chars: np.ndarray, lengths: np.ndarray) -> pa.LargeStringArray:
     """An Arrow string array of consecutive ``lengths`` characters of ``chars`` (uint8 ASCII), no Python loop."""
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
-    return pa.StringArray.from_buffers(len(lengths), pa.py_buffer(offsets), pa.py_buffer(chars))
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    return pa.LargeStringArray.from_buffers(len(lengths), pa.py_buffer(offsets), pa.py_buffer(chars))
 
 
-def _strings(rng: np.random.Generator, n: int, max_length: int) -> pa.StringArray:
+def _strings(rng: np.random.Generator, n: int, max_length: int) -> pa.LargeStringArray:
     """``nextString``: 3 to max_length - 1 characters, each a space (1 in 13) or a lowercase letter, trimmed."""
     lengths = _MIN_STRING_LENGTH + rng.integers(0, max_length - _MIN_STRING_LENGTH, n)
     total = int(lengths.sum())
@@ -424,7 +428,7 @@ def _strings(rng: np.random.Generator, n: int, max_length: int) -> pa.StringArra
     return pc.utf8_trim(_text_array(chars, lengths), " ")
 
 
-def _extras(rng: np.random.Generator, current: np.ndarray, average: int) -> pa.StringArray:
+def _extras(rng: np.random.Generator, current: np.ndarray, average: int) -> pa.LargeStringArray:
     """``nextExtra``: lowercase letters padding each record's ``current`` size to ``average`` on average."""
     wanted = np.maximum(average - current, 0)
     delta = np.floor(wanted * 0.2 + 0.5).astype(np.int64)
@@ -434,7 +438,7 @@ def _extras(rng: np.random.Generator, current: np.ndarray, average: int) -> pa.S
 
 
 def _pick(rng: np.random.Generator, words: tuple[str, ...], n: int) -> pa.Array:
-    return pa.array(words).take(pa.array(rng.integers(0, len(words), n)))
+    return pa.array(words, _TEXT).take(pa.array(rng.integers(0, len(words), n)))
 
 
 def _length(text: pa.Array) -> np.ndarray:
@@ -443,9 +447,9 @@ def _length(text: pa.Array) -> np.ndarray:
 
 def _json(*parts: str | np.ndarray | pa.Array) -> np.ndarray:
     """Each record's value: the parts (literal text, int arrays, string arrays) joined, as an array of bytes."""
-    columns = [pa.scalar(p) if isinstance(p, str) else pc.cast(pa.array(p), pa.string()) for p in parts]
-    joined = pc.binary_join_element_wise(*columns, "")
-    return np.asarray(pc.cast(joined, pa.binary()).to_numpy(zero_copy_only=False), object)
+    columns = [pa.scalar(p, _TEXT) if isinstance(p, str) else pc.cast(pa.array(p), _TEXT) for p in parts]
+    joined = pc.binary_join_element_wise(*columns, pa.scalar("", _TEXT))
+    return np.asarray(pc.cast(joined, pa.large_binary()).to_numpy(zero_copy_only=False), object)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -456,11 +460,11 @@ def _persons(spec: NexmarkSpec, ids: np.ndarray, times: np.ndarray, head: str) -
     rng = _rng(spec.seed, "person")
     n = len(ids)
     person = last_base0_person_id(ids) + FIRST_PERSON_ID
-    name = pc.binary_join_element_wise(_pick(rng, _FIRST_NAMES, n), _pick(rng, _LAST_NAMES, n), " ")
-    email = pc.binary_join_element_wise(_strings(rng, n, 7), pa.scalar("@"), _strings(rng, n, 5), pa.scalar(".com"),
-                                        "")
-    groups = [pc.utf8_lpad(pc.cast(pa.array(g), pa.string()), 4, "0") for g in rng.integers(0, 10_000, (4, n))]
-    card = pc.binary_join_element_wise(*groups, " ")
+    name = pc.binary_join_element_wise(_pick(rng, _FIRST_NAMES, n), _pick(rng, _LAST_NAMES, n), pa.scalar(" ", _TEXT))
+    email = pc.binary_join_element_wise(_strings(rng, n, 7), pa.scalar("@", _TEXT), _strings(rng, n, 5),
+                                        pa.scalar(".com", _TEXT), pa.scalar("", _TEXT))
+    groups = [pc.utf8_lpad(pc.cast(pa.array(g), _TEXT), 4, "0") for g in rng.integers(0, 10_000, (4, n))]
+    card = pc.binary_join_element_wise(*groups, pa.scalar(" ", _TEXT))
     city, state = _pick(rng, _US_CITIES, n), _pick(rng, _US_STATES, n)
     size = 8 + _length(name) + _length(email) + _length(card) + _length(city) + _length(state)
     extra = _extras(rng, size, spec.avg_person_byte_size)
