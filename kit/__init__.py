@@ -9,6 +9,7 @@ Modules (import them directly; this package imports nothing heavy on purpose):
     kit.connect  — connect_session (a checked Spark Connect session), LocalConnectServer
     kit.events   — the event contract (parse_event)
     kit.dataset  — DatasetSpec, generate, read/write dataset files
+    kit.nexmark  — the Nexmark generator (NexmarkSpec, generate_nexmark, nexmark_to_file), as a dataset
     kit.replay   — replay a dataset into a topic
     kit.capture  — capture a topic into a file, exactly, and replay it
 """

@@ -68,13 +68,18 @@ __all__ = [
     "read_dataset",
     "read_manifest",
     "write_dataset",
+    "write_files",
 ]
 
 DATASET_FORMAT = "dmk-dataset/4"
 """Value of the manifest's ``format`` field; bumped whenever the file layout or the generator changes."""
 
 COLUMNS: tuple[str, ...] = ("seq", "key", "value", "timestamp_ms", "partition", "kind")
-"""Columns of a dataset frame, in order."""
+"""Columns of a dataset frame, in order. A frame may add ``topic`` (:data:`TOPIC`) after them."""
+
+TOPIC = "topic"
+"""Optional last column: the input (topic) each record goes to, for datasets of several inputs (Nexmark's
+three-topic layout, :mod:`kit.nexmark`); :func:`kit.replay.replay` sends each row to its own topic."""
 
 KINDS: tuple[str, ...] = ("clean", "late", "too_late", "duplicate", "boundary", *REJECT_REASONS)
 """Every ``kind`` label. The malformed ones are exactly :data:`kit.events.REJECT_REASONS`; ``boundary`` marks the
@@ -114,6 +119,8 @@ _ARROW_SCHEMA = pa.schema(
         pa.field("kind", pa.string(), nullable=False),
     ]
 )
+
+_ARROW_SCHEMA_WITH_TOPIC = _ARROW_SCHEMA.append(pa.field(TOPIC, pa.string(), nullable=False))
 
 _FILE_FORMATS = {".parquet": "parquet", ".jsonl": "jsonl"}
 
@@ -376,8 +383,12 @@ class DatasetSpec:
         Keys that are not fields are left out: a manifest may come from a kit that knew more fields.
 
         Raises:
-            ConfigError: a field missing, or an invalid spec.
+            ConfigError: a field missing, a spec of another generator (``dmk gen --nexmark``), or an invalid spec.
         """
+        if raw.get("generator", "events") != "events":
+            msg = (f"the dataset was written by the {raw['generator']!r} generator (dmk gen --{raw['generator']}); "
+                   "the kit's workloads read datasets of dmk gen without it. Generate one with dmk gen --records N")
+            raise ConfigError(msg, field="generator", expected="events", actual=raw["generator"])
         return cls(**{f.name: raw[f.name] for f in fields(cls) if f.name in raw})
 
     @property
@@ -1107,19 +1118,21 @@ def ad_campaigns(spec: DatasetSpec) -> dict[str, str]:
 
 
 def _frame(
-    seq: np.ndarray, key: np.ndarray, value: np.ndarray, timestamp: np.ndarray, partition: np.ndarray, kind: Any
+    seq: np.ndarray, key: np.ndarray, value: np.ndarray, timestamp: np.ndarray, partition: np.ndarray, kind: Any,
+    topic: Any = None,
 ) -> pd.DataFrame:
     # One constructor for generate() and both readers, so a round trip compares equal dtype for dtype.
-    return pd.DataFrame(
-        {
-            "seq": np.asarray(seq, np.int64),
-            "key": np.asarray(key, object),
-            "value": np.asarray(value, object),
-            "timestamp_ms": np.asarray(timestamp, np.int64),
-            "partition": np.asarray(partition, np.int32),
-            "kind": pd.array(np.asarray(kind, object), dtype="string"),
-        }
-    )
+    columns = {
+        "seq": np.asarray(seq, np.int64),
+        "key": np.asarray(key, object),
+        "value": np.asarray(value, object),
+        "timestamp_ms": np.asarray(timestamp, np.int64),
+        "partition": np.asarray(partition, np.int32),
+        "kind": pd.array(np.asarray(kind, object), dtype="string"),
+    }
+    if topic is not None:
+        columns[TOPIC] = pd.array(np.asarray(topic, object), dtype="string")
+    return pd.DataFrame(columns)
 
 
 def _format_of(path: Path) -> str:
@@ -1143,10 +1156,13 @@ def _sha256(path: Path) -> str:
 
 
 def _check_frame(df: pd.DataFrame, path: Path) -> None:
-    if list(df.columns) != list(COLUMNS):
+    if list(df.columns) not in (list(COLUMNS), [*COLUMNS, TOPIC]):
         raise DatasetError(
-            path, f"has columns {list(df.columns)}, expected {list(COLUMNS)}", "Write the frame generate() returned"
+            path, f"has columns {list(df.columns)}, expected {list(COLUMNS)} (and optionally {TOPIC!r})",
+            "Write the frame generate() returned",
         )
+    if TOPIC in df and not all(type(t) is str and t for t in df[TOPIC].astype(object)):
+        raise DatasetError(path, f"column {TOPIC!r} holds something other than topic names")
     if not np.array_equal(df["seq"].to_numpy(), np.arange(len(df))):
         raise DatasetError(path, "rows are not in seq order 0..N-1", "Write the frame generate() returned, unsorted")
     unknown = set(pd.unique(df["kind"].astype(object))) - set(KINDS)
@@ -1179,7 +1195,7 @@ def write_dataset(df: pd.DataFrame, path: str | os.PathLike[str], spec: DatasetS
         DatasetError: unknown extension, or a frame that is not a dataset of ``spec``.
     """
     path = Path(path)
-    fmt = _format_of(path)
+    _format_of(path)
     _check_frame(df, path)
     if len(df) != spec.records:
         raise DatasetError(
@@ -1197,18 +1213,10 @@ def write_dataset(df: pd.DataFrame, path: str | os.PathLike[str], spec: DatasetS
             "Write generate(spec) with its own spec",
         )
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomically(path, lambda tmp: (_write_parquet if fmt == "parquet" else _write_jsonl)(df, tmp))
-
     kinds = df["kind"].to_numpy(dtype=object)
     valid = np.isin(kinds, list(_VALID_KINDS))
     valid_times = df["timestamp_ms"].to_numpy()[valid]
-    manifest = {
-        "format": DATASET_FORMAT,
-        "file": path.name,
-        "format_of_file": fmt,
-        "sha256": _sha256(path),
-        "records": len(df),
+    return write_files(df, path, {
         "spec": asdict(spec),
         "counts": {kind: int((kinds == kind).sum()) for kind in KINDS},
         "event_time_ms": {
@@ -1217,6 +1225,30 @@ def write_dataset(df: pd.DataFrame, path: str | os.PathLike[str], spec: DatasetS
         },
         "partitions": {str(p): int(n) for p, n in enumerate(np.bincount(partition, minlength=spec.partitions))},
         "boundary": _boundary_manifest(spec, df),
+    })
+
+
+def write_files(df: pd.DataFrame, path: str | os.PathLike[str], fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Write a dataset frame and a manifest of ``fields`` plus the file's name, format, sha256 and record count.
+
+    The writing half of :func:`write_dataset`, for generators with their own spec (:mod:`kit.nexmark`): the same
+    file formats, the same atomic writes, a manifest :func:`read_dataset` checks the file against.
+
+    Raises:
+        DatasetError: unknown extension, or a frame that is not a dataset frame.
+    """
+    path = Path(path)
+    fmt = _format_of(path)
+    _check_frame(df, path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write_atomically(path, lambda tmp: (_write_parquet if fmt == "parquet" else _write_jsonl)(df, tmp))
+    manifest = {
+        **fields,
+        "format": DATASET_FORMAT,
+        "file": path.name,
+        "format_of_file": fmt,
+        "sha256": _sha256(path),
+        "records": len(df),
     }
     text = json.dumps(manifest, sort_keys=True, indent=2) + "\n"
     _write_atomically(_manifest_path(path), lambda tmp: tmp.write_text(text, encoding="utf-8"))
@@ -1255,8 +1287,9 @@ def _write_parquet(df: pd.DataFrame, path: Path) -> None:
             pa.array(df["timestamp_ms"].to_numpy(np.int64), pa.int64()),
             pa.array(df["partition"].to_numpy(np.int32), pa.int32()),
             pa.array(df["kind"].to_numpy(object), pa.string()),
+            *([pa.array(df[TOPIC].to_numpy(object), pa.string())] if TOPIC in df else []),
         ],
-        schema=_ARROW_SCHEMA,
+        schema=_ARROW_SCHEMA_WITH_TOPIC if TOPIC in df else _ARROW_SCHEMA,
     )
     # Every setting that shapes the bytes is pinned, so a pyarrow default change shows up as a test
     # failure rather than as silently different checksums.
@@ -1266,7 +1299,7 @@ def _write_parquet(df: pd.DataFrame, path: Path) -> None:
         row_group_size=262_144,
         version="2.6",
         data_page_version="1.0",
-        use_dictionary=["key", "kind", "partition"],
+        use_dictionary=["key", "kind", "partition", TOPIC],
         compression="zstd",
         compression_level=3,
         write_statistics=True,
@@ -1301,14 +1334,16 @@ def _write_jsonl(df: pd.DataFrame, path: Path) -> None:
         for t, r in zip(_texts(keys), keys, strict=True)
     ]
     kind_json = {kind: enc(kind) for kind in KINDS}
+    topics = [f'"{TOPIC}":{enc(t)},' for t in df[TOPIC].tolist()] if TOPIC in df else [""] * len(df)
     lines = [
-        f'{{"seq":{s},"partition":{p},"timestamp_ms":{ts},"kind":{kind_json[k]},{kf},'
+        f'{{"seq":{s},"partition":{p},"timestamp_ms":{ts},"kind":{kind_json[k]},{tp}{kf},'
         + (f'"value":{enc(t)}}}\n' if t is not None else f'"value_b64":"{_b64(r)}"}}\n')
-        for s, p, ts, k, kf, t, r in zip(
+        for s, p, ts, k, tp, kf, t, r in zip(
             df["seq"].tolist(),
             df["partition"].tolist(),
             df["timestamp_ms"].tolist(),
             df["kind"].tolist(),
+            topics,
             key_field,
             _texts(values),
             values,
@@ -1390,11 +1425,13 @@ def _read_parquet(path: Path) -> pd.DataFrame:
         raise DatasetError(path, f"is not a readable Parquet file ({err})", _REGENERATE) from None
     got = [(f.name, f.type) for f in table.schema]
     want = [(f.name, f.type) for f in _ARROW_SCHEMA]
-    if got != want:
-        raise DatasetError(path, f"has schema {got}, expected {want}", _REGENERATE)
-    if any(table[name].null_count for name in COLUMNS):
+    if got not in (want, [*want, (TOPIC, pa.string())]):
+        raise DatasetError(path, f"has schema {got}, expected {want} (and optionally {TOPIC!r})", _REGENERATE)
+    if any(table[name].null_count for name in table.column_names):
         raise DatasetError(path, "holds null values", _REGENERATE)
-    return _frame(*(table[name].to_numpy() for name in COLUMNS))
+    topic = table[TOPIC].to_numpy(zero_copy_only=False) if TOPIC in table.column_names else None
+    seq, key, value, timestamp, partition, kind = (table[name].to_numpy() for name in COLUMNS)
+    return _frame(seq, key, value, timestamp, partition, kind, topic=topic)
 
 
 _JSONL_SCHEMA = pa.schema(
@@ -1403,6 +1440,7 @@ _JSONL_SCHEMA = pa.schema(
         ("partition", pa.int32()),
         ("timestamp_ms", pa.int64()),
         ("kind", pa.string()),
+        (TOPIC, pa.string()),
         ("key", pa.string()),
         ("key_b64", pa.string()),
         ("value", pa.string()),
@@ -1440,6 +1478,9 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
             raise DatasetError(path, f"a line lacks {name!r}", _REGENERATE)
     key = _text_or_b64(table, "key", path)
     value = _text_or_b64(table, "value", path)
+    missing_topics = table[TOPIC].null_count
+    if 0 < missing_topics < len(table):
+        raise DatasetError(path, f"{missing_topics} lines lack {TOPIC!r} and the others have it", _REGENERATE)
     return _frame(
         table["seq"].to_numpy(),
         key,
@@ -1447,6 +1488,7 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
         table["timestamp_ms"].to_numpy(),
         table["partition"].to_numpy(),
         table["kind"].to_numpy(zero_copy_only=False),
+        topic=table[TOPIC].to_numpy(zero_copy_only=False) if missing_topics == 0 else None,
     )
 
 

@@ -33,6 +33,12 @@ __all__ = ["add_broker", "add_capture", "add_gen", "add_offsets", "add_replay"]
 def cmd_gen(args: argparse.Namespace) -> int:
     from kit.dataset import generate_to_file
 
+    if args.nexmark:
+        return _gen_nexmark(args)
+    given = [f"--{name.replace('_', '-')}" for name in _NEXMARK_KNOBS if getattr(args, name) is not None]
+    if given:
+        msg = f"{', '.join(given)}: Nexmark options; add --nexmark for a Nexmark dataset, or drop them"
+        raise ConfigError(msg)
     spec = _spec_from_args(args)
     started = time.monotonic()
     with err_console.status(f"generating {spec.records:,} records..."):
@@ -52,6 +58,60 @@ def cmd_gen(args: argparse.Namespace) -> int:
     return 0
 
 
+# Nexmark options of dmk gen (name: type, help); defaults live in kit.nexmark.NexmarkSpec.
+_NEXMARK_KNOBS: dict[str, tuple[type, str]] = {
+    "nexmark_layout": (str, "one: one topic, a 'type' field in each value (default); three: persons, auctions, bids"),
+    "first_event_rate": (int, "events/s of event time at the start (Nexmark firstEventRate; default 10000)"),
+    "next_event_rate": (int, "the rate shape's second rate (nextEventRate; default: the first, a constant rate)"),
+    "rate_shape": (str, "sine (default) or square: how the rate moves between the two rates"),
+    "out_of_order_group_size": (int, "events per out-of-order group, shuffled as the reference does (default 1: "
+                                     "in order)"),
+}
+# dmk gen options that mean the same for a Nexmark dataset.
+_SHARED_KNOBS = ("partitions", "late_fraction", "too_late_fraction", "allowed_lateness_ms", "lateness_margin_ms",
+                 "malformed_fraction")
+
+
+def _gen_nexmark(args: argparse.Namespace) -> int:
+    from kit.nexmark import NexmarkSpec, nexmark_to_file
+
+    others = [f"--{name.replace('_', '-')}" for name in _GEN_KNOBS
+              if name not in _SHARED_KNOBS and getattr(args, name, None) is not None]
+    if others:
+        msg = (f"{', '.join(others)}: not options of dmk gen --nexmark (its options: --nexmark-layout, "
+               "--first-event-rate, --next-event-rate, --rate-shape, --out-of-order-group-size and "
+               f"{', '.join('--' + k.replace('_', '-') for k in _SHARED_KNOBS)})")
+        raise ConfigError(msg)
+    overrides = {name: getattr(args, name) for name in (*_SHARED_KNOBS, *_NEXMARK_KNOBS)
+                 if getattr(args, name, None) is not None}
+    if "nexmark_layout" in overrides:
+        overrides["layout"] = overrides.pop("nexmark_layout")
+    spec = NexmarkSpec.from_profile(args.profile, records=args.records, seed=args.seed, **overrides)
+    started = time.monotonic()
+    with err_console.status(f"generating {spec.records:,} Nexmark records..."):
+        manifest = nexmark_to_file(spec, args.out)
+    seconds = time.monotonic() - started
+    title = f"{args.out} (Nexmark, {spec.layout} topic{'s' if spec.layout == 'three' else ''}, " \
+            f"{manifest['records']:,} records, {seconds:.1f} s)"
+    types = Table(title=title, show_header=True)
+    types.add_column("type")
+    types.add_column("valid records", justify="right")
+    if spec.layout == "three":
+        types.add_column("topic")
+    for i, (kind, count) in enumerate(manifest["types"].items()):
+        types.add_row(kind, f"{count:,}", *([("persons", "auctions", "bids")[i]] if spec.layout == "three" else []))
+    console.print(types)
+    kinds = Table(show_header=True)
+    kinds.add_column("kind")
+    kinds.add_column("records", justify="right")
+    for kind, count in manifest["counts"].items():
+        if count or kind in ("clean", "late", "too_late"):
+            kinds.add_row(kind, f"{count:,}")
+    console.print(kinds)
+    console.print(f"sha256 {manifest['sha256']}  manifest {args.out}.manifest.json")
+    return 0
+
+
 def _do_replay(
     path: str, bootstrap_servers: str, settings: ReplaySettings, *, describe: str = "replay",
     frame: pd.DataFrame | None = None,
@@ -65,12 +125,14 @@ def _do_replay(
 
 
 def _print_replay(result: ReplayResult) -> None:
-    table = Table(title=f"replayed into {result.topic!r}")
+    several = sorted(result.topic_end_offsets) if len(result.topic_end_offsets) > 1 else None
+    table = Table(title=f"replayed into {', '.join(repr(t) for t in several) if several else repr(result.topic)}")
     table.add_column("records", justify="right")
     table.add_column("seconds", justify="right")
     table.add_column("rate (rec/s)", justify="right")
     table.add_column("end offset per partition")
-    ends = ", ".join(f"{p}:{o}" for p, o in sorted(result.end_offsets.items()))
+    offsets = [(f"{t}: ", result.topic_end_offsets[t]) for t in several] if several else [("", result.end_offsets)]
+    ends = "; ".join(name + ", ".join(f"{p}:{o}" for p, o in sorted(e.items())) for name, e in offsets)
     table.add_row(f"{result.records:,}", f"{result.seconds:.2f}", f"{result.rate_rps:,.0f}", ends)
     console.print(table)
 
@@ -113,9 +175,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
         timestamps=args.timestamps,
         partition_by=args.partition_by,
     )
-    from kit.dataset import read_dataset
+    from kit.dataset import TOPIC, read_dataset
 
     frame = read_dataset(args.file)  # a file that is no dataset is refused before a broker starts
+    if TOPIC in frame:  # a dataset of several inputs (dmk gen --nexmark --nexmark-layout three): --topic prefixes them
+        frame = frame.assign(**{TOPIC: args.topic + "-" + frame[TOPIC].astype(object)})
     with _kafka(args) as bootstrap_servers:
         result, _ = _do_replay(args.file, bootstrap_servers, settings, frame=frame)
         if not args.bootstrap_servers:
@@ -224,6 +288,13 @@ def add_gen(commands: Commands) -> None:
     gen.add_argument("--out", required=True, help="output file: .parquet or .jsonl")
     for name, (kind, text) in _GEN_KNOBS.items():
         gen.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, help=text + " (default: profile's)")
+    gen.add_argument("--nexmark", action="store_true",
+                     help="a Nexmark dataset (persons, auctions, bids as the reference generator makes them; "
+                          "docs/nexmark.md) instead of the kit's events")
+    for name, (kind, text) in _NEXMARK_KNOBS.items():
+        choices = {"nexmark_layout": ["one", "three"], "rate_shape": ["sine", "square"]}.get(name)
+        gen.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, choices=choices,
+                         help=text + " (with --nexmark)")
     gen.set_defaults(func=cmd_gen)
 
 
@@ -246,7 +317,9 @@ def add_replay(commands: Commands) -> None:
     """Add ``dmk replay``'s parser to ``commands``."""
     rep = commands.add_parser("replay", help="produce a dataset file or a capture into a Kafka topic")
     rep.add_argument("file", help="dataset file written by `dmk gen`, or a capture written by `dmk capture`")
-    rep.add_argument("--topic", required=True, help="target topic (created if absent)")
+    rep.add_argument("--topic", required=True,
+                     help="target topic (created if absent); a dataset of three topics (dmk gen --nexmark "
+                          "--nexmark-layout three) goes to TOPIC-persons, TOPIC-auctions and TOPIC-bids")
     rep.add_argument("--partitions", type=int,
                      help="partitions of a new topic (default: the dataset's, or the capture's highest + 1)")
     rep.add_argument("--rate", type=float, help="target records/s (default: as fast as possible; a capture: its own "
