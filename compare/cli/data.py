@@ -19,6 +19,7 @@ from compare.cli.common import (
     console,
     err_console,
 )
+from kit import layout
 from kit.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def cmd_gen(args: argparse.Namespace) -> int:
     for kind, count in manifest["counts"].items():
         table.add_row(kind, f"{count:,}")
     console.print(table)
-    console.print(f"sha256 {manifest['sha256']}  manifest {args.out}.manifest.json")
+    console.print(f"sha256 {manifest['sha256']}  manifest {args.out}{layout.MANIFEST_SUFFIX}")
     from kit.workloads import span_warnings
 
     for warning in span_warnings(spec):
@@ -108,7 +109,7 @@ def _gen_nexmark(args: argparse.Namespace) -> int:
         if count or kind in ("clean", "late", "too_late"):
             kinds.add_row(kind, f"{count:,}")
     console.print(kinds)
-    console.print(f"sha256 {manifest['sha256']}  manifest {args.out}.manifest.json")
+    console.print(f"sha256 {manifest['sha256']}  manifest {args.out}{layout.MANIFEST_SUFFIX}")
     return 0
 
 
