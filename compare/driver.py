@@ -31,6 +31,7 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ from kit.security import KAFKA_SECURITY_ENV, redact_text, secret_values
 
 __all__ = [
     "CONTROL", "DONE", "DRAIN", "FAILED", "KAFKA_SECURITY_ENV", "OFFSET_STORE_ENV", "READY", "WARMED", "WARMUP",
-    "WARMUP_DIR", "main", "run", "write_json",
+    "WARMUP_DIR", "main", "read_config", "run", "write_json",
 ]
 
 OFFSET_STORE_ENV = "DMK_LEGACY_OFFSET_STORE"
@@ -162,19 +163,29 @@ def run(config: DriverConfig) -> int:
     return 0
 
 
+def read_config(path: Path, environ: Mapping[str, str]) -> DriverConfig:
+    """The driver's config: the file at ``path``, with what the harness passes outside it from ``environ``.
+
+    The offset store's real address (:data:`OFFSET_STORE_ENV`: the file holds it redacted, or not at all) goes to
+    the engine whose options have an offset store; the Kafka security settings (``KAFKA_SECURITY_ENV``) to every
+    engine.
+    """
+    config = DriverConfig.read(path)
+    store = environ.get(OFFSET_STORE_ENV)
+    if store and hasattr(get_engine(config.engine).options(config), "offset_store"):
+        config = dataclasses.replace(config, options={**option_items(config.options), "offset_store": store})
+    security = environ.get(KAFKA_SECURITY_ENV)
+    if security:
+        config = dataclasses.replace(config, kafka_security=json.loads(security))
+    return config
+
+
 def main(argv: list[str]) -> int:
     """``python -m compare.driver DRIVER_CONFIG.json``: the exit code of :func:`run`."""
     if len(argv) != 1:
         print("usage: python -m compare.driver DRIVER_CONFIG.json", file=sys.stderr)
         return 2
-    config = DriverConfig.read(Path(argv[0]))
-    # The store's real address (the file holds it redacted) comes in the environment, read here at the edge.
-    store = os.environ.get(OFFSET_STORE_ENV)
-    if store and "offset_store" in option_items(config.options):  # the engine's with an offset store
-        config = dataclasses.replace(config, options={**option_items(config.options), "offset_store": store})
-    security = os.environ.get(KAFKA_SECURITY_ENV)
-    if security:
-        config = dataclasses.replace(config, kafka_security=json.loads(security))
+    config = read_config(Path(argv[0]), os.environ)
     # The driver's own clients (topic checks, offset look-ups, group commits) connect as the engines' do.
     set_process_settings(java_client_settings(config.kafka_security, where="the run's Kafka settings"))
     exit_with_parent()  # a harness killed by any signal takes its driver and JVM with it

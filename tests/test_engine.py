@@ -299,3 +299,19 @@ def test_every_engines_record_reads_back_the_outputs_its_runs_write(tmp_path: Pa
                                                                  lines=True)
     assert record.outputs("job").values.tolist() == [["007", 1], ["b", 2]]
     assert record.dead_letters().empty and record.late_records("job") is None
+
+
+def test_the_driver_gives_the_offset_store_from_its_environment_to_the_engine_that_has_one(tmp_path: Path) -> None:
+    """The file holds the store redacted, or (a config written by hand or by a test) not at all."""
+    from compare.driver import OFFSET_STORE_ENV, read_config
+
+    dsn = "postgresql://dmk:secret@127.0.0.1:5432/dmk"
+    for options in ({"offsets": "postgresql"}, {"offsets": "postgresql", "offset_store": "postgresql://dmk:***@h/dmk"}):
+        path = tmp_path / "legacy.json"
+        _config(options=options).write(path)
+        config = read_config(path, {OFFSET_STORE_ENV: dsn})
+        assert get_engine("legacy").options(config).offset_store == dsn
+        assert get_engine("legacy").options(read_config(path, {})).offset_store == options.get("offset_store")
+    path = tmp_path / "modern.json"
+    _config(engine="modern", options={"trigger": "1 second"}).write(path)
+    assert "offset_store" not in dict(read_config(path, {OFFSET_STORE_ENV: dsn}).options)  # modern has no store
