@@ -600,7 +600,8 @@ def plan_rewind(plan: CutoverPlan, workload: str, bootstrap_servers: str | None,
 
     Reads the legacy job's outputs and batches (``plan.legacy_output``) and the records it processed (Kafka, from
     its first batch or the topic's earliest retained offset up to the position), and applies the workload's rule
-    (``spec.carry.rewind``, :mod:`kit.workloads.rewind`).
+    (``spec.carry.rewind``, :mod:`kit.workloads.rewind`). ``dataset``: the replayed dataset's spec, for a rule that
+    reads it (YSB's campaign table); default: the one of the legacy output's ``driver-config.json``, if any.
 
     Raises:
         ConfigError: the workload is not rewound (:func:`rewound_spec`), or no legacy outputs or Kafka address.
@@ -633,6 +634,10 @@ def plan_rewind(plan: CutoverPlan, workload: str, bootstrap_servers: str | None,
     if not emitted.empty and plan.last_batch_ms is not None:
         emitted = emitted[emitted["batch"] <= plan.last_batch_ms]
     emitted = emitted[list(spec.columns)] if not emitted.empty else pd.DataFrame(columns=list(spec.columns))
+    if dataset is None and (out / "driver-config.json").exists():
+        from kit.engine import DriverConfig
+
+        dataset = DriverConfig.read(out / "driver-config.json").dataset  # a kit run's replayed dataset (YSB's table)
     rule = spec.carry.rewind
     assert rule is not None, "rewound_spec returns specs with a rewind rule"
     rewind = rule(RewindInput(events, emitted.reset_index(drop=True), position, last_from, dataset))

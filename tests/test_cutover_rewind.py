@@ -31,12 +31,12 @@ import pytest
 
 from compare.cutover import union_of_outputs
 from kit import workloads
-from kit.dataset import DatasetSpec, generate
+from kit.dataset import DatasetSpec, ad_campaigns, generate
 from kit.events import parse_event
 from kit.workloads.rewind import Rewind, RewindInput, TopicPartition
 
 PARTITIONS = 4
-REWOUND = ("windowed_counts", "dedup")
+REWOUND = ("windowed_counts", "dedup", "ysb")
 
 
 def _dataset(seed: int) -> DatasetSpec:
@@ -54,6 +54,13 @@ def _events(frame: pd.DataFrame) -> pd.DataFrame:
     columns = ["event_id", "user", "key", "ad_id", "ad_type", "event_type", "event_time", "topic", "partition",
                "offset"]
     return pd.DataFrame(rows, columns=columns)
+
+
+def _watermark_events(name: str, events: pd.DataFrame, dataset: DatasetSpec) -> pd.DataFrame:
+    """The events that move the legacy job's watermark (YSB: the views with a campaign; the others: all)."""
+    if name != "ysb":
+        return events
+    return events[(events["event_type"] == "view") & events["ad_id"].isin(set(ad_campaigns(dataset)))]
 
 
 def _offsets_below(k: int) -> dict[TopicPartition, int]:
@@ -105,9 +112,10 @@ def _cut_over(name: str, frame: pd.DataFrame, dataset: DatasetSpec, k: int, lag_
     events = parsed[parsed["offset"] * PARTITIONS + parsed["partition"] < k]
     j = _last_batch_start(frame, k, lag_s)
     prefix = spec.oracle(frame.iloc[:k], dataset).rows
-    if spec.output_mode == "append" and name != "dedup":
-        legacy_watermark = int(events.loc[events["offset"] * PARTITIONS + events["partition"] < j,
-                                          "event_time"].max()) - spec.watermark_delay_ms
+    if name != "dedup":  # windows, emitted once the legacy watermark passes their end
+        marks = _watermark_events(name, events, dataset)
+        legacy_watermark = int(marks.loc[marks["offset"] * PARTITIONS + marks["partition"] < j,
+                                         "event_time"].max()) - spec.watermark_delay_ms
         emitted = prefix[prefix.eval(spec.carry.row_time) <= legacy_watermark]
     else:
         emitted = prefix
@@ -153,12 +161,13 @@ def test_without_the_rewind_or_the_filter_the_union_is_wrong() -> None:
     dataset = _dataset(5)
     frame = generate(dataset)
     k = 2001
-    for name in REWOUND:
+    for name in ("windowed_counts", "dedup"):  # ysb: the dataset's 26 s hold too few windows to show it at one point
         spec = workloads.get(name)
         assert spec.carry.rewind is not None
         events = _events(frame.iloc[:k])
         prefix = spec.oracle(frame.iloc[:k], dataset).rows
-        emitted = prefix[prefix.eval(spec.carry.row_time) <= int(events["event_time"].max()) - 5000]
+        newest = int(_watermark_events(name, events, dataset)["event_time"].max())
+        emitted = prefix[prefix.eval(spec.carry.row_time) <= newest - 5000]
         position = _offsets_below(k)
         rewind = spec.carry.rewind(RewindInput(events, emitted, position, position, dataset))
         expected = spec.oracle(frame, dataset).rows

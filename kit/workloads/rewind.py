@@ -91,6 +91,14 @@ class Rewind:
     needed: str = ""
 
 
+def _below(events: pd.DataFrame, bounds: dict[TopicPartition, int]) -> np.ndarray:
+    """Which ``events`` lie below ``bounds`` (an offset per partition; a partition absent: all of it)."""
+    ends = [bounds.get((t, int(p)), np.iinfo(np.int64).max)
+            for t, p in zip(events["topic"], events["partition"], strict=True)]
+    below: np.ndarray = events["offset"].to_numpy(dtype=np.int64) < np.array(ends, dtype=np.int64)
+    return below
+
+
 def watermark_below(events: pd.DataFrame, bounds: dict[TopicPartition, int], delay_ms: int) -> int:
     """The legacy watermark of a batch starting at ``bounds``: the largest event time below them, minus the delay.
 
@@ -98,9 +106,7 @@ def watermark_below(events: pd.DataFrame, bounds: dict[TopicPartition, int], del
     """
     if events.empty:
         return NO_WATERMARK
-    ends = [bounds.get((t, int(p)), np.iinfo(np.int64).max) for t, p in zip(events["topic"], events["partition"],
-                                                                            strict=True)]
-    below = events["offset"].to_numpy(dtype=np.int64) < np.array(ends, dtype=np.int64)
+    below = _below(events, bounds)
     if not below.any():
         return NO_WATERMARK
     return int(events["event_time"].to_numpy(dtype=np.int64)[below].max()) - delay_ms
@@ -161,8 +167,10 @@ def rewind_windows(
     still_open = _newest_window_end(times, windows) > watermark if len(times) else np.zeros(0, bool)
     reread = events[still_open]
     starts = earliest_offsets(reread, inp.position)
-    # The emitted windows the re-read records fall in: the modern query produces them again, partially.
-    oldest = int(reread["event_time"].min()) if len(reread) else np.iinfo(np.int64).max
+    # The emitted windows the records read again (any from R on) may fall in: the modern query produces them
+    # again, partially.
+    read_again = events[~_below(events, starts)]
+    oldest = int(read_again["event_time"].min()) if len(read_again) else np.iinfo(np.int64).max
     again = inp.emitted[ends > oldest] if len(ends) else inp.emitted
     suppress = again[list(key_columns)].drop_duplicates().reset_index(drop=True)
     return Rewind(starts, suppress, watermark, watermark, next_watermark,
