@@ -37,8 +37,8 @@ from kit.errors import ConfigError
 if TYPE_CHECKING:
     from kit.dataset import DatasetSpec
 
-__all__ = ["NO_WATERMARK", "Rewind", "RewindInput", "earliest_offsets", "rewind_seen_ids", "rewind_windows",
-           "watermark_below"]
+__all__ = ["NO_WATERMARK", "Rewind", "RewindInput", "earliest_offsets", "rewind_seen_ids", "rewind_sessions",
+           "rewind_windows", "watermark_below"]
 
 NO_WATERMARK = -(2**62)
 """The watermark before any event: earlier than every event time (the legacy engine's value)."""
@@ -195,3 +195,40 @@ def rewind_seen_ids(events: pd.DataFrame, inp: RewindInput, *, delay_ms: int, id
     suppress = again[[id_column]].drop_duplicates().reset_index(drop=True)
     return Rewind(starts, suppress, next_watermark, watermark, next_watermark,
                   needed="the ids seen after the legacy job's next watermark (re-deliveries are still possible)")
+
+
+def rewind_sessions(events: pd.DataFrame, inp: RewindInput, *, gap_ms: int, delay_ms: int,
+                    key_columns: tuple[str, ...]) -> Rewind:
+    """The rewind of per-user event-time sessions emitted on close (append mode, ``session_end`` a row time).
+
+    Rows are ``user, session_start, session_end, ...``, ``session_end`` the session's last event plus the gap.
+
+    The legacy job emitted every session its last batch's watermark ``W`` had passed the end of, and a record is
+    dropped only when ``t + gap <= W`` (it could only open a session already closed). The events before the
+    position, sessionized per user (a new session after a silence longer than the gap), give the sessions still
+    open at ``W``: the modern query starts at the oldest of their records, and drops every session ending at or
+    before ``W`` (a closed session's records read again only form part of it, which ends where it ended).
+    """
+    watermark = watermark_below(events, inp.last_batch_from or inp.position, delay_ms)
+    next_watermark = watermark_below(events, inp.position, delay_ms)
+    ordered = events.sort_values(["user", "event_time"], kind="stable")
+    silence = ordered.groupby("user")["event_time"].diff()
+    session = (silence.isna() | (silence > gap_ms)).cumsum()
+    ends = ordered.groupby(session)["event_time"].transform("max") + gap_ms
+    reread = ordered[ends.to_numpy(dtype=np.int64) > watermark]
+    starts = earliest_offsets(reread, inp.position)
+    emitted_ends = inp.emitted["session_end"].to_numpy(dtype=np.int64) if len(inp.emitted) else np.zeros(0, np.int64)
+    if len(emitted_ends) and int(emitted_ends.max()) > watermark:
+        msg = (
+            f"the legacy output holds a session ending at {int(emitted_ends.max())}, after the watermark of its last "
+            f"batch ({watermark}): not a job emitting sessions on close with a {delay_ms} ms delay, or not the "
+            "position these outputs were written at"
+        )
+        raise ConfigError(msg, field="legacy_output", expected="sessions emitted on close",
+                          actual=int(emitted_ends.max()))
+    read_again = events[~_below(events, starts)]
+    oldest = int(read_again["event_time"].min()) if len(read_again) else np.iinfo(np.int64).max
+    again = inp.emitted[emitted_ends > oldest] if len(emitted_ends) else inp.emitted
+    suppress = again[list(key_columns)].drop_duplicates().reset_index(drop=True)
+    return Rewind(starts, suppress, watermark, watermark, next_watermark,
+                  needed="the records of the sessions still open at the legacy watermark")
