@@ -183,6 +183,63 @@ def test_without_the_rewind_or_the_filter_the_union_is_wrong() -> None:
         assert not not_rewound.equals(expected.astype(not_rewound.dtypes.to_dict()))
 
 
+# -- the command, on a real topic (no Spark) -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["windowed_counts", "dedup"])
+def test_the_command_writes_offsets_and_a_filter_that_continue_the_legacy_output(
+        name: str, tmp_path: Path, bootstrap_servers: str, topic_factory) -> None:
+    """``dmk cutover kafka ... --rewind`` on a replayed topic and legacy outputs in the kit's layout (two batches,
+    the second 1 s of event time long): the options and the filter it writes, applied to the oracle as the modern
+    query, continue the legacy output exactly."""
+    from compare.cli import main as dmk
+    from kit.kafka import Kafka, TopicPartition
+    from kit.replay import ReplaySettings, replay
+    from kit.sink import write_batch
+
+    dataset = _dataset(7)
+    frame = generate(dataset)
+    topic = topic_factory(PARTITIONS)
+    replay(frame, bootstrap_servers, ReplaySettings(topic=topic, partitions=PARTITIONS, partition_by="seq"))
+    spec = workloads.get(name)
+    k = 2803
+    j = _last_batch_start(frame, k, 1.0)
+    position, last_from = _offsets_below(k), _offsets_below(j)
+    legacy = tmp_path / "legacy"
+    for batch, ranges in ((1000, {tp: (0, at) for tp, at in last_from.items()}),
+                          (2000, {tp: (last_from[tp], at) for tp, at in position.items()})):
+        write_batch(legacy / "progress.events", batch, pd.DataFrame(
+            [(topic, p, f, u) for (_, p), (f, u) in sorted(ranges.items())],
+            columns=["topic", "partition", "from_offset", "until_offset"]))
+    prefix = spec.oracle(frame.iloc[:k], dataset).rows
+    if name == "windowed_counts":
+        parsed = _parsed(frame)
+        watermark = int(parsed.loc[parsed["offset"] * PARTITIONS + parsed["partition"] < j, "event_time"].max()) - 5000
+        prefix = prefix[prefix.eval(spec.carry.row_time) <= watermark]
+    write_batch(legacy / name, 2000, prefix.assign(last_input_ts=0))
+    group = f"legacy-{name}"
+    with Kafka(bootstrap_servers) as kafka:
+        assert not kafka.commit_group_offsets(group, {TopicPartition(topic, p): at for (_, p), at in position.items()})
+    options, suppress = tmp_path / "options.json", tmp_path / "suppress.json"
+    assert dmk(["cutover", "kafka", group, "--topic", topic, "--bootstrap-servers", bootstrap_servers,
+                "--legacy-output", str(legacy), "--write-options", str(options), "--rewind", "--workload", name,
+                "--suppress", str(suppress)]) == 0
+
+    starts = json.loads(json.loads(options.read_text())["startingOffsets"])[topic]
+    assert all(int(starts[str(p)]) < at for (_, p), at in position.items())
+    written = json.loads(suppress.read_text())
+    assert written["workload"] == name and written["key_columns"] == list(spec.key_columns)
+    rewind = Rewind({("t", int(p)): int(o) for p, o in starts.items()},
+                    pd.DataFrame(written["keys"], columns=written["key_columns"]), written["cutoff_ms"], 0, 0)
+    seqs = frame["seq"].to_numpy()
+    first = np.array([rewind.starts[("t", p)] for p in range(PARTITIONS)])
+    modern = _drop_suppressed(spec, spec.oracle(frame[seqs // PARTITIONS >= first[seqs % PARTITIONS]], dataset).rows,
+                              rewind)
+    union = union_of_outputs(spec, prefix.assign(batch=0), modern.assign(batch=1))
+    expected = spec.oracle(frame, dataset).rows
+    pd.testing.assert_frame_equal(union.astype(expected.dtypes.to_dict()), expected, check_dtype=False)
+
+
 # -- the CLI's refusals ----------------------------------------------------------------------------------------
 
 
