@@ -308,10 +308,18 @@ REPO = str(Path(__file__).resolve().parents[1])
 E2E = [(name, seed) for name in REWOUND for seed in (101, 202, 303, 404, 505)]
 
 
-def _e2e_dataset() -> DatasetSpec:
-    # 40 s of event time at 100 events/s; batches of 100 records (25/partition/s, 1 s batches) span 1 s of event
-    # time, within the 2 s lateness margin, the condition under which every engine agrees with the oracle.
-    return DatasetSpec.from_profile("messy", records=4000, seed=9, events_per_second=100)
+def _e2e_dataset(name: str) -> tuple[DatasetSpec, tuple[int, int]]:
+    """The dataset, and the range of batches with records after which the legacy job is killed.
+
+    40 s of event time at 100 events/s; batches of 100 records (25/partition/s, 1 s batches) span 1 s of event
+    time, within the 2 s lateness margin, the condition under which every engine agrees with the oracle. Sessions:
+    60 s and a 20 s gap (the least the datasets' too-late records allow), killed late enough that the legacy job
+    has emitted sessions (the first closes after the gap and the delay, 25 s).
+    """
+    if name == "sessions":
+        spec = DatasetSpec.from_profile("messy", records=6000, seed=9, events_per_second=100, session_gap_ms=20_000)
+        return spec, (27, 34)
+    return DatasetSpec.from_profile("messy", records=4000, seed=9, events_per_second=100), (6, 20)
 
 
 def _driver_config(engine: str, tmp: Path, bootstrap: str, topic: str, spec: DatasetSpec, name: str,
@@ -354,12 +362,12 @@ def test_rewound_cutover_of_a_killed_job(name: str, seed: int, tmp_path: Path, b
     from kit.replay import ReplaySettings, replay
     from kit.sink import read_batches
 
-    spec = _e2e_dataset()
+    spec, kill_range = _e2e_dataset(name)
     frame = generate(spec)
     topic = topic_factory(PARTITIONS)
     settings = ReplaySettings(topic=topic, partitions=PARTITIONS, partition_by="seq")
     first_part = len(frame) * 3 // 5
-    kill_after = random.Random(seed).randint(6, 20)  # completed batches with records; a batch is ~100 records
+    kill_after = random.Random(seed).randint(*kill_range)  # completed batches with records; ~100 records each
     print(f"{name}: seed {seed}, legacy killed after {kill_after} batches with records")
     first = replay(frame.iloc[:first_part], bootstrap_servers, settings)
 
