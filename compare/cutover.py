@@ -281,7 +281,8 @@ def _has_rows(paths: list[Path]) -> bool:
 
 
 def plan_cutover(
-    position: LegacyPosition, *, legacy_output: str | Path | None = None, discard_beyond: bool = False
+    position: LegacyPosition, *, legacy_output: str | Path | None = None, discard_beyond: bool = False,
+    dry_run: bool = False,
 ) -> CutoverPlan:
     """The cutover from ``position``, checked against the legacy job's outputs when they are in the kit's layout.
 
@@ -292,7 +293,8 @@ def plan_cutover(
     records the modern query will process again; so do the dead letters the parse wrote (keyed files, by
     offset) of records beyond the position. With ``discard_beyond`` every batch file beyond the position
     is deleted (outputs and progress), so that legacy outputs and modern outputs add up to each record exactly
-    once; without it, the cutover is refused when any of them holds rows.
+    once; without it, the cutover is refused when any of them holds rows. ``dry_run``: the plan lists what it would
+    delete and deletes nothing (``dmk cutover --rewind`` plans first, as its rewind may still be refused).
 
     Raises:
         CutoverAmbiguous: legacy outputs beyond the position and no ``discard_beyond``; or the position is not
@@ -387,12 +389,14 @@ def plan_cutover(
     if discard_beyond:
         for batch_ms in beyond:
             for path in files[batch_ms]:
-                path.unlink()
+                if not dry_run:
+                    path.unlink()
                 discarded.append(str(path.relative_to(out)))
         for path, kept in keyed.items():
-            if not kept.empty:
-                write_keyed(path.parent, kept.drop(columns=["batch", "emitted_at"]).reset_index(drop=True))
-            path.unlink()
+            if not dry_run:
+                if not kept.empty:
+                    write_keyed(path.parent, kept.drop(columns=["batch", "emitted_at"]).reset_index(drop=True))
+                path.unlink()
             discarded.append(str(path.relative_to(out)))
     return CutoverPlan(position, last, beyond, tuple(discarded), str(out), tuple(notes))
 

@@ -431,3 +431,20 @@ def test_rewound_cutover_of_a_killed_job(name: str, seed: int, tmp_path: Path, b
     letters = pd.concat([legacy_letters, after])[["partition", "offset"]].astype("int64")
     assert not letters.duplicated().any()
     assert len(letters) == len(job.oracle(frame, spec).dead_letters)
+
+
+def test_a_dry_run_plan_lists_what_it_would_discard_and_keeps_it(tmp_path: Path) -> None:
+    """``dmk cutover --rewind`` plans with ``dry_run`` first: a refused rewind leaves the legacy outputs as they are."""
+    from compare.cutover import LegacyPosition, PositionSource, plan_cutover
+    from kit.sink import write_batch
+
+    for batch, (start, until) in ((1000, (0, 5)), (2000, (5, 9))):
+        write_batch(tmp_path / "progress.events", batch, pd.DataFrame(
+            [("t", 0, start, until)], columns=["topic", "partition", "from_offset", "until_offset"]))
+        write_batch(tmp_path / "dedup", batch, pd.DataFrame({"event_id": [f"e{batch}"]}))
+    position = LegacyPosition(PositionSource("checkpoint", "x"), {("t", 0): 5}, True)
+    planned = plan_cutover(position, legacy_output=tmp_path, discard_beyond=True, dry_run=True)
+    assert planned.beyond == (2000,) and len(planned.discarded) == 2
+    assert len(list(tmp_path.glob("*/batch=*"))) == 4
+    done = plan_cutover(position, legacy_output=tmp_path, discard_beyond=True)
+    assert done.discarded == planned.discarded and len(list(tmp_path.glob("*/batch=*"))) == 2

@@ -79,9 +79,13 @@ def cmd_cutover(args: argparse.Namespace) -> int:
 
         spark_context("dmk-cutover", args.master)  # the checkpoint is read with Spark's classes
     position = read_position(source, allow_pending=args.allow_pending)
+    # Everything is computed (and refused) before anything is written or discarded.
+    rewound = None
+    if args.rewind:
+        planned = plan_cutover(position, legacy_output=args.legacy_output, discard_beyond=args.discard_beyond,
+                               dry_run=True)
+        rewound = plan_rewind(planned, args.workload, args.bootstrap_servers)
     plan = plan_cutover(position, legacy_output=args.legacy_output, discard_beyond=args.discard_beyond)
-    # Everything is computed (and refused) before anything is written.
-    rewound = plan_rewind(plan, args.workload, args.bootstrap_servers) if args.rewind else None
     seeded = seed_state(plan, args.workload, args.seed_state) if args.seed_state else None
     if rewound is not None:
         write_suppress(rewound, args.suppress)
