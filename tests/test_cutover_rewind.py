@@ -265,8 +265,8 @@ def test_rewind_refusals_are_one_line_and_write_nothing(tmp_path: Path, capsys: 
     assert dmk([*common, "--rewind", "--workload", "examples.purchases:SPEC",
                 "--legacy-output", str(tmp_path / "legacy")]) == 2
     assert "state is stateless" in error()
-    assert dmk([*common, "--rewind", "--workload", "sessions", "--legacy-output", str(tmp_path / "legacy")]) == 2
-    assert "sessions's state is not carried" in error()
+    assert dmk([*common, "--rewind", "--workload", "join", "--legacy-output", str(tmp_path / "legacy")]) == 2
+    assert "join's state is not carried" in error()
     assert dmk([*common, "--rewind", "--workload", "dedup"]) == 2
     assert "a rewound cutover needs --legacy-output" in error()
     assert not (tmp_path / "o.json").exists() and not (tmp_path / "s.json").exists()
