@@ -313,12 +313,13 @@ def _e2e_dataset(name: str) -> tuple[DatasetSpec, tuple[int, int]]:
 
     40 s of event time at 100 events/s; batches of 100 records (25/partition/s, 1 s batches) span 1 s of event
     time, within the 2 s lateness margin, the condition under which every engine agrees with the oracle. Sessions:
-    60 s and a 20 s gap (the least the datasets' too-late records allow). Each is killed late enough that the legacy
-    job has emitted rows (windows: 15 s; sessions: the gap and the delay, 25 s).
+    70 s (the 30 s gap). Each is killed late enough that the legacy job has emitted rows (windows: 15 s; sessions:
+    the gap and the delay, 35 s). (With a 20 s gap, the least the generator allows, the modern query alone already
+    split a session the oracle keeps whole, cut over or not: that dataset does not hold the engines to the oracle.)
     """
     if name == "sessions":
-        spec = DatasetSpec.from_profile("messy", records=6000, seed=9, events_per_second=100, session_gap_ms=20_000)
-        return spec, (27, 34)
+        spec = DatasetSpec.from_profile("messy", records=7000, seed=9, events_per_second=100)
+        return spec, (36, 41)
     spec = DatasetSpec.from_profile("messy", records=4000, seed=9, events_per_second=100)
     # Windows: killed once the first have closed (a 10 s window and the 5 s delay), so that the filter's keys and
     # cutoff both matter; dedup emits at once, so any point does.
