@@ -9,7 +9,9 @@ state the legacy job had (open windows, ids seen), and writes this filter's file
 :func:`suppress_emitted` wraps the job's output with it (``ModernRunConfig.suppress``): a row is dropped when its
 row time (the window's end, the event's time) is at or before ``cutoff_ms`` — the legacy job's output is
 complete there — or when its key is one of ``keys``, rows past the cutoff the legacy job emitted (a broadcast
-stream-static anti-join). Both only match rows at or before the cutover point: every key's row time is at most
+stream-static anti-join), both kept above the aggregation by a nondeterministic column (see the code: else
+Spark pushes them below a ``session_window`` aggregation, onto events). Both only match rows at or before the
+cutover point: every key's row time is at most
 the largest event time the legacy job had read, so once the query is past it the filter drops nothing more. It
 keeps no state (a filter and a join with a static table after the stateful operator), so the checkpoint does not
 depend on it.
@@ -59,7 +61,14 @@ def suppress_emitted(spark: Any, frame: Any, path: str | Path, spec: workloads.W
     from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
     plan = _read(path, spec)
-    kept = frame.where(F.expr(plan["row_time"]) > F.lit(int(plan["cutoff_ms"])))
+    # A barrier: Spark's optimizer pushes a filter or a semi/anti join on grouping columns below the aggregation
+    # (PushPredicateThroughNonJoin, PushDownLeftSemiAntiJoin), where a session_window column is still each
+    # event's own [t, t + gap), not the merged session: it then dropped events, not sessions. Neither rule
+    # passes a projection with a nondeterministic column, which the filter uses (rand() >= 0 always holds).
+    barrier = frame.withColumn("__after_aggregation", F.rand())
+    kept = barrier.where(
+        (F.expr(plan["row_time"]) > F.lit(int(plan["cutoff_ms"]))) & (F.col("__after_aggregation") >= 0)
+    ).select(*frame.columns)
     if plan["keys"]:
         schema = frame.select(*spec.key_columns).schema
         emitted = spark.createDataFrame([tuple(row) for row in plan["keys"]], schema)
