@@ -10,7 +10,10 @@ offset table), and refuses when that position is ambiguous — a checkpoint whos
 (their outputs may be partial). :func:`plan_cutover` checks it against the legacy job's outputs when they are
 in the kit's layout (:mod:`legacy.runner`): outputs of batches beyond the position make the cutover ambiguous
 too, until they are discarded (the modern query produces them again). :func:`seed_state` writes the legacy
-job's last totals for the modern query to continue (:func:`modern.runner.continue_totals`).
+job's last totals for the modern query to continue (:func:`modern.runner.continue_totals`). For state that
+cannot be seeded (open windows, sessions, ids seen), :func:`plan_rewind` computes earlier starting offsets and
+the filter (:func:`write_suppress`) that drops what the legacy job already emitted (:mod:`kit.workloads.rewind`,
+:mod:`modern.cutover`).
 
 Example::
 
@@ -34,6 +37,7 @@ from compare.errors import CutoverAmbiguous
 from kit import layout, workloads
 from kit.errors import ConfigError
 from kit.sink import read_batches, write_keyed
+from kit.workloads.rewind import Rewind, RewindInput
 
 __all__ = [
     "EARLIEST",
@@ -42,12 +46,16 @@ __all__ = [
     "LegacyPosition",
     "PositionSource",
     "SOURCES",
+    "RewindPlan",
     "carried_spec",
     "plan_cutover",
+    "plan_rewind",
     "read_position",
+    "rewound_spec",
     "seed_state",
     "union_of_outputs",
     "write_options",
+    "write_suppress",
 ]
 
 SOURCES = handover().sources
@@ -273,7 +281,8 @@ def _has_rows(paths: list[Path]) -> bool:
 
 
 def plan_cutover(
-    position: LegacyPosition, *, legacy_output: str | Path | None = None, discard_beyond: bool = False
+    position: LegacyPosition, *, legacy_output: str | Path | None = None, discard_beyond: bool = False,
+    dry_run: bool = False,
 ) -> CutoverPlan:
     """The cutover from ``position``, checked against the legacy job's outputs when they are in the kit's layout.
 
@@ -284,7 +293,8 @@ def plan_cutover(
     records the modern query will process again; so do the dead letters the parse wrote (keyed files, by
     offset) of records beyond the position. With ``discard_beyond`` every batch file beyond the position
     is deleted (outputs and progress), so that legacy outputs and modern outputs add up to each record exactly
-    once; without it, the cutover is refused when any of them holds rows.
+    once; without it, the cutover is refused when any of them holds rows. ``dry_run``: the plan lists what it would
+    delete and deletes nothing (``dmk cutover --rewind`` plans first, as its rewind may still be refused).
 
     Raises:
         CutoverAmbiguous: legacy outputs beyond the position and no ``discard_beyond``; or the position is not
@@ -379,12 +389,14 @@ def plan_cutover(
     if discard_beyond:
         for batch_ms in beyond:
             for path in files[batch_ms]:
-                path.unlink()
+                if not dry_run:
+                    path.unlink()
                 discarded.append(str(path.relative_to(out)))
         for path, kept in keyed.items():
-            if not kept.empty:
-                write_keyed(path.parent, kept.drop(columns=["batch", "emitted_at"]).reset_index(drop=True))
-            path.unlink()
+            if not dry_run:
+                if not kept.empty:
+                    write_keyed(path.parent, kept.drop(columns=["batch", "emitted_at"]).reset_index(drop=True))
+                path.unlink()
             discarded.append(str(path.relative_to(out)))
     return CutoverPlan(position, last, beyond, tuple(discarded), str(out), tuple(notes))
 
@@ -434,11 +446,11 @@ def seed_state(plan: CutoverPlan, workload: str, target: str | Path) -> int:
     return len(last)
 
 
-def write_options(plan: CutoverPlan, target: str | Path) -> dict[str, Any]:
+def write_options(plan: CutoverPlan | RewindPlan, target: str | Path) -> dict[str, Any]:
     """Merge ``startingOffsets`` into the JSON object of Kafka source options at ``target``; returns the options.
 
     The file is created if absent. Any other starting option (``startingTimestamp``...) is replaced; the options
-    returned are those written.
+    returned are those written. A :class:`RewindPlan` writes its rewound offsets.
     """
     path = Path(target)
     options: dict[str, Any] = {}
@@ -477,3 +489,181 @@ def union_of_outputs(spec: workloads.WorkloadSpec, legacy: pd.DataFrame, modern:
         offset += int(rank.max())
     return workloads.final_result(spec, pd.concat(ordered, ignore_index=True))
 
+
+
+# -- rewinding (workloads whose state cannot be seeded) ----------------------------------------------------------
+
+
+def rewound_spec(workload: str) -> workloads.WorkloadSpec:
+    """The spec of ``workload``, whose cutover :func:`plan_rewind` can rewind.
+
+    Raises:
+        ConfigError: the workload's state is not ``"rewound"`` (stateless, totals, or not carried yet).
+    """
+    spec = workloads.get(workload)
+    if spec.carry.how != "rewound" or spec.carry.rewind is None:
+        fix = {
+            "stateless": "it keeps no state: the position's startingOffsets are the whole cutover (drop --rewind)",
+            "totals": "its totals are carried instead: --seed-state FILE (drop --rewind)",
+        }.get(spec.carry.how, spec.carry.note)
+        msg = f"--rewind: {spec.name}'s state is {spec.carry.how}; {fix}"
+        raise ConfigError(msg, field="workload", expected="a workload whose state is rewound", actual=spec.carry.how)
+    return spec
+
+
+@dataclass(frozen=True)
+class RewindPlan:
+    """A rewound cutover: where the modern query starts and what its output filter drops (``dmk cutover --rewind``).
+
+    Attributes:
+        spec: the workload.
+        position: the legacy job's position (``(topic, partition)`` → offset).
+        rewind: the workload rule's answer (:class:`kit.workloads.rewind.Rewind`).
+        read_from: ``(topic, partition)`` → the first offset read to compute it.
+    """
+
+    spec: workloads.WorkloadSpec
+    position: dict[tuple[str, int], int]
+    rewind: Rewind
+    read_from: dict[tuple[str, int], int]
+
+    def starting_offsets(self) -> dict[str, dict[str, int]]:
+        """The rewound ``startingOffsets`` (Spark's JSON form)."""
+        result: dict[str, dict[str, int]] = {}
+        for (topic, partition), offset in sorted(self.rewind.starts.items()):
+            result.setdefault(topic, {})[str(partition)] = offset
+        return result
+
+    def starting_offsets_json(self) -> str:
+        """:meth:`starting_offsets` as compact JSON, the Kafka source's ``startingOffsets`` option."""
+        return json.dumps(self.starting_offsets(), separators=(",", ":"))
+
+    def reread(self) -> dict[tuple[str, int], int]:
+        """Records the modern query reads again, per partition (``P - R``)."""
+        return {tp: max(at, 0) - max(self.rewind.starts[tp], 0) for tp, at in sorted(self.position.items())}
+
+    def suppress_json(self) -> dict[str, Any]:
+        """The output filter's file (``--suppress FILE``; read by ``modern.cutover.suppress_emitted``)."""
+        keys = self.rewind.suppress[list(self.spec.key_columns)]
+        return {
+            "workload": self.spec.name,
+            "row_time": self.spec.carry.row_time,
+            "cutoff_ms": self.rewind.cutoff_ms,
+            "key_columns": list(self.spec.key_columns),
+            "keys": [[_plain(v) for v in row] for row in keys.itertuples(index=False)],
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        """The rewind's report (``dmk cutover --rewind --json``)."""
+        reread = self.reread()
+        return {
+            "workload": self.spec.name,
+            "rewound_for": self.rewind.needed,
+            "legacy_watermark_ms": self.rewind.watermark_ms,
+            "legacy_next_watermark_ms": self.rewind.next_watermark_ms,
+            "cutoff_ms": self.rewind.cutoff_ms,
+            "partitions": [
+                {"topic": t, "partition": p, "position": self.position[(t, p)], "start": self.rewind.starts[(t, p)],
+                 "reread": n} for (t, p), n in reread.items()
+            ],
+            "records_reread": sum(reread.values()),
+            "suppressed_keys": len(self.rewind.suppress),
+        }
+
+
+def _plain(value: Any) -> Any:
+    # numpy scalars as JSON's own numbers and strings
+    return value.item() if hasattr(value, "item") else value
+
+
+def _read_events(bootstrap_servers: str, ranges: dict[tuple[str, int], tuple[int, int]]) -> pd.DataFrame:
+    """The valid events of ``ranges`` (``[from, until)`` per partition), parsed as the legacy job parses them."""
+    from kit.events import parse_event
+    from kit.kafka import Kafka
+
+    rows: list[dict[str, Any]] = []
+    with Kafka(bootstrap_servers) as kafka:
+        for (topic, partition), (start, until) in sorted(ranges.items()):
+            for record in kafka.read_range(topic, partition, start, until):
+                event, _ = parse_event(record.value)
+                if event is not None:
+                    rows.append({**event, "topic": topic, "partition": partition, "offset": record.offset})
+    columns = ["event_id", "user", "key", "ad_id", "ad_type", "event_type", "event_time", "topic", "partition",
+               "offset"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _beginnings(bootstrap_servers: str, tps: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    from kit.kafka import Kafka, TopicPartition
+
+    with Kafka(bootstrap_servers) as kafka:
+        found = kafka.beginning_offsets([TopicPartition(t, p) for t, p in tps])
+    return {(tp.topic, tp.partition): offset for tp, offset in found.items()}
+
+
+def plan_rewind(plan: CutoverPlan, workload: str, bootstrap_servers: str | None, *,
+                dataset: Any = None) -> RewindPlan:
+    """The rewound cutover of ``workload`` from ``plan``'s position (``dmk cutover --rewind``).
+
+    Reads the legacy job's outputs and batches (``plan.legacy_output``) and the records it processed (Kafka, from
+    its first batch or the topic's earliest retained offset up to the position), and applies the workload's rule
+    (``spec.carry.rewind``, :mod:`kit.workloads.rewind`). ``dataset``: the replayed dataset's spec, for a rule that
+    reads it (YSB's campaign table); default: the one of the legacy output's ``driver-config.json``, if any.
+
+    Raises:
+        ConfigError: the workload is not rewound (:func:`rewound_spec`), or no legacy outputs or Kafka address.
+        CutoverAmbiguous: the modern query would need records the topic no longer holds.
+    """
+    spec = rewound_spec(workload)
+    if plan.legacy_output is None:
+        msg = ("--rewind reads what the legacy job emitted and where its batches began: pass --legacy-output DIR "
+               "(its outputs in the kit's layout)")
+        raise ConfigError(msg, field="legacy_output", expected="a directory", actual=None)
+    if not bootstrap_servers:
+        msg = "--rewind reads the records the legacy job processed from Kafka: pass --bootstrap-servers HOST:PORT"
+        raise ConfigError(msg, field="bootstrap_servers", expected="host:port", actual=None)
+    out = Path(plan.legacy_output)
+    position = {tp: offset for tp, offset in plan.position.offsets.items()}
+    progress = handover().completed_batches(out)
+    if plan.last_batch_ms is not None and not progress.empty:
+        progress = progress[progress["batch"] <= plan.last_batch_ms]
+    else:
+        progress = progress.iloc[:0]
+    firsts = progress.groupby(["topic", "partition"])["from_offset"].min()
+    first = {(str(t), int(p)): int(o) for (t, p), o in firsts.items()}
+    last = progress.loc[progress["batch"] == plan.last_batch_ms, ["topic", "partition", "from_offset"]]
+    last_from = {(str(t), int(p)): int(o) for t, p, o in last.itertuples(index=False)}
+    processed = [tp for tp, at in position.items() if at > first.get(tp, at)]
+    beginnings = _beginnings(bootstrap_servers, processed) if processed else {}
+    read_from = {tp: max(first[tp], beginnings.get(tp, 0)) for tp in processed}
+    events = _read_events(bootstrap_servers, {tp: (read_from[tp], position[tp]) for tp in processed})
+    emitted = read_batches(out / spec.name)
+    if not emitted.empty and plan.last_batch_ms is not None:
+        emitted = emitted[emitted["batch"] <= plan.last_batch_ms]
+    emitted = emitted[list(spec.columns)] if not emitted.empty else pd.DataFrame(columns=list(spec.columns))
+    if dataset is None and (out / "driver-config.json").exists():
+        from kit.engine import DriverConfig
+
+        dataset = DriverConfig.read(out / "driver-config.json").dataset  # a kit run's replayed dataset (YSB's table)
+    rule = spec.carry.rewind
+    assert rule is not None, "rewound_spec returns specs with a rewind rule"
+    rewind = rule(RewindInput(events, emitted.reset_index(drop=True), position, last_from, dataset))
+    lost = {tp: read_from[tp] for tp in processed
+            if read_from[tp] > first[tp] and rewind.starts[tp] <= read_from[tp]}
+    if lost:
+        msg = (
+            f"rewind beyond retention: the modern query needs the records of {spec.name}'s open state from the "
+            f"oldest offsets the topic still holds ({', '.join(f'{t}-{p}: {o}' for (t, p), o in sorted(lost.items()))}"
+            ") and perhaps older ones, which it no longer holds. Cut over at a quieter point (restart the legacy job "
+            "and stop it again), or raise the topic's retention.ms before the next cutover."
+        )
+        raise CutoverAmbiguous(msg, reason="rewind beyond retention")
+    return RewindPlan(spec, position, rewind, read_from)
+
+
+def write_suppress(plan: RewindPlan, target: str | Path) -> Path:
+    """Write the modern query's output filter (:meth:`RewindPlan.suppress_json`) to ``target``; returns its path."""
+    path = Path(target)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(plan.suppress_json(), indent=1) + "\n", encoding="utf-8")
+    return path

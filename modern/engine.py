@@ -67,6 +67,7 @@ class ModernOptions:
             ``"once"``. Default ``"0 seconds"``.
         source_options: extra Kafka source options (``maxOffsetsPerTrigger``...).
         initial_state: job name → Parquet file of the legacy job's last rows (``dmk cutover``).
+        suppress: job name → output filter of a rewound cutover (``dmk cutover --rewind --suppress FILE``).
         connect: a Spark Connect server's URL (``sc://host:port``): the queries run there (:mod:`kit.connect`),
             ``master`` and ``spark_conf`` are the server's own. Default: none, a local session.
 
@@ -77,6 +78,7 @@ class ModernOptions:
     trigger: str = "0 seconds"
     source_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     initial_state: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    suppress: Mapping[str, str] = dataclasses.field(default_factory=dict)
     connect: str | None = None
 
     def __post_init__(self) -> None:
@@ -85,7 +87,7 @@ class ModernOptions:
             raise ConfigError(msg, field="trigger", expected="e.g. '1 second'", actual=self.trigger)
         if self.trigger not in ("availableNow", "once"):
             seconds(self.trigger)  # raises, naming the form it takes
-        for name in ("source_options", "initial_state"):
+        for name in ("source_options", "initial_state", "suppress"):
             if not isinstance(getattr(self, name), Mapping):
                 msg = f"the modern option {name} must be a mapping, got {getattr(self, name)!r}"
                 raise ConfigError(msg, field=name, expected="a mapping", actual=getattr(self, name))
@@ -229,7 +231,7 @@ class ModernEngine:
             config.bootstrap_servers, config.topics, config.out_dir, config.checkpoint_dir, config.require_dataset(),
             config.jobs, trigger=options.trigger,
             source_options={**{f"kafka.{k}": v for k, v in config.kafka_security.items()}, **options.source_options},
-            initial_state=options.initial_state,
+            initial_state=options.initial_state, suppress=options.suppress,
         )
         return ModernRun(spark, run_config).start()
 

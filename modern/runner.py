@@ -9,7 +9,8 @@ Output layout under ``out_dir`` (the same as :mod:`legacy.runner`'s, batch = bat
     progress/idle/<query>.jsonl  the idle triggers Spark reported (no new data, no micro-batch)
 
 A job given an initial state (``ModernRunConfig.initial_state``, written by ``dmk cutover --seed-state``)
-continues the legacy job's totals: :func:`continue_totals`.
+continues the legacy job's totals: :func:`continue_totals`. A job given a filter (``ModernRunConfig.suppress``,
+written by ``dmk cutover --rewind``) drops the rows the legacy job already emitted: :mod:`modern.cutover`.
 
 Each job's query is named ``<job>`` and has its checkpoint in ``<checkpoint_dir>/<job>``, so a restarted
 driver resumes every query where it was. A job query's parse writes the malformed records it meets to the
@@ -69,6 +70,9 @@ class ModernRunConfig:
             none.
         initial_state: job name → a Parquet file of the legacy job's last rows (``dmk cutover --seed-state``),
             which the job's query continues (:func:`continue_totals`). Default: none.
+        suppress: job name → the output filter of a rewound cutover (``dmk cutover --rewind --suppress FILE``),
+            which drops the job's rows the legacy job already emitted (:func:`modern.cutover.suppress_emitted`).
+            Default: none.
     """
 
     __repr__ = redacted_repr  # kafkaParams / source options may hold TLS/SASL secrets
@@ -82,6 +86,7 @@ class ModernRunConfig:
     trigger: str = "0 seconds"
     source_options: Mapping[str, Any] = field(default_factory=dict)
     initial_state: Mapping[str, str] = field(default_factory=dict)
+    suppress: Mapping[str, str] = field(default_factory=dict)
 
 
 class _ProgressLog:
@@ -396,15 +401,20 @@ class ModernRun:
             if job.name in config.initial_state:
                 seed = self.spark.read.parquet(str(config.initial_state[job.name]))
                 frame = continue_totals(frame, seed, job.spec)
+            if job.name in config.suppress:
+                from modern.cutover import suppress_emitted
+
+                frame = suppress_emitted(self.spark, frame, config.suppress[job.name], job.spec)
             writers[job.name] = self._writer(frame, job.name, job.spec.output_mode)
         if not in_parse:
             for name in list(source.used):
                 query = layout.dead_letters(config.out_dir, name).name
                 writers[query] = self._writer(source.dead_letters(name), query, "append")
-        unknown = sorted(set(config.initial_state) - set(writers))
-        if unknown:
-            msg = f"initial_state names {unknown}, which are not jobs of this run; the jobs are {sorted(writers)}"
-            raise ConfigError(msg, field="initial_state", expected=sorted(writers), actual=unknown)
+        for option in ("initial_state", "suppress"):
+            unknown = sorted(set(getattr(config, option)) - set(writers))
+            if unknown:
+                msg = f"{option} names {unknown}, which are not jobs of this run; the jobs are {sorted(writers)}"
+                raise ConfigError(msg, field=option, expected=sorted(writers), actual=unknown)
         from kit.spark import is_connect
 
         self._log = _ProgressLog(Path(config.out_dir), set(writers),

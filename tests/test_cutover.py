@@ -315,7 +315,7 @@ def test_only_totals_are_carried(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="windowed_counts: its state cannot be continued"):
         continue_totals(None, None, workloads.get("windowed_counts"))
     plan = CutoverPlan(_position({0: 5}), legacy_output=str(tmp_path))
-    with pytest.raises(ConfigError, match="dedup's state is not carried"):
+    with pytest.raises(ConfigError, match="dedup's state is rewound"):
         seed_state(plan, "dedup", tmp_path / "seed.parquet")
     write_batch(tmp_path / "running_counts", 1000, pd.DataFrame({"key": ["a", "b"], "count": [1, 2], "last_input_ts": [5, 6]}))
     write_batch(tmp_path / "running_counts", 2000, pd.DataFrame({"key": ["a"], "count": [3], "last_input_ts": [7]}))

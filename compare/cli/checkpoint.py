@@ -6,7 +6,7 @@ import argparse
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from compare.cli.common import BOOTSTRAP_ENV, _add_kafka_security, err_console
 
@@ -55,9 +55,12 @@ def cmd_cutover(args: argparse.Namespace) -> int:
         PositionSource,
         carried_spec,
         plan_cutover,
+        plan_rewind,
         read_position,
+        rewound_spec,
         seed_state,
         write_options,
+        write_suppress,
     )
     from kit.errors import ConfigError
 
@@ -66,6 +69,9 @@ def cmd_cutover(args: argparse.Namespace) -> int:
         raise ConfigError(msg, field="workload", expected="a workload name or package.module:SPEC", actual=None)
     if args.seed_state:
         carried_spec(args.workload)  # refuse before --discard-beyond deletes anything
+    if args.rewind or args.suppress:
+        _check_rewind_args(args)
+        rewound_spec(args.workload)
     source = PositionSource(args.source, args.where, consumer=args.consumer, topics=tuple(args.topic or ()),
                             bootstrap_servers=args.bootstrap_servers)
     if args.source == "checkpoint" and args.master:
@@ -73,17 +79,29 @@ def cmd_cutover(args: argparse.Namespace) -> int:
 
         spark_context("dmk-cutover", args.master)  # the checkpoint is read with Spark's classes
     position = read_position(source, allow_pending=args.allow_pending)
+    # Everything is computed (and refused) before anything is written or discarded.
+    rewound = None
+    if args.rewind:
+        planned = plan_cutover(position, legacy_output=args.legacy_output, discard_beyond=args.discard_beyond,
+                               dry_run=True)
+        rewound = plan_rewind(planned, args.workload, args.bootstrap_servers)
     plan = plan_cutover(position, legacy_output=args.legacy_output, discard_beyond=args.discard_beyond)
     seeded = seed_state(plan, args.workload, args.seed_state) if args.seed_state else None
+    if rewound is not None:
+        write_suppress(rewound, args.suppress)
     if args.write_options:
-        write_options(plan, args.write_options)
+        write_options(rewound or plan, args.write_options)
     if args.json:
         payload = plan.to_json()
         if seeded is not None:
             payload["seed_state"] = {"path": args.seed_state, "keys": seeded}
+        if rewound is not None:
+            payload["position_startingOffsets"] = payload["startingOffsets"]
+            payload["startingOffsets"] = rewound.starting_offsets()
+            payload["rewind"] = {**rewound.to_json(), "suppress_file": args.suppress}
         print(json.dumps(payload, indent=2))
         return 0
-    print(plan.starting_offsets_json())
+    print((rewound or plan).starting_offsets_json())
     err_console.print(f"position read from the {source.describe()}", highlight=False)
     if plan.last_batch_ms is not None:
         err_console.print(f"last legacy batch within it: {plan.last_batch_ms}", highlight=False)
@@ -92,11 +110,43 @@ def cmd_cutover(args: argparse.Namespace) -> int:
                           f"{', '.join(map(str, plan.beyond))}", highlight=False)
     if seeded is not None:
         err_console.print(f"initial state ({seeded} keys) written to {args.seed_state}", highlight=False)
+    if rewound is not None:
+        _print_rewind(rewound.to_json(), args.suppress)
     if args.write_options:
         err_console.print(f"startingOffsets written into {args.write_options}", highlight=False)
     for note in plan.notes:
         err_console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
     return 0
+
+
+def _check_rewind_args(args: argparse.Namespace) -> None:
+    from kit.errors import ConfigError
+
+    needs = {
+        "--rewind": args.rewind, "--workload": args.workload, "--legacy-output": args.legacy_output,
+        "--suppress": args.suppress, "--bootstrap-servers": args.bootstrap_servers,
+    }
+    missing = [flag for flag, given in needs.items() if not given]
+    if missing:
+        msg = (
+            f"a rewound cutover needs {', '.join(missing)}: --rewind --workload W --legacy-output DIR --suppress FILE "
+            "--bootstrap-servers HOST:PORT (it reads what the legacy job emitted and the records it processed, and "
+            "writes the modern query's output filter)"
+        )
+        raise ConfigError(msg, field="rewind", expected=list(needs), actual=missing)
+    if args.seed_state:
+        msg = "--rewind and --seed-state carry state two ways: a workload's state is either totals or rewound"
+        raise ConfigError(msg, field="rewind", expected="one of them", actual="both")
+
+
+def _print_rewind(report: dict[str, Any], suppress: str) -> None:
+    for part in report["partitions"]:
+        err_console.print(f"{part['topic']}-{part['partition']}: starts at {part['start']}, {part['reread']} records "
+                          f"before the position {part['position']} read again", highlight=False)
+    err_console.print(
+        f"rewound for {report['rewound_for']}; legacy watermark {report['legacy_watermark_ms']} (next "
+        f"{report['legacy_next_watermark_ms']}); the filter in {suppress} drops rows at or before "
+        f"{report['cutoff_ms']} and {report['suppressed_keys']} key(s) the legacy job emitted", highlight=False)
 
 
 def add_checkpoint(commands: Commands) -> None:
@@ -143,7 +193,12 @@ def add_cutover(commands: Commands) -> None:
                      "Kafka source options")
     cut.add_argument("--seed-state", metavar="FILE", help="write the legacy job's last totals (Parquet) for the "
                      "modern query to continue (workloads whose state is totals)")
-    cut.add_argument("--workload", help="the workload of --seed-state (name or package.module:SPEC)")
+    cut.add_argument("--workload", help="the workload of --seed-state or --rewind (name or package.module:SPEC)")
+    cut.add_argument("--rewind", action="store_true", help="workloads whose state is rewound (windows, seen ids): "
+                     "start the modern query early enough to rebuild its state, and write the filter dropping "
+                     "what the legacy job already emitted (--suppress)")
+    cut.add_argument("--suppress", metavar="FILE", help="--rewind: where to write the modern query's output filter "
+                     "(JSON; ModernOptions.suppress)")
     cut.add_argument("--json", action="store_true", help="print the whole plan as JSON")
     cut.add_argument("--master",
                      help="checkpoint: Spark master to read it with (default $DMK_SPARK_MASTER or local[2])")

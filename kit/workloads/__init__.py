@@ -32,7 +32,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -40,6 +40,9 @@ import pandas as pd
 from kit.dataset import DatasetSpec
 from kit.errors import ConfigError
 from kit.workloads._contract import FIELDS, read_record
+
+if TYPE_CHECKING:
+    from kit.workloads.rewind import Rewind, RewindInput
 
 __all__ = [
     "NAMES",
@@ -110,15 +113,22 @@ class StateCarry:
     Attributes:
         how: ``"stateless"`` (nothing to carry: the starting offsets are the whole cutover), ``"totals"``
             (the modern query continues the legacy job's totals: :attr:`sum_columns` of the legacy job's last
-            row per key are added to the modern query's, ``last_input_ts`` is their maximum), or
+            row per key are added to the modern query's, ``last_input_ts`` is their maximum), ``"rewound"``
+            (``dmk cutover --rewind``: the modern query starts earlier, at the offsets :attr:`rewind` computes,
+            and a filter drops its rows the legacy job already emitted: :mod:`kit.workloads.rewind`), or
             ``"not carried"`` (see :attr:`note`).
         sum_columns: the value columns that are totals (``"totals"`` only).
         note: for the docs and the cutover's refusal: what happens to the state, what to do instead.
+        row_time: ``"rewound"`` only: an output row's event time, as an expression over the output columns that
+            both Spark SQL and :meth:`pandas.DataFrame.eval` read (``"window_start + 10000"``: a window's end).
+        rewind: ``"rewound"`` only: ``rewind(RewindInput) -> Rewind``, the workload's rule.
     """
 
-    how: Literal["stateless", "totals", "not carried"]
+    how: Literal["stateless", "totals", "rewound", "not carried"]
     sum_columns: tuple[str, ...] = ()
     note: str = ""
+    row_time: str = ""
+    rewind: Callable[[RewindInput], Rewind] | None = field(default=None, repr=False)
 
 
 NOT_CARRIED = StateCarry(

@@ -27,9 +27,10 @@ from __future__ import annotations
 import pandas as pd
 
 from kit.dataset import DatasetSpec
-from kit.workloads import OracleResult, Variant, WorkloadSpec, parse_dataset, sorted_rows
+from kit.workloads import OracleResult, StateCarry, Variant, WorkloadSpec, parse_dataset, sorted_rows
+from kit.workloads.rewind import Rewind, RewindInput, rewind_seen_ids
 
-__all__ = ["SPEC", "WATERMARK_DELAY_MS", "oracle"]
+__all__ = ["SPEC", "WATERMARK_DELAY_MS", "oracle", "rewind"]
 
 WATERMARK_DELAY_MS = 5_000
 """The allowed lateness: ``SPEC.watermark_delay_ms`` as an int (the field is None for workloads without event time)."""
@@ -43,6 +44,14 @@ def oracle(frame: pd.DataFrame, dataset: DatasetSpec) -> OracleResult:
     return OracleResult(sorted_rows(SPEC, first), rejects, events.loc[late, ["seq"]].reset_index(drop=True))
 
 
+def rewind(inp: RewindInput) -> Rewind:
+    """``dmk cutover --rewind``: start at the oldest event past the legacy job's next watermark.
+
+    :func:`kit.workloads.rewind.rewind_seen_ids`: older ones can only recur too late.
+    """
+    return rewind_seen_ids(inp.events, inp, delay_ms=WATERMARK_DELAY_MS, id_column="event_id")
+
+
 SPEC = WorkloadSpec(
     name="dedup",
     summary="drop duplicate event_ids within the watermark (keyed state with expiry vs dropDuplicatesWithinWatermark)",
@@ -53,6 +62,11 @@ SPEC = WorkloadSpec(
     granularity="one row per distinct event_id",
     watermark_delay_ms=WATERMARK_DELAY_MS,
     oracle=oracle,
+    carry=StateCarry(
+        "rewound", row_time="event_time", rewind=rewind,
+        note="the ids seen are in no output row: dmk cutover --rewind starts the modern query at the oldest event "
+        "past the legacy watermark, so that it sees those ids again, and drops the rows the legacy job emitted",
+    ),
     modern=(
         Variant("default", "build", note="withWatermark + dropDuplicatesWithinWatermark(['event_id'])"),
         Variant(

@@ -27,9 +27,11 @@ from __future__ import annotations
 import pandas as pd
 
 from kit.dataset import DatasetSpec
-from kit.workloads import OracleResult, Variant, WorkloadSpec, parse_dataset, sorted_rows
+from kit.errors import ConfigError
+from kit.workloads import OracleResult, StateCarry, Variant, WorkloadSpec, parse_dataset, sorted_rows
+from kit.workloads.rewind import Rewind, RewindInput, rewind_sessions
 
-__all__ = ["SPEC", "WATERMARK_DELAY_MS", "oracle"]
+__all__ = ["SPEC", "WATERMARK_DELAY_MS", "oracle", "rewind"]
 
 WATERMARK_DELAY_MS = 5_000
 """The allowed lateness: ``SPEC.watermark_delay_ms`` as an int (the field is None for workloads without event time)."""
@@ -56,6 +58,22 @@ def oracle(frame: pd.DataFrame, dataset: DatasetSpec) -> OracleResult:
     return OracleResult(sorted_rows(SPEC, closed), rejects, events.loc[late, ["seq"]].reset_index(drop=True))
 
 
+def rewind(inp: RewindInput) -> Rewind:
+    """``dmk cutover --rewind``: start at the oldest record of a session still open at the legacy watermark.
+
+    :func:`kit.workloads.rewind.rewind_sessions` with the dataset's session gap.
+
+    Raises:
+        ConfigError: no dataset spec (the session gap is the dataset's).
+    """
+    if inp.dataset is None:
+        msg = ("sessions' rewind needs the session gap, a setting of the replayed dataset: the legacy output's "
+               "driver-config.json names the dataset")
+        raise ConfigError(msg, field="dataset", expected="the replayed dataset's spec", actual=None)
+    return rewind_sessions(inp.events, inp, gap_ms=inp.dataset.session_gap_ms, delay_ms=WATERMARK_DELAY_MS,
+                           key_columns=SPEC.key_columns)
+
+
 SPEC = WorkloadSpec(
     name="sessions",
     summary="per-user event-time sessions, 30 s gap (event_time_operator vs session_window)",
@@ -69,6 +87,11 @@ SPEC = WorkloadSpec(
     horizon=lambda dataset: (
         dataset.session_gap_ms + WATERMARK_DELAY_MS,
         f"the {dataset.session_gap_ms / 1000:g} s session gap and the 5 s watermark delay",
+    ),
+    carry=StateCarry(
+        "rewound", row_time="session_end", rewind=rewind,
+        note="open sessions are in no output row: dmk cutover --rewind starts the modern query at the oldest record "
+        "of a session the legacy watermark had not closed and drops the sessions the legacy job emitted",
     ),
     modern=(
         Variant("default", "build", note="groupBy(user, session_window(event_time, gap)).count(), append mode"),

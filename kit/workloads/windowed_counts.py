@@ -28,15 +28,29 @@ from __future__ import annotations
 import pandas as pd
 
 from kit.dataset import DatasetSpec
-from kit.workloads import OracleResult, Variant, WorkloadSpec, parse_dataset, sorted_rows, window_starts
+from kit.workloads import (
+    OracleResult,
+    StateCarry,
+    Variant,
+    WorkloadSpec,
+    parse_dataset,
+    sorted_rows,
+    window_starts,
+)
+from kit.workloads.rewind import Rewind, RewindInput, rewind_windows
 
-__all__ = ["SPEC", "WATERMARK_DELAY_MS", "WINDOWS", "late_detail", "oracle"]
+__all__ = ["ROW_TIME", "SPEC", "WATERMARK_DELAY_MS", "WINDOWS", "late_detail", "oracle", "rewind"]
 
 WINDOWS: tuple[tuple[str, int, int], ...] = (("tumbling", 10_000, 10_000), ("sliding", 10_000, 5_000))
 """``(window_kind, size_ms, slide_ms)`` of every window kind the workload counts in."""
 
 WATERMARK_DELAY_MS = 5_000
 """The allowed lateness: ``SPEC.watermark_delay_ms`` as an int (the field is None for workloads without event time)."""
+
+
+assert len({size for _, size, _ in WINDOWS}) == 1, "ROW_TIME assumes one window size"
+ROW_TIME = f"window_start + {WINDOWS[0][1]}"
+"""An output row's event time for a rewound cutover: its window's end (both kinds are 10 s long)."""
 
 
 def late_detail(kind: str, window_start: int) -> str:
@@ -73,6 +87,16 @@ def oracle(frame: pd.DataFrame, dataset: DatasetSpec) -> OracleResult:
     return OracleResult(sorted_rows(SPEC, rows), rejects, late_dropped.reset_index(drop=True))
 
 
+def rewind(inp: RewindInput) -> Rewind:
+    """``dmk cutover --rewind``: start at the oldest record of a window still open at the legacy watermark.
+
+    :func:`kit.workloads.rewind.rewind_windows` over every valid event (all of them move the watermark).
+    """
+    return rewind_windows(inp.events, inp, windows=WINDOWS, delay_ms=WATERMARK_DELAY_MS,
+                          window_end=inp.emitted.eval(ROW_TIME) if len(inp.emitted) else pd.Series(dtype="int64"),
+                          key_columns=SPEC.key_columns)
+
+
 SPEC = WorkloadSpec(
     name="windowed_counts",
     summary="count per key in 10 s tumbling and 10 s/5 s sliding event-time windows, 5 s allowed lateness",
@@ -84,6 +108,11 @@ SPEC = WorkloadSpec(
     watermark_delay_ms=WATERMARK_DELAY_MS,
     oracle=oracle,
     horizon=lambda dataset: (10_000 + WATERMARK_DELAY_MS, "a 10 s window and the 5 s watermark delay"),
+    carry=StateCarry(
+        "rewound", row_time=ROW_TIME, rewind=rewind,
+        note="open windows are in no output row: dmk cutover --rewind starts the modern query at the oldest record "
+        "of a window the legacy watermark had not closed and drops the windows the legacy job emitted",
+    ),
     legacy=(
         Variant("default", "build"),
         Variant(

@@ -25,15 +25,21 @@ import numpy as np
 import pandas as pd
 
 from kit.dataset import DatasetSpec, ad_campaigns
-from kit.workloads import OracleResult, WorkloadSpec, parse_dataset, sorted_rows
+from kit.errors import ConfigError
+from kit.workloads import OracleResult, StateCarry, WorkloadSpec, parse_dataset, sorted_rows
+from kit.workloads.rewind import Rewind, RewindInput, rewind_windows
 
-__all__ = ["SPEC", "WATERMARK_DELAY_MS", "WINDOW_MS", "oracle"]
+__all__ = ["ROW_TIME", "SPEC", "WATERMARK_DELAY_MS", "WINDOW_MS", "oracle", "rewind"]
 
 WINDOW_MS = 10_000
 """Size of the tumbling event-time windows."""
 
 WATERMARK_DELAY_MS = 5_000
 """The allowed lateness: ``SPEC.watermark_delay_ms`` as an int (the field is None for workloads without event time)."""
+
+
+ROW_TIME = f"window_start + {WINDOW_MS}"
+"""An output row's event time for a rewound cutover: its window's end."""
 
 
 def oracle(frame: pd.DataFrame, dataset: DatasetSpec) -> OracleResult:
@@ -56,6 +62,26 @@ def oracle(frame: pd.DataFrame, dataset: DatasetSpec) -> OracleResult:
     return OracleResult(sorted_rows(SPEC, rows), rejects, late_dropped)
 
 
+def rewind(inp: RewindInput) -> Rewind:
+    """``dmk cutover --rewind``: start at the oldest joined view of a window still open at the legacy watermark.
+
+    :func:`kit.workloads.rewind.rewind_windows` over the views with a campaign: they alone are counted and move
+    the watermark (the filter and the join come before it).
+
+    Raises:
+        ConfigError: no dataset spec, whose campaign table the join reads.
+    """
+    if inp.dataset is None:
+        msg = ("ysb's rewind joins the views to their campaigns, a table of the replayed dataset: the legacy output's "
+               "driver-config.json names the dataset")
+        raise ConfigError(msg, field="dataset", expected="the replayed dataset's spec", actual=None)
+    events = inp.events
+    views = events[(events["event_type"] == "view") & events["ad_id"].isin(set(ad_campaigns(inp.dataset)))]
+    return rewind_windows(views, inp, windows=(("tumbling", WINDOW_MS, WINDOW_MS),), delay_ms=WATERMARK_DELAY_MS,
+                          window_end=inp.emitted.eval(ROW_TIME) if len(inp.emitted) else pd.Series(dtype="int64"),
+                          key_columns=SPEC.key_columns)
+
+
 SPEC = WorkloadSpec(
     name="ysb",
     summary="Yahoo Streaming Benchmark: views joined to campaigns, counted per campaign per 10 s window",
@@ -67,4 +93,9 @@ SPEC = WorkloadSpec(
     watermark_delay_ms=WATERMARK_DELAY_MS,
     oracle=oracle,
     horizon=lambda dataset: (WINDOW_MS + WATERMARK_DELAY_MS, "a 10 s window and the 5 s watermark delay"),
+    carry=StateCarry(
+        "rewound", row_time=ROW_TIME, rewind=rewind,
+        note="open windows are in no output row: dmk cutover --rewind starts the modern query at the oldest joined "
+        "view of a window the legacy watermark had not closed and drops the windows the legacy job emitted",
+    ),
 )

@@ -1,0 +1,234 @@
+"""Rewinding a cutover: where the modern query starts again, and which of its rows the legacy job already emitted.
+
+A workload whose state cannot be seeded (open windows, seen ids: ``StateCarry("rewound", ...)``) is cut over
+by re-reading. The legacy job processed every record below its position ``P`` and emitted its rows; the
+modern query starts at ``R <= P`` per partition, rebuilds the state it needs from the records in ``[R, P)``,
+and its output goes through a filter (``modern.cutover.suppress_emitted``) that drops
+
+- every row whose *row time* (:attr:`kit.workloads.StateCarry.row_time`: a window's end, an event's time) is
+  at or before :attr:`Rewind.cutoff_ms`, where the legacy job's outputs are complete; and
+- every row whose key is in :attr:`Rewind.suppress`: rows past the cutoff the legacy job emitted already.
+
+A workload's rule (:attr:`kit.workloads.StateCarry.rewind`) reads what the legacy job left
+(:class:`RewindInput`) and returns the :class:`Rewind`; ``dmk cutover --rewind`` reads the records from Kafka,
+writes the starting offsets and the filter's file. The rules here are the two kinds of state:
+:func:`rewind_windows` (open event-time windows) and :func:`rewind_seen_ids` (ids remembered within the
+watermark). ``tests/test_cutover_rewind.py`` holds them to the oracles at many kill points.
+
+Two watermarks matter, both the legacy job's own (:func:`legacy.workloads.event_time_operator`: a batch works
+with the largest event time of the batches before it, minus the delay):
+
+- :attr:`Rewind.watermark_ms`, the one its last batch within the position used: it emitted every window that
+  watermark closed, and dropped as late only records for windows it had closed;
+- :attr:`Rewind.next_watermark_ms`, the one its next batch would have used (largest event time below ``P``
+  minus the delay): every record at or after ``P`` is judged against at least that.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from kit.errors import ConfigError
+
+if TYPE_CHECKING:
+    from kit.dataset import DatasetSpec
+
+__all__ = ["NO_WATERMARK", "Rewind", "RewindInput", "earliest_offsets", "rewind_seen_ids", "rewind_sessions",
+           "rewind_windows", "watermark_below"]
+
+NO_WATERMARK = -(2**62)
+"""The watermark before any event: earlier than every event time (the legacy engine's value)."""
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class RewindInput:
+    """What the legacy job left, as a workload's rewind rule reads it.
+
+    Attributes:
+        events: the valid events the legacy job processed (offset below the position), parsed as the legacy job
+            parses them (:func:`kit.events.parse_event`): the event fields (``event_time`` in ms) plus ``topic``,
+            ``partition`` and ``offset``. Records the topic no longer holds are missing (see ``retained_from``).
+        emitted: the legacy job's output rows within the position (the spec's columns; any order).
+        position: ``(topic, partition)`` → the next offset the legacy job would have read.
+        last_batch_from: ``(topic, partition)`` → where the legacy job's last batch within the position began (its
+            watermark came from the records below); partitions absent: the position.
+        dataset: the replayed dataset's spec (YSB's campaign table), if known.
+    """
+
+    events: pd.DataFrame
+    emitted: pd.DataFrame
+    position: dict[TopicPartition, int]
+    last_batch_from: dict[TopicPartition, int] = field(default_factory=dict)
+    dataset: DatasetSpec | None = None
+
+
+@dataclass(frozen=True)
+class Rewind:
+    """Where the modern query starts and what its output filter drops.
+
+    Attributes:
+        starts: ``(topic, partition)`` → the offset the modern query starts at (``<=`` the position), for every
+            partition of the position.
+        suppress: the key columns of the legacy rows the modern query will produce again past the cutoff.
+        cutoff_ms: modern rows whose row time is at or before it are dropped: the legacy job's output is complete
+            there.
+        watermark_ms: the legacy watermark of its last batch within the position.
+        next_watermark_ms: the legacy watermark its next batch would have used.
+        needed: what the re-read records are needed for, in words (for the report).
+    """
+
+    starts: dict[TopicPartition, int]
+    suppress: pd.DataFrame
+    cutoff_ms: int
+    watermark_ms: int
+    next_watermark_ms: int
+    needed: str = ""
+
+
+def _below(events: pd.DataFrame, bounds: dict[TopicPartition, int]) -> np.ndarray:
+    """Which ``events`` lie below ``bounds`` (an offset per partition; a partition absent: all of it)."""
+    ends = [bounds.get((t, int(p)), np.iinfo(np.int64).max)
+            for t, p in zip(events["topic"], events["partition"], strict=True)]
+    below: np.ndarray = events["offset"].to_numpy(dtype=np.int64) < np.array(ends, dtype=np.int64)
+    return below
+
+
+def watermark_below(events: pd.DataFrame, bounds: dict[TopicPartition, int], delay_ms: int) -> int:
+    """The legacy watermark of a batch starting at ``bounds``: the largest event time below them, minus the delay.
+
+    :data:`NO_WATERMARK` when no event lies below (the legacy engine's value before any event).
+    """
+    if events.empty:
+        return NO_WATERMARK
+    below = _below(events, bounds)
+    if not below.any():
+        return NO_WATERMARK
+    return int(events["event_time"].to_numpy(dtype=np.int64)[below].max()) - delay_ms
+
+
+def earliest_offsets(needed: pd.DataFrame, position: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
+    """Per partition of ``position``: the smallest offset of the ``needed`` events, else the position itself."""
+    starts = dict(position)
+    if not needed.empty:
+        for (topic, partition), offset in needed.groupby(["topic", "partition"])["offset"].min().items():
+            tp = (str(topic), int(partition))
+            starts[tp] = min(starts.get(tp, int(offset)), int(offset))
+    return starts
+
+
+def _newest_window_end(times: np.ndarray, windows: tuple[tuple[str, int, int], ...]) -> np.ndarray:
+    # The newest window [start, start + size) holding t starts at t - t % slide: the latest end of any window of t.
+    ends: np.ndarray = np.max([times - times % slide + size for _, size, slide in windows], axis=0)
+    return ends
+
+
+def rewind_windows(
+    events: pd.DataFrame,
+    inp: RewindInput,
+    *,
+    windows: tuple[tuple[str, int, int], ...],
+    delay_ms: int,
+    window_end: pd.Series,
+    key_columns: tuple[str, ...],
+) -> Rewind:
+    """The rewind of an event-time window aggregation emitted on close (append mode).
+
+    ``events`` are the events the aggregation (and its watermark) sees (for YSB: the views with a campaign);
+    ``window_end`` is the end of each of ``inp.emitted``'s windows.
+
+    The legacy job's last batch emitted every window its watermark ``W`` had closed, and a record was dropped from
+    a window only when that window had closed by ``W`` at the latest. So the legacy output is complete for every
+    window ending at or before ``W`` (the cutoff), and the modern query must count every record of every window
+    ending after it: it starts at the oldest record falling in such a window. A record of ``[R, P)`` the legacy
+    job dropped as late only counted for windows at or before the cutoff, which the filter drops, so the modern
+    query, starting without a watermark, accepting it changes no row that is kept.
+
+    Raises:
+        ConfigError: a legacy row for a window its watermark had not closed (the outputs are not from a job that
+            emits windows on close with this delay).
+    """
+    watermark = watermark_below(events, inp.last_batch_from or inp.position, delay_ms)
+    next_watermark = watermark_below(events, inp.position, delay_ms)
+    ends = window_end.to_numpy(dtype=np.int64)
+    if len(ends) and int(ends.max()) > watermark:
+        msg = (
+            f"the legacy output holds a window ending at {int(ends.max())}, after the watermark of its last batch "
+            f"({watermark}): it is not the output of a job emitting windows when its watermark passes their end with "
+            f"a {delay_ms} ms delay, or the position is not the one these outputs were written at"
+        )
+        raise ConfigError(msg, field="legacy_output", expected="windows emitted on close", actual=int(ends.max()))
+    times = events["event_time"].to_numpy(dtype=np.int64)
+    still_open = _newest_window_end(times, windows) > watermark if len(times) else np.zeros(0, bool)
+    reread = events[still_open]
+    starts = earliest_offsets(reread, inp.position)
+    # The emitted windows the records read again (any from R on) may fall in: the modern query produces them
+    # again, partially.
+    read_again = events[~_below(events, starts)]
+    oldest = int(read_again["event_time"].min()) if len(read_again) else np.iinfo(np.int64).max
+    again = inp.emitted[ends > oldest] if len(ends) else inp.emitted
+    suppress = again[list(key_columns)].drop_duplicates().reset_index(drop=True)
+    return Rewind(starts, suppress, watermark, watermark, next_watermark,
+                  needed="the records of the windows still open at the legacy watermark")
+
+
+def rewind_seen_ids(events: pd.DataFrame, inp: RewindInput, *, delay_ms: int, id_column: str) -> Rewind:
+    """The rewind of a deduplication within the watermark (append mode, each id's first delivery emitted at once).
+
+    Every record at or after the position is judged against at least the legacy job's next watermark ``W'``; one
+    with an event time at or before it is too late. So the filter drops every modern row with an event time at or
+    before ``W'`` (the cutoff), and the ids that matter are those of events after ``W'``: the modern query starts
+    at the oldest of them so that its own state holds them again (a re-delivery after ``P`` is dropped), and the
+    ones the legacy job emitted are suppressed (the modern query emits them again from ``[R, P)``).
+    """
+    watermark = watermark_below(events, inp.last_batch_from or inp.position, delay_ms)
+    next_watermark = watermark_below(events, inp.position, delay_ms)
+    remembered = events[events["event_time"].to_numpy(dtype=np.int64) > next_watermark]
+    starts = earliest_offsets(remembered, inp.position)
+    emitted = inp.emitted
+    again = emitted[emitted["event_time"].to_numpy(dtype=np.int64) > next_watermark] if len(emitted) else emitted
+    suppress = again[[id_column]].drop_duplicates().reset_index(drop=True)
+    return Rewind(starts, suppress, next_watermark, watermark, next_watermark,
+                  needed="the ids seen after the legacy job's next watermark (re-deliveries are still possible)")
+
+
+def rewind_sessions(events: pd.DataFrame, inp: RewindInput, *, gap_ms: int, delay_ms: int,
+                    key_columns: tuple[str, ...]) -> Rewind:
+    """The rewind of per-user event-time sessions emitted on close (append mode, ``session_end`` a row time).
+
+    Rows are ``user, session_start, session_end, ...``, ``session_end`` the session's last event plus the gap.
+
+    The legacy job emitted every session its last batch's watermark ``W`` had passed the end of, and a record is
+    dropped only when ``t + gap <= W`` (it could only open a session already closed). The events before the
+    position, sessionized per user (a new session after a silence longer than the gap), give the sessions still
+    open at ``W``: the modern query starts at the oldest of their records, and drops every session ending at or
+    before ``W`` (a closed session's records read again only form part of it, which ends where it ended).
+    """
+    watermark = watermark_below(events, inp.last_batch_from or inp.position, delay_ms)
+    next_watermark = watermark_below(events, inp.position, delay_ms)
+    ordered = events.sort_values(["user", "event_time"], kind="stable")
+    silence = ordered.groupby("user")["event_time"].diff()
+    session = (silence.isna() | (silence > gap_ms)).cumsum()
+    ends = ordered.groupby(session)["event_time"].transform("max") + gap_ms
+    reread = ordered[ends.to_numpy(dtype=np.int64) > watermark]
+    starts = earliest_offsets(reread, inp.position)
+    emitted_ends = inp.emitted["session_end"].to_numpy(dtype=np.int64) if len(inp.emitted) else np.zeros(0, np.int64)
+    if len(emitted_ends) and int(emitted_ends.max()) > watermark:
+        msg = (
+            f"the legacy output holds a session ending at {int(emitted_ends.max())}, after the watermark of its last "
+            f"batch ({watermark}): not a job emitting sessions on close with a {delay_ms} ms delay, or not the "
+            "position these outputs were written at"
+        )
+        raise ConfigError(msg, field="legacy_output", expected="sessions emitted on close",
+                          actual=int(emitted_ends.max()))
+    read_again = events[~_below(events, starts)]
+    oldest = int(read_again["event_time"].min()) if len(read_again) else np.iinfo(np.int64).max
+    again = inp.emitted[emitted_ends > oldest] if len(emitted_ends) else inp.emitted
+    suppress = again[list(key_columns)].drop_duplicates().reset_index(drop=True)
+    return Rewind(starts, suppress, watermark, watermark, next_watermark,
+                  needed="the records of the sessions still open at the legacy watermark")
