@@ -61,6 +61,7 @@ __all__ = [
     "KINDS",
     "PROFILES",
     "DatasetSpec",
+    "LatenessBands",
     "ad_campaigns",
     "check_labels",
     "generate",
@@ -179,8 +180,36 @@ _INT_MINIMUMS = {
 _FRACTIONS = ("late_fraction", "too_late_fraction", "duplicate_fraction", "malformed_fraction")
 
 
+class LatenessBands:
+    """The lateness bands of a spec with ``allowed_lateness_ms``, ``lateness_margin_ms`` and ``window_ms``.
+
+    A ``late`` record is at most :attr:`late_max_ms` behind the newest event before it, a ``too_late`` one between
+    :attr:`too_late_min_ms` and :attr:`too_late_max_ms`: each a margin away from the allowed lateness, so every
+    engine's watermark and the oracle's decide them alike (:class:`DatasetSpec`, :class:`kit.nexmark.NexmarkSpec`).
+    """
+
+    allowed_lateness_ms: int
+    lateness_margin_ms: int
+    window_ms: int
+
+    @property
+    def late_max_ms(self) -> int:
+        """Largest lateness of a ``late`` (and of a ``duplicate``) record: allowed lateness minus margin."""
+        return self.allowed_lateness_ms - self.lateness_margin_ms
+
+    @property
+    def too_late_min_ms(self) -> int:
+        """Smallest lateness of a ``too_late`` record: allowed lateness plus margin plus ``window_ms``."""
+        return self.allowed_lateness_ms + self.lateness_margin_ms + self.window_ms
+
+    @property
+    def too_late_max_ms(self) -> int:
+        """Largest lateness of a ``too_late`` record: :attr:`too_late_min_ms` plus a fixed 5 s spread."""
+        return self.too_late_min_ms + _TOO_LATE_SPREAD_MS
+
+
 @dataclass(frozen=True)
-class DatasetSpec:
+class DatasetSpec(LatenessBands):
     """Everything that determines a dataset; validated on construction.
 
     Errors are :class:`~kit.errors.ConfigError` with attributes ``field``, ``expected`` and ``actual``.
@@ -411,21 +440,6 @@ class DatasetSpec:
     def boundary_minimum(self) -> int:
         """The smallest non-zero :attr:`boundary_records`: two lead-ins and the fixed probes."""
         return 2 * self.boundary_lead_in + _BOUNDARY_FIXED
-
-    @property
-    def late_max_ms(self) -> int:
-        """Largest lateness of a ``late`` (and of a ``duplicate``) record: allowed lateness minus margin."""
-        return self.allowed_lateness_ms - self.lateness_margin_ms
-
-    @property
-    def too_late_min_ms(self) -> int:
-        """Smallest lateness of a ``too_late`` record: allowed lateness plus margin plus ``window_ms``."""
-        return self.allowed_lateness_ms + self.lateness_margin_ms + self.window_ms
-
-    @property
-    def too_late_max_ms(self) -> int:
-        """Largest lateness of a ``too_late`` record: :attr:`too_late_min_ms` plus a fixed 5 s spread."""
-        return self.too_late_min_ms + _TOO_LATE_SPREAD_MS
 
     def kind_counts(self) -> dict[str, int]:
         """Exact number of rows of each kind in :func:`generate`'s output.

@@ -42,7 +42,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kit.dataset import KINDS, _frame, _lateness, _round_count, write_files
+from kit.dataset import KINDS, LatenessBands, _frame, _lateness, _round_count, write_files
 from kit.errors import ConfigError, DatasetError
 from kit.events import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, REJECT_REASONS
 from kit.kafka import key_partition
@@ -102,7 +102,6 @@ _LAST_NAMES = ("Shultz", "Abrams", "Spencer", "White", "Bartels", "Walton", "Smi
 
 # Beam's NexmarkUtils.BASE_TIME, 2015-07-15T00:00:00Z: event times are relative to it, not to the wall clock.
 _BASE_TIME_MS = 1_436_918_400_000
-_TOO_LATE_SPREAD_MS = 5_000
 
 NEXMARK_PROFILES: MappingProxyType[str, MappingProxyType[str, float]] = MappingProxyType(
     {
@@ -150,7 +149,7 @@ _FRACTIONS = ("late_fraction", "too_late_fraction", "malformed_fraction")
 
 
 @dataclass(frozen=True)
-class NexmarkSpec:
+class NexmarkSpec(LatenessBands):
     """Everything that determines a Nexmark dataset; validated on construction.
 
     The generator settings carry the names and defaults of Beam's ``NexmarkConfiguration`` (snake_case), for one
@@ -279,16 +278,6 @@ class NexmarkSpec:
                 field=unknown[0], expected=tuple(valid), actual=tuple(unknown),
             )
         return cls(**{**NEXMARK_PROFILES[name], **overrides})
-
-    @property
-    def late_max_ms(self) -> int:
-        """Largest lateness of a ``late`` record: allowed lateness minus margin."""
-        return self.allowed_lateness_ms - self.lateness_margin_ms
-
-    @property
-    def too_late_min_ms(self) -> int:
-        """Smallest lateness of a ``too_late`` record: allowed lateness plus margin plus ``window_ms``."""
-        return self.allowed_lateness_ms + self.lateness_margin_ms + self.window_ms
 
     @property
     def inter_event_delays_us(self) -> tuple[int, ...]:
@@ -599,7 +588,7 @@ def _disorder(spec: NexmarkSpec, times: np.ndarray) -> tuple[np.ndarray, np.ndar
         return np.arange(n), intended
     rng = _rng(spec.seed, "disorder")
     end = int(times.max())
-    too_max = spec.too_late_min_ms + _TOO_LATE_SPREAD_MS
+    too_max = spec.too_late_max_ms
     eligible_too = np.flatnonzero(times + too_max < end)
     if len(eligible_too) < n_too:
         raise _too_short(spec, "too_late_fraction", n_too)
