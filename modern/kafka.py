@@ -53,7 +53,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
 
-from kit.errors import OffsetOutOfRange
+from kit.errors import OffsetOutOfRange, UnknownTopic
 from kit.kafka import Kafka, TopicPartition, librdkafka_only
 from modern._options import EARLIEST, LATEST, OffsetSpec, SinkSettings, SourceSettings
 from modern.errors import KafkaDataLoss, KafkaOptionError, KafkaSinkError
@@ -151,7 +151,13 @@ class _Offsets:
         else:
             pattern = re.compile(s.pattern or "")
             topics = sorted(t for t in existing if pattern.fullmatch(t) and not t.startswith("__"))
-        return [tp for topic in topics for tp in self.kafka.topic_partitions(topic)]
+        found = []
+        for topic in topics:
+            try:
+                found += self.kafka.topic_partitions(topic)
+            except UnknownTopic:  # deleted (or not created yet) since the listing: it has no partitions now
+                continue
+        return found
 
     def latest(self, tps: Sequence[TopicPartition], start: Offsets | None = None) -> Offsets:
         """The end offsets of ``tps``.

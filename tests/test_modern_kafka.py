@@ -626,3 +626,25 @@ def test_the_kafka_sink_in_every_output_mode(spark, bootstrap_servers, kafka, to
         assert (first, second) == ([("a", "1"), ("a", "1"), ("b", "1")], [("a", "1"), ("c", "1")])
     with pytest.raises(KafkaOptionError, match="Option 'kafka.bootstrap.servers' must be specified"):
         kafka_batch_sink(topic=out)
+
+
+def test_a_pattern_topic_deleted_between_listing_and_describing_has_no_partitions() -> None:
+    """The broker's topic list can still name a topic a describe no longer finds (deleted, or not ready yet): the
+    pattern selects nothing of it, as Spark's consumer does, instead of failing the query's latestOffset."""
+    from kit.errors import UnknownTopic
+    from kit.kafka import TopicPartition
+    from modern.kafka import SourceSettings, _Offsets
+
+    class Cluster:
+        def topics(self) -> list[str]:
+            return ["app_a", "app_gone", "other"]
+
+        def topic_partitions(self, topic: str) -> list[TopicPartition]:
+            if topic == "app_gone":
+                raise UnknownTopic(topic, "b:9092")
+            return [TopicPartition(topic, 0), TopicPartition(topic, 1)]
+
+    offsets = _Offsets(SourceSettings.from_options({"kafka.bootstrap.servers": "b:9092", "subscribePattern": "app_.*"},
+                                                   streaming=True))
+    offsets._kafka = Cluster()  # type: ignore[assignment]
+    assert offsets.partitions() == [TopicPartition("app_a", 0), TopicPartition("app_a", 1)]
