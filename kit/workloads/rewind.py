@@ -128,6 +128,34 @@ def _newest_window_end(times: np.ndarray, windows: tuple[tuple[str, int, int], .
     return ends
 
 
+def _closed_by(ends: np.ndarray, watermark: int, what: str, delay_ms: int) -> None:
+    """Refuse legacy rows (``what``: window, session) ending after the watermark of the job's last batch.
+
+    Raises:
+        ConfigError: such a row: the outputs are not those of a job emitting on close with this delay, or not
+            written at this position.
+    """
+    if len(ends) and int(ends.max()) > watermark:
+        msg = (
+            f"the legacy output holds a {what} ending at {int(ends.max())}, after the watermark of its last batch "
+            f"({watermark}): it is not the output of a job emitting {what}s when its watermark passes their end "
+            f"with a {delay_ms} ms delay, or the position is not the one these outputs were written at"
+        )
+        raise ConfigError(msg, field="legacy_output", expected=f"{what}s emitted on close", actual=int(ends.max()))
+
+
+def _emitted_again(events: pd.DataFrame, inp: RewindInput, starts: dict[TopicPartition, int], ends: np.ndarray,
+                   key_columns: tuple[str, ...]) -> pd.DataFrame:
+    """The keys of the emitted rows (ending at ``ends``) the records read again from ``starts`` may fall in.
+
+    The modern query produces them again, partially: the filter must drop them.
+    """
+    read_again = events[~_below(events, starts)]
+    oldest = int(read_again["event_time"].min()) if len(read_again) else np.iinfo(np.int64).max
+    again = inp.emitted[ends > oldest] if len(ends) else inp.emitted
+    return again[list(key_columns)].drop_duplicates().reset_index(drop=True)
+
+
 def rewind_windows(
     events: pd.DataFrame,
     inp: RewindInput,
@@ -156,23 +184,12 @@ def rewind_windows(
     watermark = watermark_below(events, inp.last_batch_from or inp.position, delay_ms)
     next_watermark = watermark_below(events, inp.position, delay_ms)
     ends = window_end.to_numpy(dtype=np.int64)
-    if len(ends) and int(ends.max()) > watermark:
-        msg = (
-            f"the legacy output holds a window ending at {int(ends.max())}, after the watermark of its last batch "
-            f"({watermark}): it is not the output of a job emitting windows when its watermark passes their end with "
-            f"a {delay_ms} ms delay, or the position is not the one these outputs were written at"
-        )
-        raise ConfigError(msg, field="legacy_output", expected="windows emitted on close", actual=int(ends.max()))
+    _closed_by(ends, watermark, "window", delay_ms)
     times = events["event_time"].to_numpy(dtype=np.int64)
     still_open = _newest_window_end(times, windows) > watermark if len(times) else np.zeros(0, bool)
     reread = events[still_open]
     starts = earliest_offsets(reread, inp.position)
-    # The emitted windows the records read again (any from R on) may fall in: the modern query produces them
-    # again, partially.
-    read_again = events[~_below(events, starts)]
-    oldest = int(read_again["event_time"].min()) if len(read_again) else np.iinfo(np.int64).max
-    again = inp.emitted[ends > oldest] if len(ends) else inp.emitted
-    suppress = again[list(key_columns)].drop_duplicates().reset_index(drop=True)
+    suppress = _emitted_again(events, inp, starts, ends, key_columns)
     return Rewind(starts, suppress, watermark, watermark, next_watermark,
                   needed="the records of the windows still open at the legacy watermark")
 
@@ -218,17 +235,7 @@ def rewind_sessions(events: pd.DataFrame, inp: RewindInput, *, gap_ms: int, dela
     reread = ordered[ends.to_numpy(dtype=np.int64) > watermark]
     starts = earliest_offsets(reread, inp.position)
     emitted_ends = inp.emitted["session_end"].to_numpy(dtype=np.int64) if len(inp.emitted) else np.zeros(0, np.int64)
-    if len(emitted_ends) and int(emitted_ends.max()) > watermark:
-        msg = (
-            f"the legacy output holds a session ending at {int(emitted_ends.max())}, after the watermark of its last "
-            f"batch ({watermark}): not a job emitting sessions on close with a {delay_ms} ms delay, or not the "
-            "position these outputs were written at"
-        )
-        raise ConfigError(msg, field="legacy_output", expected="sessions emitted on close",
-                          actual=int(emitted_ends.max()))
-    read_again = events[~_below(events, starts)]
-    oldest = int(read_again["event_time"].min()) if len(read_again) else np.iinfo(np.int64).max
-    again = inp.emitted[emitted_ends > oldest] if len(emitted_ends) else inp.emitted
-    suppress = again[list(key_columns)].drop_duplicates().reset_index(drop=True)
+    _closed_by(emitted_ends, watermark, "session", delay_ms)
+    suppress = _emitted_again(events, inp, starts, emitted_ends, key_columns)
     return Rewind(starts, suppress, watermark, watermark, next_watermark,
                   needed="the records of the sessions still open at the legacy watermark")
