@@ -2,13 +2,14 @@
 
 Usage::
 
-    python benchmarks/compare_batch_cost.py --engine modern [--profile messy] [--event-log]
-        [--records 20000] [--partitions 4] [--per-batch 800] [--conf KEY=VALUE ...]
+    python benchmarks/compare_batch_cost.py --engine modern [--workload running_counts] [--profile messy]
+        [--event-log] [--records 20000] [--partitions 4] [--per-batch 800] [--conf KEY=VALUE ...]
 
 Pre-loads ``--records`` records of the dataset profile (``clean``: the bench's; ``messy``: ``dmk compare``'s,
-1 % malformed records that the parse writes to the dead-letter output) into a topic on the embedded broker,
-then runs ``running_counts`` over it through the engine's own entry point (``Engine.start``, as the driver of
-``dmk compare`` and the bench both do) with the batch cap of ``--per-batch`` records (``maxOffsetsPerTrigger``;
+1 % malformed records that the parse writes to the dead-letter output) into a topic per input on the embedded
+broker (``join``: the views to ``impressions``, the clicks to ``clicks``), then runs ``--workload`` over it
+through the engine's own entry point (``Engine.start``, as the driver of ``dmk compare`` and the bench both do)
+with the batch cap of ``--per-batch`` records (``maxOffsetsPerTrigger``;
 legacy: ``maxRatePerPartition`` for 1 s batches), optionally with the event log ``dmk compare`` writes
 (``--event-log``). Prints one JSON line: the median processing time of the batches with records after the first
 three (start-up), their median records, (modern) the median of each ``durationMs`` phase, and the CPU time
@@ -35,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from compare.bench import matches_oracle, produce, round_robin_ends
 from compare.engines import get_engine
+from compare.inputs import route_inputs
 from compare.supervise import event_log_conf
 from kit import workloads
 from kit.broker import EmbeddedBroker
@@ -110,6 +112,7 @@ def main() -> None:
     """Run the engine over the pre-loaded topic and print the JSON line (see the module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--engine", choices=("legacy", "modern"), required=True)
+    parser.add_argument("--workload", choices=workloads.NAMES, default="running_counts")
     parser.add_argument("--profile", choices=("clean", "messy"), default="clean")
     parser.add_argument("--event-log", action="store_true")
     parser.add_argument("--records", type=int, default=20_000)
@@ -121,22 +124,28 @@ def main() -> None:
                                        lateness_margin_ms=4_000, users=300, partitions=args.partitions,
                                        too_late_fraction=0.0)
     frame = generate(dataset)
-    values = frame["value"].tolist()
+    spec = workloads.get(args.workload)
+    routed = route_inputs([spec], frame)
     engine = get_engine(args.engine)
-    job = workloads.job_id("running_counts")
+    job = workloads.job_id(args.workload)
+    ends: dict[str, dict[int, int]] = {}
     with EmbeddedBroker() as broker, tempfile.TemporaryDirectory(prefix="dmk-compare-batch-cost-") as work:
-        topic = "batch-cost"
+        topics = {name: f"batch-cost-{name}" for name in spec.inputs}
         with Kafka(broker.bootstrap_servers) as kafka:
-            kafka.create_topic(topic, args.partitions)
-        produce(broker.bootstrap_servers, topic, values, args.partitions)
+            for topic in topics.values():
+                kafka.create_topic(topic, args.partitions)
+        for name, topic in topics.items():
+            values = routed.loc[routed["topic"] == name, "value"].tolist()
+            produce(broker.bootstrap_servers, topic, values, args.partitions)
+            ends.update(round_robin_ends(topic, len(values), args.partitions))
         out = Path(work) / "out"
         conf = dict(c.split("=", 1) for c in args.conf)
         if args.event_log:
             conf.update(event_log_conf(out))
         config = DriverConfig(
-            engine=args.engine, bootstrap_servers=broker.bootstrap_servers, topics={"events": topic},
+            engine=args.engine, bootstrap_servers=broker.bootstrap_servers, topics=topics,
             out_dir=str(out), checkpoint_dir=f"{work}/checkpoint", dataset=dataset,
-            jobs=(("running_counts", "default"),), timeout_s=1_800, partitions=args.partitions, spark_conf=conf,
+            jobs=((args.workload, "default"),), timeout_s=1_800, partitions=args.partitions, spark_conf=conf,
         )
         config = engine.capped(config, args.per_batch)  # legacy: per_batch // partitions records/s, 1 s batches
         spark = engine.session(config)
@@ -145,10 +154,10 @@ def main() -> None:
             with _CpuSampler(skip={broker.pid} if getattr(broker, "pid", None) else set()) as cpu:
                 run = engine.start(spark, config, recover=True)
                 try:
-                    # No batch after the end offsets (running_counts closes nothing later): a legacy run that
+                    # running_counts closes nothing later, so no batch after the end offsets: a legacy run that
                     # fell behind would otherwise wait out its queue of empty batches.
-                    run.await_offsets(round_robin_ends(topic, len(values), args.partitions), timeout_s=1_800,
-                                      extra_batches=0)
+                    run.await_offsets(ends, timeout_s=1_800,
+                                      extra_batches=0 if args.workload == "running_counts" else 2)
                 finally:
                     run.stop()
             seconds = time.monotonic() - started
@@ -156,13 +165,14 @@ def main() -> None:
             busy = spans[spans["records"] > 0].iloc[STARTUP_BATCHES:]
             phases = engine.record(out).batch_phases(job)
             result = {
-                "engine": args.engine, "profile": args.profile, "event_log": args.event_log, "conf": args.conf,
+                "engine": args.engine, "workload": args.workload, "profile": args.profile,
+                "event_log": args.event_log, "conf": args.conf,
                 "batches": int(len(busy)), "records_median": float(busy["records"].median()),
                 "batch_ms_median": float(busy["processing_ms"].median()), "run_s": round(seconds, 1),
                 "cpu_ms_per_batch": round(1000 * cpu.between(int(busy["started_ms"].iloc[0]),
                                                              int(busy["ended_ms"].iloc[-1])) / max(len(busy), 1)),
                 "load_average": os.getloadavg()[0],
-                "matches_oracle": matches_oracle(workloads.get("running_counts"), read_batches(out / job), frame,
+                "matches_oracle": matches_oracle(spec, read_batches(out / job), frame,
                                                   dataset),
             }
             if not phases.empty:

@@ -33,11 +33,11 @@ EXPECTED: dict[str, list[tuple[int, str]]] = {
         (46, "event_time_operator"), (47, "Source.events"), (49, "Source.drop_late"),
     ],
     "legacy/workloads/join.py": [
-        (124, "Source.events"), (124, "DStream.filter"), (125, "Source.events"), (125, "DStream.filter"),
-        (126, "DStream.union"), (127, "DStream.map"), (127, "DStream.updateStateByKey"),
-        (130, "DStream.transformWith"), (131, "Source.drop_late"), (131, "DStream.filter"), (131, "DStream.map"),
-        (132, "DStream.transform"), (132, "DStream.window"), (132, "DStream._slideDuration"),
-        (133, "DStream.transform"),
+        (130, "Source.events"), (130, "DStream.filter"), (131, "Source.events"), (131, "DStream.filter"),
+        (132, "DStream.union"), (133, "DStream.map"), (133, "DStream.updateStateByKey"),
+        (136, "DStream.transformWith"), (137, "Source.drop_late"), (137, "DStream.filter"), (137, "DStream.map"),
+        (138, "DStream.transform"), (138, "DStream.window"), (138, "DStream._slideDuration"),
+        (139, "DStream.transform"),
     ],
     "legacy/workloads/running_counts.py": [
         (28, "Source.events"), (28, "DStream.map"), (28, "DStream.reduceByKey"), (29, "DStream.updateStateByKey"),

@@ -22,8 +22,9 @@ advances with the wall clock, as it does for live traffic; a pair whose records 
 an outage upstream, say) is silently missed, where Structured Streaming's event-time state would still pair
 it. The window is also the memory cost: every admitted view and click of the last 75 s stays cached (one
 serialized copy per batch, and DStreams make the window's ancestors remember their RDDs as long, so the
-parsed input of both topics stays cached too), and the whole window is re-shuffled into the join *every
-batch*, where Structured Streaming joins only the new rows against state it evicts by watermark.
+parsed input of both topics stays cached too), and the whole window is re-read and hashed into the join
+*every batch* (in one task, without a shuffle), where Structured Streaming joins only the new rows against
+state it evicts by watermark.
 
 Example (``source`` with inputs ``"impressions"`` and ``"clicks"``)::
 
@@ -34,6 +35,8 @@ Example (``source`` with inputs ``"impressions"`` and ``"clicks"``)::
 from __future__ import annotations
 
 import math
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -82,8 +85,9 @@ def _advance(delay_ms: int, new: list[tuple[int, int]], state: tuple | None) -> 
 
 def _judge(events: Any, marks: Any) -> Any:
     # (admitted, event): the batch's single watermark paired with every event, without a trip to the driver.
-    # A batch with events always has its mark: those events updated the state this batch.
-    pairs = events.cartesian(marks.map(lambda kv: kv[1][0]))
+    # A batch with events always has its mark: those events updated the state this batch. One task: the
+    # events are cached, and a task per Kafka partition costs more Python round trips than the pairing.
+    pairs = events.coalesce(1).cartesian(marks.map(lambda kv: kv[1][0]))
     return pairs.map(lambda ew: (ew[0]["event_time"] > ew[1], ew[0]))
 
 
@@ -103,21 +107,23 @@ def _tagged(time_: datetime, judged: Any) -> Any:
 
 def _new_pairs(time_: datetime, recent: Any) -> Any:
     # The windowed join proper: the window's views joined with its clicks by (ad_id, user), keeping the pairs
-    # new in this batch (a record of this batch on either side) that meet the event-time condition.
+    # new in this batch (a record of this batch on either side) that meet the event-time condition. The
+    # window is one partition, so the join is a hash join inside it: no shuffle of the whole window every batch.
     batch = _ms(time_)
-    recent = recent.coalesce(1)
-    views = recent.filter(lambda r: r[0] == _VIEW).map(lambda r: (r[1], r[2]))
-    clicks = recent.filter(lambda r: r[0] == _CLICK).map(lambda r: (r[1], r[2]))
 
-    def keep(kv: tuple) -> bool:
-        view, click = kv[1]
-        return batch in (view[3], click[3]) and view[1] <= click[1] <= view[1] + WITHIN_MS
+    def join(records: Iterable[tuple]) -> Iterator[tuple]:
+        views: dict[tuple, list[tuple]] = defaultdict(list)
+        clicks: dict[tuple, list[tuple]] = defaultdict(list)
+        for side, key, record in records:
+            (views if side == _VIEW else clicks)[key].append(record)
+        for key, key_views in views.items():
+            (ad_id, user), key_clicks = key, clicks.get(key, ())
+            for view in key_views:
+                for click in key_clicks:
+                    if batch in (view[3], click[3]) and view[1] <= click[1] <= view[1] + WITHIN_MS:
+                        yield view[0], click[0], ad_id, user, view[1], click[1], max(view[2], click[2])
 
-    def row(kv: tuple) -> tuple:
-        (ad_id, user), (view, click) = kv
-        return (view[0], click[0], ad_id, user, view[1], click[1], max(view[2], click[2]))
-
-    return views.join(clicks, numPartitions=1).filter(keep).map(row)
+    return recent.coalesce(1).mapPartitions(join)
 
 
 def build(ssc: Any, source: Any) -> Any:
