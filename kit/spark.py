@@ -61,7 +61,12 @@ DEFAULT_MASTER = "local[2]"
 _DSTREAM_WARNING = "DStream is deprecated as of Spark 3.4.0. Migrate to Structured Streaming."
 
 _LOG4J = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
-_JAVA_OPTIONS = f"-Duser.timezone=UTC -Dlog4j2.configurationFile=file:{_LOG4J}"
+# -Xss16m: a task's RDD chain is deserialized recursively, about ten stack frames per RDD. A DStream's state RDD
+# depends on the one before it until a checkpoint is written, and a backlogged job generates batches ahead of the
+# checkpoints: its chain grows with the queue. With the JVM's default 1 MB stacks a chain of 100 nested RDDs
+# already failed with StackOverflowError (legacy running_counts in the bench's warm-up did, under load); 16 MB
+# took 1,000 (tests/test_spark.py runs 300). Only the pages a thread touches are committed.
+_JAVA_OPTIONS = f"-Duser.timezone=UTC -Dlog4j2.configurationFile=file:{_LOG4J} -Xss16m"
 
 SHORT_RUN_CONF: dict[str, str] = {
     key: f"{_JAVA_OPTIONS} -XX:TieredStopAtLevel=1"

@@ -37,6 +37,17 @@ def test_dataframes_work(spark) -> None:
     assert sorted(map(tuple, frame.groupBy("k").count().collect())) == [("a", 2), ("b", 1)]
 
 
+def test_a_deep_rdd_chain_runs(spark) -> None:
+    """A backlogged DStream job's state RDDs form a chain back to the last checkpoint it wrote, and a task
+    deserializes its chain recursively: with the JVM's default 1 MB stacks 100 levels failed with
+    StackOverflowError (kit.spark's -Xss16m)."""
+    sc = spark.sparkContext
+    chain = sc.parallelize([0], 1)
+    for level in range(1, 300):
+        chain = chain.union(sc.parallelize([level], 1)).coalesce(1)
+    assert sorted(chain.collect()) == list(range(300))
+
+
 def test_streaming_context_runs_batches_without_the_deprecation_warning(spark) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
