@@ -112,11 +112,16 @@ def _dataset(settings: CompareSettings, out: Path) -> tuple[DatasetSpec | Nexmar
     if settings.dataset_file:
         path = Path(settings.dataset_file)
         frame = read_dataset(path)
-        read = spec_from_dict(read_manifest(path)["spec"]) if workload.parse == "nexmark" else None
-        if read is None or isinstance(read, DatasetSpec):
-            read = DatasetSpec.from_dict(read_manifest(path)["spec"])  # refuses a Nexmark dataset, saying so
-            check_labels(frame["kind"], frame["value"], str(path))  # both parsers still read it as it was labelled
-        return read, frame, str(path)
+        if workload.parse == "nexmark":
+            read = spec_from_dict(read_manifest(path)["spec"])
+            if not isinstance(read, NexmarkSpec):
+                msg = (f"workload {workload.name!r} reads a Nexmark stream, and {path} holds the kit's events; give a "
+                       "file of dmk gen --nexmark")
+                raise ConfigError(msg, field="dataset", expected="a Nexmark dataset", actual=str(path))
+            return read, frame, str(path)
+        events = DatasetSpec.from_dict(read_manifest(path)["spec"])  # refuses a Nexmark dataset, saying so
+        check_labels(frame["kind"], frame["value"], str(path))  # both parsers still read it as it was labelled
+        return events, frame, str(path)
     from compare.inputs import dataset_spec as default_spec
 
     spec = settings.dataset or default_spec("messy")

@@ -10,7 +10,7 @@ engine, and that both sides' numbers agree).
 from __future__ import annotations
 
 __all__ = [
-    "JOIN_WITHIN_MS", "NEXMARK_AUCTION_SKIP", "NEXMARK_DOLLARS_TO_EUROS", "WATERMARK_DELAY_MS",
+    "JOIN_WITHIN_MS", "NEXMARK_AUCTION_SKIP", "NEXMARK_DOLLARS_TO_EUROS", "NEXMARK_Q7_WINDOW_MS", "WATERMARK_DELAY_MS",
     "WINDOWS", "YSB_WINDOW_MS", "late_detail", "merge_session",
 ]
 
@@ -31,6 +31,9 @@ NEXMARK_DOLLARS_TO_EUROS = 0.908
 
 NEXMARK_AUCTION_SKIP = 123
 """``nexmark_q2``: keep the bids on auctions whose id is a multiple of this (Beam's ``auctionSkip``, q2.sql)."""
+
+NEXMARK_Q7_WINDOW_MS = 10_000
+"""``nexmark_q7``: the tumbling event-time window of the highest bid (q7.sql's 10 s; Beam's ``windowSizeSec``)."""
 
 
 def late_detail(kind: str, window_start: int) -> str:

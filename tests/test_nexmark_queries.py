@@ -70,7 +70,7 @@ def test_every_nexmark_query_has_a_spec_and_both_builders(name: str) -> None:
 
 
 def test_an_unknown_workload_lists_the_nexmark_queries_too() -> None:
-    with pytest.raises(ConfigError, match="nexmark_q0, nexmark_q1, nexmark_q2 "):
+    with pytest.raises(ConfigError, match="nexmark_q0, nexmark_q1, nexmark_q2, nexmark_q7"):
         workloads.get("nexmark_q99")
 
 
@@ -160,6 +160,27 @@ def test_the_oracles_agree_with_each_other_and_with_the_layouts() -> None:
     # q2: exactly q0's bids on auctions 123 divides.
     chosen = q0[q0["auction"] % 123 == 0][["auction", "price"]].sort_values(["auction", "price"])
     pd.testing.assert_frame_equal(rows["nexmark_q2"], chosen.reset_index(drop=True))
+    # q7: each window's bid has the highest price of the bids the watermark let into that window.
+    q7 = workloads.get("nexmark_q7").oracle(frames["one"], one)
+    assert len(q7.late_dropped) > 0
+    dropped = set(q7.late_dropped["seq"])
+    bids = read_bids(frames["one"], one)[0]
+    bids = bids[~bids["seq"].isin(dropped)]
+    highest = bids.groupby(bids["dateTime"] - bids["dateTime"] % 10_000)["price"].max()
+    assert len(q7.rows) == 3
+    assert q7.rows.set_index("window_start")["price"].to_dict() == highest.loc[q7.rows["window_start"]].to_dict()
+    kinds = frames["one"].set_index("seq").loc[q7.late_dropped["seq"], "kind"]
+    assert set(kinds) == {"too_late"}
+
+
+def test_the_engines_numbers_are_the_oracles() -> None:
+    from kit import semantics
+    from kit.workloads import nexmark_q1, nexmark_q2, nexmark_q7
+
+    assert semantics.NEXMARK_DOLLARS_TO_EUROS == nexmark_q1.DOLLARS_TO_EUROS == 0.908
+    assert semantics.NEXMARK_AUCTION_SKIP == nexmark_q2.AUCTION_SKIP == 123
+    assert semantics.NEXMARK_Q7_WINDOW_MS == nexmark_q7.WINDOW_MS == 10_000
+    assert semantics.WATERMARK_DELAY_MS == nexmark_q7.WATERMARK_DELAY_MS == nexmark_q7.SPEC.watermark_delay_ms
 
 
 def test_a_driver_config_carries_a_nexmark_spec_across_the_process_boundary() -> None:
@@ -181,6 +202,31 @@ def test_a_kit_dataset_spec_becomes_the_nexmark_stream_of_its_size_rate_and_mess
     assert spec.lateness_margin_ms == 4_000
     with pytest.raises(ConfigError, match='"generator": "nexmark"; got generator None'):
         NexmarkSpec.from_dict({"records": 10})
+
+
+def test_dmk_compare_s_dataset_for_a_nexmark_query(tmp_path) -> None:
+    """Generated from the options (a Nexmark stream of their size), or a file of either generator, refused when it is
+    the other one's."""
+    from compare.run import _dataset
+    from compare.settings import CompareSettings
+    from kit.dataset import generate_to_file, read_manifest
+    from kit.nexmark import nexmark_to_file
+
+    kit = DatasetSpec.from_profile("messy", records=20_000, events_per_second=500, lateness_margin_ms=4_000, seed=3)
+    spec, frame, path = _dataset(CompareSettings("nexmark_q1", out_dir=tmp_path / "a", dataset=kit), tmp_path)
+    assert spec == NexmarkSpec.like(kit) and len(frame) == 20_000
+    assert read_manifest(path)["spec"]["generator"] == "nexmark"
+
+    nexmark_file, kit_file = tmp_path / "n.parquet", tmp_path / "k.parquet"
+    nexmark_to_file(NexmarkSpec(records=1_000, layout="three"), nexmark_file)
+    generate_to_file(DatasetSpec(records=1_000), kit_file)
+    spec, frame, _ = _dataset(CompareSettings("nexmark_q0", out_dir=tmp_path / "b", dataset_file=str(nexmark_file)),
+                              tmp_path)
+    assert spec == NexmarkSpec(records=1_000, layout="three") and set(frame["topic"]) == {"persons", "auctions", "bids"}
+    with pytest.raises(ConfigError, match="reads a Nexmark stream, and .* holds the kit's events"):
+        _dataset(CompareSettings("nexmark_q0", out_dir=tmp_path / "c", dataset_file=str(kit_file)), tmp_path)
+    with pytest.raises(ConfigError, match="written by the 'nexmark' generator"):
+        _dataset(CompareSettings("running_counts", out_dir=tmp_path / "d", dataset_file=str(nexmark_file)), tmp_path)
 
 
 # -- engine runs -------------------------------------------------------------------------------------------------

@@ -10,7 +10,9 @@ The contract every implementation follows:
 
 - Input: the Kafka topic(s) that :func:`kit.replay.replay` produced from a :mod:`kit.dataset` file (for a
   workload with two inputs, :meth:`WorkloadSpec.route` names each record's input). Records that
-  :func:`kit.events.parse_event` rejects go to a dead-letter output (topic, partition, offset, reason).
+  :func:`kit.events.parse_event` rejects go to a dead-letter output (topic, partition, offset, reason). The
+  Nexmark queries (:data:`NEXMARK_NAMES`, ``parse="nexmark"``) read a :mod:`kit.nexmark` stream instead, and
+  :func:`kit.nexmark.parse_nexmark` decides, with the same reasons.
 - Output rows carry the key and value columns, then ``last_input_ts``: the largest Kafka timestamp of the
   input records behind the row's current value. The sink (:mod:`kit.sink`) adds ``batch`` and
   ``emitted_at``; latency is ``emitted_at - last_input_ts``.
@@ -67,7 +69,7 @@ __all__ = [
 NAMES: tuple[str, ...] = ("running_counts", "windowed_counts", "sessions", "dedup", "ysb", "join")
 """Every built-in workload over the kit's events (:mod:`kit.dataset`), in the order the playbook presents them."""
 
-NEXMARK_NAMES: tuple[str, ...] = ("nexmark_q0", "nexmark_q1", "nexmark_q2")
+NEXMARK_NAMES: tuple[str, ...] = ("nexmark_q0", "nexmark_q1", "nexmark_q2", "nexmark_q7")
 """The built-in Nexmark queries (docs/nexmark.md): workloads over a :mod:`kit.nexmark` stream (``parse="nexmark"``)."""
 
 LAST_INPUT_TS = "last_input_ts"
