@@ -10,8 +10,8 @@ engine, and that both sides' numbers agree).
 from __future__ import annotations
 
 __all__ = [
-    "JOIN_WITHIN_MS", "NEXMARK_AUCTION_SKIP", "NEXMARK_DOLLARS_TO_EUROS", "NEXMARK_Q7_WINDOW_MS", "WATERMARK_DELAY_MS",
-    "WINDOWS", "YSB_WINDOW_MS", "late_detail", "merge_session",
+    "JOIN_WITHIN_MS", "NEXMARK_AUCTION_SKIP", "NEXMARK_DOLLARS_TO_EUROS", "NEXMARK_Q5_WINDOW", "NEXMARK_Q7_WINDOW_MS",
+    "WATERMARK_DELAY_MS", "WINDOWS", "YSB_WINDOW_MS", "late_detail", "merge_session",
 ]
 
 WATERMARK_DELAY_MS = 5_000
@@ -31,6 +31,10 @@ NEXMARK_DOLLARS_TO_EUROS = 0.908
 
 NEXMARK_AUCTION_SKIP = 123
 """``nexmark_q2``: keep the bids on auctions whose id is a multiple of this (Beam's ``auctionSkip``, q2.sql)."""
+
+NEXMARK_Q5_WINDOW: tuple[int, int] = (10_000, 5_000)
+"""``nexmark_q5``: ``(size_ms, slide_ms)`` of the sliding event-time window (Beam's ``windowSizeSec``,
+``windowPeriodSec``)."""
 
 NEXMARK_Q7_WINDOW_MS = 10_000
 """``nexmark_q7``: the tumbling event-time window of the highest bid (q7.sql's 10 s; Beam's ``windowSizeSec``)."""

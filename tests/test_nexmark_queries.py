@@ -70,7 +70,7 @@ def test_every_nexmark_query_has_a_spec_and_both_builders(name: str) -> None:
 
 
 def test_an_unknown_workload_lists_the_nexmark_queries_too() -> None:
-    with pytest.raises(ConfigError, match="nexmark_q0, nexmark_q1, nexmark_q2, nexmark_q7"):
+    with pytest.raises(ConfigError, match="nexmark_q0, nexmark_q1, nexmark_q2, nexmark_q5, nexmark_q7"):
         workloads.get("nexmark_q99")
 
 
@@ -171,16 +171,62 @@ def test_the_oracles_agree_with_each_other_and_with_the_layouts() -> None:
     assert q7.rows.set_index("window_start")["price"].to_dict() == highest.loc[q7.rows["window_start"]].to_dict()
     kinds = frames["one"].set_index("seq").loc[q7.late_dropped["seq"], "kind"]
     assert set(kinds) == {"too_late"}
+    # q5: per window, the auctions whose count of the bids let into that window is the window's highest.
+    q5 = workloads.get("nexmark_q5").oracle(frames["one"], one)
+    all_bids = read_bids(frames["one"], one)[0]
+    placed = workloads.window_starts(all_bids["dateTime"], 10_000, 5_000).join(all_bids[["seq", "auction"]])
+    dropped = set(zip(q5.late_dropped["seq"], q5.late_dropped["window_start"], strict=True))
+    placed = placed[[(s, w) not in dropped for s, w in zip(placed["seq"], placed["window_start"], strict=True)]]
+    for start, window in q5.rows.groupby("window_start"):
+        counts = placed[placed["window_start"] == start].groupby("auction").size()
+        assert sorted(window["auction"]) == sorted(counts[counts == counts.max()].index)
+        assert set(window["count"]) == {counts.max()}
+    assert set(frames["one"].set_index("seq").loc[q5.late_dropped["seq"], "kind"]) == {"too_late"}
 
 
 def test_the_engines_numbers_are_the_oracles() -> None:
     from kit import semantics
-    from kit.workloads import nexmark_q1, nexmark_q2, nexmark_q7
+    from kit.workloads import nexmark_q1, nexmark_q2, nexmark_q5, nexmark_q7
 
     assert semantics.NEXMARK_DOLLARS_TO_EUROS == nexmark_q1.DOLLARS_TO_EUROS == 0.908
     assert semantics.NEXMARK_AUCTION_SKIP == nexmark_q2.AUCTION_SKIP == 123
     assert semantics.NEXMARK_Q7_WINDOW_MS == nexmark_q7.WINDOW_MS == 10_000
+    assert semantics.NEXMARK_Q5_WINDOW == (nexmark_q5.WINDOW_MS, nexmark_q5.SLIDE_MS) == (10_000, 5_000)
+    assert semantics.WATERMARK_DELAY_MS == nexmark_q5.WATERMARK_DELAY_MS == nexmark_q5.SPEC.watermark_delay_ms
     assert semantics.WATERMARK_DELAY_MS == nexmark_q7.WATERMARK_DELAY_MS == nexmark_q7.SPEC.watermark_delay_ms
+
+
+@pytest.mark.parametrize("name", ["nexmark_q5", "nexmark_q7"])
+@pytest.mark.parametrize("batch", [1, 250, 1_000])
+def test_the_legacy_event_time_steps_give_the_oracle_s_windows_and_late_drops(name: str, batch: int) -> None:
+    """The legacy q5 and q7 steps driven as event_time_operator drives them (a batch's watermark from the batches
+    before it), without Spark: the oracle's rows and late drops, for batches of one record and of many."""
+    import importlib
+
+    from legacy.workloads import NO_WATERMARK
+
+    step = {"nexmark_q5": "_hot_items", "nexmark_q7": "_highest"}[name]
+    step = getattr(importlib.import_module(f"legacy.workloads.{name}"), step)
+    spec = _spec("messy", "one", FULL)
+    frame = generate_nexmark(spec)
+    bids, _ = read_bids(frame, spec)
+    events = [{**row, "kafka_ts": 0} for row in bids.drop(columns="prior_max_ms").to_dict("records")]
+    state, rows, late, seen = None, [], [], NO_WATERMARK
+    for i in range(0, len(events) + batch, batch):  # the last round: no events, the final watermark
+        chunk = events[i:i + batch]
+        watermark = NO_WATERMARK if seen == NO_WATERMARK else seen - 5_000
+        state, out, dropped = step(state, chunk, watermark)
+        rows += out
+        late += [(bid["seq"], start) for bid, start in dropped]
+        seen = max([seen, *(e["dateTime"] for e in chunk)])
+    query = workloads.get(name)
+    expected = query.oracle(frame, spec)
+    got = pd.DataFrame([r[:-1] for r in rows], columns=[*query.key_columns, *query.value_columns])
+    assert_outputs_equal(expected.rows, workloads.sorted_rows(query, got), keys=query.key_columns,
+                         values=query.value_columns)
+    assert sorted(late) == sorted(zip(expected.late_dropped["seq"], expected.late_dropped["window_start"],
+                                      strict=True))
+    assert len(late) > 0
 
 
 def test_a_driver_config_carries_a_nexmark_spec_across_the_process_boundary() -> None:
