@@ -29,6 +29,7 @@ from kit import workloads
 from kit.dataset import DatasetSpec
 from kit.engine import LATE_COLUMNS, DriverConfig, RunRecord
 from kit.kafka import Kafka
+from kit.nexmark import NexmarkSpec
 from kit.replay import ReplayResult, ReplaySettings, replay
 
 __all__ = [
@@ -85,7 +86,7 @@ class EngineOutputs:
 def run_engine(
     engine: str,
     jobs: tuple[tuple[str | workloads.WorkloadSpec, str | Callable[..., Any]], ...],
-    spec: DatasetSpec,
+    spec: DatasetSpec | NexmarkSpec,
     frame: pd.DataFrame,
     *,
     bootstrap_servers: str,

@@ -20,6 +20,7 @@ from compare.engines import ENGINES, get_engine
 from kit import workloads
 from kit.dataset import DatasetSpec
 from kit.engine import DriverConfig, KitEngine
+from kit.nexmark import NexmarkSpec
 
 __all__ = ["TEST_DATASET", "batch_records", "capped", "common_cap", "dataset_spec", "route_inputs"]
 
@@ -27,7 +28,7 @@ __all__ = ["TEST_DATASET", "batch_records", "capped", "common_cap", "dataset_spe
 TEST_DATASET = {"records": 20_000, "events_per_second": 500, "lateness_margin_ms": 4_000, "users": 300}
 
 
-def batch_records(dataset: DatasetSpec) -> float:
+def batch_records(dataset: DatasetSpec | NexmarkSpec) -> float:
     """Records per batch keeping every batch within half the dataset's lateness margin of event time.
 
     Spark judges a batch's late rows by the watermark of two batches back. A batch longer in event time than
@@ -43,7 +44,7 @@ def batch_records(dataset: DatasetSpec) -> float:
     return dataset.events_per_second * dataset.lateness_margin_ms / 2_000
 
 
-def capped(engine: KitEngine, config: DriverConfig, dataset: DatasetSpec) -> DriverConfig:
+def capped(engine: KitEngine, config: DriverConfig, dataset: DatasetSpec | NexmarkSpec) -> DriverConfig:
     """``config`` with ``engine``'s batch cap keeping its batches short in event time (:func:`batch_records`).
 
     For :data:`TEST_DATASET` on 4 partitions: legacy 250 records/s per partition (1000 records per 1 s batch,
@@ -52,7 +53,7 @@ def capped(engine: KitEngine, config: DriverConfig, dataset: DatasetSpec) -> Dri
     return engine.capped(config, batch_records(dataset) * engine.cap_share)
 
 
-def common_cap(dataset: DatasetSpec) -> int:
+def common_cap(dataset: DatasetSpec | NexmarkSpec) -> int:
     """Records per batch that keep every engine's batches short in event time (the smallest engine share)."""
     return max(1, int(batch_records(dataset) * min(get_engine(name).cap_share for name in ENGINES)))
 
@@ -65,7 +66,8 @@ def dataset_spec(profile: str, **overrides: object) -> DatasetSpec:
 def route_inputs(specs: list[workloads.WorkloadSpec], frame: pd.DataFrame) -> pd.DataFrame:
     """The replay frame for jobs of ``specs``: each dataset row once per distinct input it feeds, in ``seq`` order.
 
-    A row goes to ``events`` for the single-input workloads and to ``impressions`` or ``clicks`` for the join;
+    A row goes to ``events`` for the single-input workloads and to ``impressions`` or ``clicks`` for the join
+    (a Nexmark query's: its tables', in the three-topic layout; rows of the tables it does not read go nowhere);
     with both kinds of job in one run, it is produced to both topics (adjacent, so the topics advance
     together). The ``topic`` column holds the input name.
     """
@@ -73,10 +75,11 @@ def route_inputs(specs: list[workloads.WorkloadSpec], frame: pd.DataFrame) -> pd
     seen: set[tuple[Any, ...]] = set()
     for spec in specs:
         routes = spec.route(frame)
-        signature = tuple(sorted(set(routes)))
+        read = routes.notna().to_numpy()  # None: no input of the job reads the row (a Nexmark table it skips)
+        signature = tuple(sorted(set(routes[read])))
         if signature in seen:
             continue
         seen.add(signature)
-        copies.append(frame.assign(topic=routes.to_numpy()))
+        copies.append(frame.assign(topic=routes.to_numpy())[read])
     routed = pd.concat(copies, ignore_index=True)
     return routed.sort_values("seq", kind="stable").reset_index(drop=True)

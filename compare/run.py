@@ -81,6 +81,7 @@ from kit.dataset import (
 from kit.engine import redacted_dsn
 from kit.errors import ConfigError
 from kit.kafka import java_client_settings, using_process_settings
+from kit.nexmark import NexmarkSpec, nexmark_to_file, spec_from_dict
 from kit.security import redact_settings
 from kit.spark import SHORT_RUN_CONF
 
@@ -106,24 +107,39 @@ class CompareResult:
         return self.metrics.verdict
 
 
-def _dataset(settings: CompareSettings, out: Path) -> tuple[DatasetSpec, pd.DataFrame, str]:
+def _dataset(settings: CompareSettings, out: Path) -> tuple[DatasetSpec | NexmarkSpec, pd.DataFrame, str]:
+    workload = workloads.get(settings.workload)
     if settings.dataset_file:
         path = Path(settings.dataset_file)
         frame = read_dataset(path)
-        spec = DatasetSpec.from_dict(read_manifest(path)["spec"])
+        if workload.parse == "nexmark":
+            read = spec_from_dict(read_manifest(path)["spec"])
+            if not isinstance(read, NexmarkSpec):
+                msg = (f"workload {workload.name!r} reads a Nexmark stream, and {path} holds the kit's events; give a "
+                       "file of dmk gen --nexmark")
+                raise ConfigError(msg, field="dataset", expected="a Nexmark dataset", actual=str(path))
+            return read, frame, str(path)
+        events = DatasetSpec.from_dict(read_manifest(path)["spec"])  # refuses a Nexmark dataset, saying so
         check_labels(frame["kind"], frame["value"], str(path))  # both parsers still read it as it was labelled
-        return spec, frame, str(path)
+        return events, frame, str(path)
     from compare.inputs import dataset_spec as default_spec
 
     spec = settings.dataset or default_spec("messy")
-    frame = generate(spec)
     path = out / layout.DATASET
+    if workload.parse == "nexmark":  # a Nexmark stream of the options' size, rate and messiness
+        nexmark = spec if isinstance(spec, NexmarkSpec) else NexmarkSpec.like(spec)
+        nexmark_to_file(nexmark, path)
+        return nexmark, read_dataset(path), str(path)
+    if isinstance(spec, NexmarkSpec):
+        msg = f"workload {workload.name!r} reads the kit's events, not a Nexmark stream: give it a DatasetSpec"
+        raise ConfigError(msg, field="dataset", expected="a DatasetSpec", actual=type(spec).__name__)
+    frame = generate(spec)
     write_dataset(frame, path, spec)
     return spec, frame, str(path)
 
 
 def _oracle(
-    settings: CompareSettings, spec: workloads.WorkloadSpec, frame: pd.DataFrame, dataset: DatasetSpec,
+    settings: CompareSettings, spec: workloads.WorkloadSpec, frame: pd.DataFrame, dataset: DatasetSpec | NexmarkSpec,
 ) -> workloads.OracleResult:
     if not settings.oracle:
         return spec.oracle(frame, dataset)

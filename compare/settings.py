@@ -17,6 +17,7 @@ from typing import Any
 
 from kit.dataset import DatasetSpec
 from kit.errors import ConfigError
+from kit.nexmark import NexmarkSpec
 from kit.spark import check_location, on_this_host
 
 __all__ = [
@@ -91,7 +92,7 @@ class CompareSettings:
 
     workload: str
     out_dir: Path
-    dataset: DatasetSpec | None = None
+    dataset: DatasetSpec | NexmarkSpec | None = None
     dataset_file: str | None = None
     bootstrap_servers: str | None = None
     rate_rps: float | None = None
@@ -209,7 +210,7 @@ DEFAULT_RATE_SHARE = 0.75
 """The default replay rate's share of what the batch caps let through (:func:`default_rate`)."""
 
 
-def default_rate(dataset: DatasetSpec, batch_seconds: float = 1.0) -> float:
+def default_rate(dataset: DatasetSpec | NexmarkSpec, batch_seconds: float = 1.0) -> float:
     """The default replay rate (records/s): :data:`DEFAULT_RATE_SHARE` of what the batch caps let through.
 
     The caps (:func:`compare.inputs.capped`) let half the lateness margin of event time through per batch.

@@ -55,6 +55,7 @@ from kit.engine import DriverConfig, KitEngine, option_items, redacted_dsn
 from kit.errors import RunTimeout
 from kit.kafka import Kafka
 from kit.layout import EVENT_LOG
+from kit.nexmark import NexmarkSpec
 from kit.replay import ReplayResult, ReplaySettings, replay
 from kit.spark import SHORT_RUN_CONF, has_scheme
 
@@ -257,8 +258,8 @@ def event_log_conf(out_dir: Path) -> dict[str, str]:
 
 
 def driver_config(
-    engine: KitEngine, settings: CompareSettings, topics: dict[str, str], dataset: DatasetSpec, jobs: list[list[str]],
-    bootstrap_servers: str, run_id: str, replay_s: float,
+    engine: KitEngine, settings: CompareSettings, topics: dict[str, str], dataset: DatasetSpec | NexmarkSpec,
+    jobs: list[list[str]], bootstrap_servers: str, run_id: str, replay_s: float,
 ) -> DriverConfig:
     """The config of ``engine``'s driver in a compare run.
 
@@ -298,7 +299,7 @@ def run_engine_process(
     engine: KitEngine,
     settings: CompareSettings,
     routed: pd.DataFrame,
-    dataset: DatasetSpec,
+    dataset: DatasetSpec | NexmarkSpec,
     jobs: list[list[str]],
     kafka: KafkaEndpoint,
     run_id: str,

@@ -42,6 +42,7 @@ import pandas as pd
 from kit import layout
 from kit.dataset import DatasetSpec
 from kit.errors import ConfigError
+from kit.nexmark import NexmarkSpec, spec_from_dict
 from kit.ranges import OffsetRange
 from kit.sink import read_batches
 
@@ -109,7 +110,7 @@ class DriverConfig:
     topics: Mapping[str, str]
     out_dir: str
     checkpoint_dir: str
-    dataset: DatasetSpec | None = None
+    dataset: DatasetSpec | NexmarkSpec | None = None
     jobs: Jobs = ()
     app_name: str = "dmk"
     master: str | None = None
@@ -129,7 +130,7 @@ class DriverConfig:
         fields = ", ".join(f"{f.name}={getattr(shown, f.name)!r}" for f in dataclasses.fields(self))
         return f"DriverConfig({fields})"
 
-    def require_dataset(self) -> DatasetSpec:
+    def require_dataset(self) -> DatasetSpec | NexmarkSpec:
         """The dataset spec, which the kit's engines need.
 
         Raises:
@@ -159,6 +160,8 @@ class DriverConfig:
         raw["options"] = redacted_options(self.options)
         raw["jobs"] = [list(job) for job in self.jobs]
         raw["kafka_security"] = redact_settings(self.kafka_security)
+        if isinstance(self.dataset, NexmarkSpec):  # its generator named, so that from_json reads it back as one
+            raw["dataset"] = self.dataset.manifest_spec()
         return json.dumps(raw, sort_keys=True)
 
     @classmethod
@@ -188,7 +191,7 @@ class DriverConfig:
         if missing:
             msg = f"the driver config lacks {missing}"
             raise ConfigError(msg, field="config", expected=sorted(required), actual=sorted(raw))
-        raw["dataset"] = DatasetSpec.from_dict(raw["dataset"]) if raw.get("dataset") is not None else None
+        raw["dataset"] = spec_from_dict(raw["dataset"]) if raw.get("dataset") is not None else None
         raw["jobs"] = tuple(tuple(job) for job in raw.get("jobs", ()))
         raw["sys_path"] = tuple(raw.get("sys_path", ()))
         if not isinstance(raw.get("options", {}), dict):

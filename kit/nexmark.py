@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from types import MappingProxyType
@@ -42,7 +43,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kit.dataset import KINDS, LatenessBands, _frame, _lateness, _round_count, write_files
+from kit.dataset import KINDS, DatasetSpec, LatenessBands, _frame, _lateness, _round_count, write_files
 from kit.errors import ConfigError, DatasetError
 from kit.events import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, REJECT_REASONS
 from kit.kafka import key_partition
@@ -57,6 +58,9 @@ __all__ = [
     "ID_LEAD",
     "NEXMARK_PROFILES",
     "NUM_CATEGORIES",
+    "ONE_TOPIC_INPUT",
+    "TABLE_TYPES",
+    "TYPE_FIELDS",
     "PERSON_PROPORTION",
     "PROPORTION_DENOMINATOR",
     "TOPICS",
@@ -68,6 +72,7 @@ __all__ = [
     "generate_nexmark",
     "last_base0_auction_id",
     "last_base0_person_id",
+    "spec_from_dict",
     "nexmark_to_file",
     "parse_nexmark",
 ]
@@ -92,6 +97,11 @@ TYPES: tuple[str, ...] = ("person", "auction", "bid")
 """Event types, in the order of their codes (0, 1, 2) and of the epoch rule."""
 TOPICS: tuple[str, ...] = ("persons", "auctions", "bids")
 """Topic names of the three-topic layout, per type."""
+TABLE_TYPES: MappingProxyType[str, str] = MappingProxyType(dict(zip(TOPICS, TYPES, strict=True)))
+"""The event type of each table (topic of the three-topic layout): ``{"persons": "person", ...}``."""
+ONE_TOPIC_INPUT = "nexmark"
+"""The input name of a query's stream in the one-topic layout (every type in one topic, told apart by ``type``).
+In the three-topic layout a query's inputs are the tables it reads (:data:`TOPICS`)."""
 
 # The reference's vocabularies: queries select on them (q3: state in OR, ID, CA).
 _US_STATES = ("AZ", "CA", "ID", "OR", "WA", "WY")
@@ -310,9 +320,55 @@ class NexmarkSpec(LatenessBands):
         """Generated (valid) events: ``records`` minus :attr:`malformed`."""
         return self.records - self.malformed
 
+    @property
+    def events_per_second(self) -> int:
+        """The slowest rate of the stream, the ``events_per_second`` of :class:`kit.dataset.DatasetSpec`.
+
+        The batch caps read it: records per batch that keep a batch within a stretch of event time.
+        """
+        return min(self.first_event_rate, self.next_event_rate or self.first_event_rate)
+
     def manifest_spec(self) -> dict[str, Any]:
         """The spec as the manifest records it: its fields plus ``"generator": "nexmark"``."""
         return {"generator": "nexmark", **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> NexmarkSpec:
+        """The spec of its :meth:`manifest_spec` form (dataset manifests, driver configs).
+
+        Raises:
+            ConfigError: a spec of another generator, or an invalid spec.
+        """
+        if raw.get("generator") != "nexmark":
+            msg = (f"a Nexmark spec has \"generator\": \"nexmark\"; got generator {raw.get('generator')!r}. Generate a "
+                   "Nexmark dataset with dmk gen --nexmark")
+            raise ConfigError(msg, field="generator", expected="nexmark", actual=raw.get("generator"))
+        return cls(**{f.name: raw[f.name] for f in fields(cls) if f.name in raw})
+
+    @classmethod
+    def like(cls, dataset: DatasetSpec, **overrides: Any) -> NexmarkSpec:
+        """The Nexmark stream of the same size, seed, rate and messiness as a kit dataset spec.
+
+        What ``dmk compare nexmark_q1 --records N --profile messy ...`` replays: ``records``, ``seed``,
+        ``partitions``, ``events_per_second`` (as ``first_event_rate``), the late, too-late and malformed shares and
+        the lateness bands carry over; the kit's duplicates and boundary block have no Nexmark counterpart.
+        """
+        return cls(**{
+            "records": dataset.records, "seed": dataset.seed, "partitions": dataset.partitions,
+            "first_event_rate": max(1, int(dataset.events_per_second)), "late_fraction": dataset.late_fraction,
+            "too_late_fraction": dataset.too_late_fraction, "malformed_fraction": dataset.malformed_fraction,
+            "allowed_lateness_ms": dataset.allowed_lateness_ms, "lateness_margin_ms": dataset.lateness_margin_ms,
+            "window_ms": dataset.window_ms, **overrides,
+        })
+
+
+def spec_from_dict(raw: Mapping[str, Any]) -> DatasetSpec | NexmarkSpec:
+    """A dataset spec of either generator from its dict form (a manifest's ``spec``, a driver config's ``dataset``).
+
+    Raises:
+        ConfigError: an invalid spec.
+    """
+    return NexmarkSpec.from_dict(raw) if raw.get("generator") == "nexmark" else DatasetSpec.from_dict(raw)
 
 
 def _java_round(x: float) -> int:
@@ -519,13 +575,14 @@ def _events(spec: NexmarkSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
 # --------------------------------------------------------------------------------------------------------
 # Parsing: the Nexmark record contract, with the kit's reject reasons
 
-_FIELDS: MappingProxyType[str, tuple[tuple[str, type], ...]] = MappingProxyType({
+TYPE_FIELDS: MappingProxyType[str, tuple[tuple[str, type], ...]] = MappingProxyType({
     "person": (("id", int), ("name", str), ("emailAddress", str), ("creditCard", str), ("city", str),
                ("state", str), ("dateTime", int), ("extra", str)),
     "auction": (("id", int), ("itemName", str), ("description", str), ("initialBid", int), ("reserve", int),
                 ("dateTime", int), ("expires", int), ("seller", int), ("category", int), ("extra", str)),
     "bid": (("auction", int), ("bidder", int), ("price", int), ("dateTime", int), ("extra", str)),
 })
+"""Each event type's fields, in the order records carry them, with their exact JSON types (:func:`parse_nexmark`)."""
 
 
 def parse_nexmark(
@@ -558,7 +615,7 @@ def parse_nexmark(
     if type(event) is not dict:
         return None, "bad_json"
     declared = event_type if event_type is not None else event.get("type")
-    checks = _FIELDS.get(declared) if type(declared) is str else None
+    checks = TYPE_FIELDS.get(declared) if type(declared) is str else None
     if checks is None:
         return None, "missing_field"
     for name, kind in checks:

@@ -9,7 +9,10 @@ engine, and that both sides' numbers agree).
 
 from __future__ import annotations
 
-__all__ = ["JOIN_WITHIN_MS", "WATERMARK_DELAY_MS", "WINDOWS", "YSB_WINDOW_MS", "late_detail", "merge_session"]
+__all__ = [
+    "JOIN_WITHIN_MS", "NEXMARK_AUCTION_SKIP", "NEXMARK_DOLLARS_TO_EUROS", "NEXMARK_Q5_WINDOW", "NEXMARK_Q7_WINDOW_MS",
+    "WATERMARK_DELAY_MS", "WINDOWS", "YSB_WINDOW_MS", "late_detail", "merge_session",
+]
 
 WATERMARK_DELAY_MS = 5_000
 """The allowed lateness of every event-time workload (``withWatermark`` delay; the legacy emulation's)."""
@@ -22,6 +25,19 @@ YSB_WINDOW_MS = 10_000
 
 JOIN_WITHIN_MS = 60_000
 """``join``: a click joins the impressions at most this long before it (inclusive)."""
+
+NEXMARK_DOLLARS_TO_EUROS = 0.908
+"""``nexmark_q1``: euros per dollar (nexmark/nexmark's q1.sql)."""
+
+NEXMARK_AUCTION_SKIP = 123
+"""``nexmark_q2``: keep the bids on auctions whose id is a multiple of this (Beam's ``auctionSkip``, q2.sql)."""
+
+NEXMARK_Q5_WINDOW: tuple[int, int] = (10_000, 5_000)
+"""``nexmark_q5``: ``(size_ms, slide_ms)`` of the sliding event-time window (Beam's ``windowSizeSec``,
+``windowPeriodSec``)."""
+
+NEXMARK_Q7_WINDOW_MS = 10_000
+"""``nexmark_q7``: the tumbling event-time window of the highest bid (q7.sql's 10 s; Beam's ``windowSizeSec``)."""
 
 
 def late_detail(kind: str, window_start: int) -> str:

@@ -63,6 +63,7 @@ import pandas as pd
 from kit import layout
 from kit.dataset import DatasetSpec
 from kit.errors import ConfigError, RunTimeout
+from kit.nexmark import NexmarkSpec
 from kit.security import redacted_repr
 from kit.sink import batch_path, encode_batch, write_batch, write_encoded
 from kit.spark import on_this_host
@@ -146,7 +147,7 @@ class LegacyRunConfig:
     topics: Mapping[str, str]
     out_dir: str
     checkpoint_dir: str
-    dataset: DatasetSpec
+    dataset: DatasetSpec | NexmarkSpec
     jobs: tuple[tuple[str, str], ...]
     batch_seconds: float = 1.0
     kafka_params: Mapping[str, Any] = field(default_factory=dict)
@@ -365,7 +366,8 @@ def _write_rows(run: str, target: str, names: list[str], transactional: bool, ba
 
 def _late_row(item: Any) -> tuple:
     event, detail = item if isinstance(item, tuple) else (item, None)
-    return (event["event_id"], event["topic"], event["partition"], event["offset"], detail)
+    # A Nexmark event has no event_id (a bid has none at all): its coordinates say which record it was.
+    return (event.get("event_id"), event["topic"], event["partition"], event["offset"], detail)
 
 
 class _Received:

@@ -42,6 +42,7 @@ from typing import Any
 from kit import layout, workloads
 from kit.dataset import DatasetSpec
 from kit.errors import ConfigError, RunTimeout
+from kit.nexmark import NexmarkSpec
 from kit.security import redacted_repr
 from kit.workloads import job_id
 from modern.kafka import offsets_from_json
@@ -81,7 +82,7 @@ class ModernRunConfig:
     topics: Mapping[str, str]
     out_dir: str
     checkpoint_dir: str
-    dataset: DatasetSpec
+    dataset: DatasetSpec | NexmarkSpec
     jobs: tuple[tuple[str, str], ...]
     trigger: str = "0 seconds"
     source_options: Mapping[str, Any] = field(default_factory=dict)

@@ -10,7 +10,9 @@ The contract every implementation follows:
 
 - Input: the Kafka topic(s) that :func:`kit.replay.replay` produced from a :mod:`kit.dataset` file (for a
   workload with two inputs, :meth:`WorkloadSpec.route` names each record's input). Records that
-  :func:`kit.events.parse_event` rejects go to a dead-letter output (topic, partition, offset, reason).
+  :func:`kit.events.parse_event` rejects go to a dead-letter output (topic, partition, offset, reason). The
+  Nexmark queries (:data:`NEXMARK_NAMES`, ``parse="nexmark"``) read a :mod:`kit.nexmark` stream instead, and
+  :func:`kit.nexmark.parse_nexmark` decides, with the same reasons.
 - Output rows carry the key and value columns, then ``last_input_ts``: the largest Kafka timestamp of the
   input records behind the row's current value. The sink (:mod:`kit.sink`) adds ``batch`` and
   ``emitted_at``; latency is ``emitted_at - last_input_ts``.
@@ -39,6 +41,7 @@ import pandas as pd
 
 from kit.dataset import DatasetSpec
 from kit.errors import ConfigError
+from kit.nexmark import ONE_TOPIC_INPUT
 from kit.workloads._contract import FIELDS, read_record
 
 if TYPE_CHECKING:
@@ -46,6 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NAMES",
+    "NEXMARK_NAMES",
     "NOT_CARRIED",
     "OracleResult",
     "StateCarry",
@@ -63,7 +67,10 @@ __all__ = [
 ]
 
 NAMES: tuple[str, ...] = ("running_counts", "windowed_counts", "sessions", "dedup", "ysb", "join")
-"""Every built-in workload, in the order the playbook presents them."""
+"""Every built-in workload over the kit's events (:mod:`kit.dataset`), in the order the playbook presents them."""
+
+NEXMARK_NAMES: tuple[str, ...] = ("nexmark_q0", "nexmark_q1", "nexmark_q2", "nexmark_q5", "nexmark_q7")
+"""The built-in Nexmark queries (docs/nexmark.md): workloads over a :mod:`kit.nexmark` stream (``parse="nexmark"``)."""
 
 LAST_INPUT_TS = "last_input_ts"
 """Output column: largest Kafka timestamp (ms) of the input records behind a row's current value."""
@@ -166,6 +173,11 @@ class WorkloadSpec:
         trajectory: update mode: ``trajectory(frame, dataset_spec)``, every value each key passes through, in
             replay order: the key and value columns and ``seq`` (the record that gave the key that value).
             ``dmk compare --mode all`` holds every emitted row to it. None: not available.
+        parse: which parse the inputs use: ``"event"`` (the kit's events, :func:`kit.events.parse_event`; a
+            :class:`~kit.dataset.DatasetSpec` dataset; the default) or ``"nexmark"`` (Nexmark persons, auctions and
+            bids, :func:`kit.nexmark.parse_nexmark`; a :class:`~kit.nexmark.NexmarkSpec` dataset). A Nexmark
+            workload's ``inputs`` are the tables it reads (``"bids"``...): each its own topic in the three-topic
+            layout, or all of them one topic, the input :data:`kit.nexmark.ONE_TOPIC_INPUT`, in the one-topic layout.
     """
 
     name: str
@@ -176,13 +188,15 @@ class WorkloadSpec:
     output_mode: Literal["update", "append"]
     granularity: str
     watermark_delay_ms: int | None
-    oracle: Callable[[pd.DataFrame, DatasetSpec], OracleResult] = field(repr=False)
+    # The dataset spec is a DatasetSpec, or a NexmarkSpec for parse="nexmark".
+    oracle: Callable[[pd.DataFrame, Any], OracleResult] = field(repr=False)
     legacy: tuple[Variant, ...] = _DEFAULT
     modern: tuple[Variant, ...] = _DEFAULT
     router: Callable[[pd.DataFrame], pd.Series] | None = field(default=None, repr=False)
     carry: StateCarry = field(default_factory=lambda: NOT_CARRIED)
     horizon: Callable[[DatasetSpec], tuple[int, str]] | None = field(default=None, repr=False)
-    trajectory: Callable[[pd.DataFrame, DatasetSpec], pd.DataFrame] | None = field(default=None, repr=False)
+    trajectory: Callable[[pd.DataFrame, Any], pd.DataFrame] | None = field(default=None, repr=False)
+    parse: Literal["event", "nexmark"] = "event"
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -206,7 +220,12 @@ class WorkloadSpec:
         return chosen[name]
 
     def check_inputs(self, topics: Mapping[str, str]) -> None:
-        """Raise :class:`~kit.errors.ConfigError` unless ``topics`` (input name → topic) covers every input."""
+        """Raise :class:`~kit.errors.ConfigError` unless ``topics`` (input name → topic) covers every input.
+
+        A Nexmark workload's inputs are all covered by the one-topic layout's input (``"nexmark"``).
+        """
+        if self.parse == "nexmark" and ONE_TOPIC_INPUT in topics:
+            return
         missing = [name for name in self.inputs if name not in topics]
         if missing:
             msg = f"workload {self.name!r} reads inputs {list(self.inputs)}; no topic given for {missing}."
@@ -267,12 +286,12 @@ def get(name: str) -> WorkloadSpec:
             msg = f"workload {name!r} is a {type(spec).__name__}, not a kit.workloads.WorkloadSpec."
             raise ConfigError(msg, field="workload", expected="WorkloadSpec", actual=type(spec).__name__)
         return spec
-    if name not in NAMES:
+    if name not in NAMES + NEXMARK_NAMES:
         msg = (
-            f"unknown workload {name!r}; the workloads are: {', '.join(NAMES)} (or your own spec, given as "
-            "package.module:SPEC)."
+            f"unknown workload {name!r}; the workloads are: {', '.join(NAMES + NEXMARK_NAMES)} (or your own spec, "
+            "given as package.module:SPEC)."
         )
-        raise ConfigError(msg, field="workload", expected=NAMES, actual=name)
+        raise ConfigError(msg, field="workload", expected=NAMES + NEXMARK_NAMES, actual=name)
     return cast(WorkloadSpec, importlib.import_module(f"kit.workloads.{name}").SPEC)
 
 

@@ -6,8 +6,9 @@ stops, sleeps or talks to Kafka; :mod:`legacy.runner` does. The returned DStream
 spec's column order (keys, values, ``last_input_ts``).
 
 :class:`Source` hands a builder its input as parsed events (dicts with the event fields plus ``kafka_ts``,
-``topic``, ``partition`` and ``offset``); records :func:`kit.events.parse_event` rejects never reach the
-builder, they go to the dead-letter output (written by the parse itself when given ``dead_letter_root``, so a
+``topic``, ``partition`` and ``offset``: :meth:`Source.events` for the kit's events, :meth:`Source.nexmark` for
+a Nexmark table); records :func:`kit.events.parse_event` (or :func:`kit.nexmark.parse_nexmark`) rejects never
+reach the builder, they go to the dead-letter output (written by the parse itself when given ``dead_letter_root``, so a
 batch reads and parses its records once). :func:`event_time_operator` is the event-time machinery DStreams
 lack: a global watermark and per-key state with Spark's rules for late records, which the windowed, session,
 dedup, YSB and join workloads all use.
@@ -20,6 +21,7 @@ Example (``raw`` a direct stream of ``(topic, partition, offset, timestamp, valu
 
 from __future__ import annotations
 
+import functools
 import importlib
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -30,8 +32,12 @@ from kit.dataset import DatasetSpec
 from kit.engine import DEAD_LETTER_COLUMNS
 from kit.errors import ConfigError
 from kit.events import parse_event
+from kit.nexmark import ONE_TOPIC_INPUT, TABLE_TYPES, NexmarkSpec, parse_nexmark
 
-__all__ = ["DEAD_LETTER_COLUMNS", "NO_WATERMARK", "Source", "event_time_operator", "parse_record", "resolve"]
+__all__ = [
+    "DEAD_LETTER_COLUMNS", "NO_WATERMARK", "Source", "event_time_operator", "parse_nexmark_record", "parse_record",
+    "resolve",
+]
 
 NO_WATERMARK = -(2**62)
 """The watermark before any event was seen: earlier than every event time."""
@@ -54,6 +60,27 @@ def parse_record(record: tuple[str, int, int, int, bytes | None]) -> tuple[bool,
     return True, event
 
 
+def parse_nexmark_record(event_type: str | None, record: tuple[str, int, int, int, bytes | None]) -> tuple[bool, Any]:
+    """:func:`parse_record` for a Nexmark record: :func:`kit.nexmark.parse_nexmark` decides, with the same reasons.
+
+    ``event_type`` is the type of a three-topic layout's table (``"bid"``...), None for the one-topic layout (the
+    value's ``type`` says). A valid event gets ``type`` (in both layouts), ``event_time`` (its ``dateTime``: what
+    :func:`event_time_operator` reads) and the record's ``kafka_ts``, ``topic``, ``partition`` and ``offset``.
+    """
+    topic, partition, offset, timestamp, value = record
+    event, reason = parse_nexmark(value, event_type)
+    if event is None:
+        return False, (topic, partition, offset, reason)
+    if event_type is not None:
+        event["type"] = event_type
+    event["event_time"] = event["dateTime"]
+    event["kafka_ts"] = timestamp
+    event["topic"] = topic
+    event["partition"] = partition
+    event["offset"] = offset
+    return True, event
+
+
 def _is_valid(parsed: tuple[bool, Any]) -> bool:
     return parsed[0]
 
@@ -66,18 +93,20 @@ def _payload(parsed: tuple[bool, Any]) -> Any:
     return parsed[1]
 
 
-def _parse_writing_dead_letters(directory: str) -> Callable[[Iterable[Any]], Iterator[dict]]:
-    """A ``mapPartitions`` function: the valid events of a partition's records, its malformed ones written.
+def _parse_writing_dead_letters(
+    directory: str, parse: Callable[[Any], tuple[bool, Any]] = parse_record
+) -> Callable[[Iterable[Any]], Iterator[dict]]:
+    """A ``mapPartitions`` function: the valid events of a partition's records (``parse``), its malformed ones written.
 
     The malformed records' ``(topic, partition, offset, reason)`` go to ``directory`` as one keyed file
     (:func:`kit.sink.write_keyed`) once the partition is read: a task that runs again (a retried task, a batch
     regenerated after a restart) writes the same file, so each dead letter is in the output once.
     """
 
-    def parse(records: Iterable[Any]) -> Iterator[dict]:
+    def parse_all(records: Iterable[Any]) -> Iterator[dict]:
         malformed = []
         for record in records:
-            valid, payload = parse_record(record)
+            valid, payload = parse(record)
             if valid:
                 yield payload
             else:
@@ -89,7 +118,7 @@ def _parse_writing_dead_letters(directory: str) -> Callable[[Iterable[Any]], Ite
 
             write_keyed(directory, pd.DataFrame(malformed, columns=list(DEAD_LETTER_COLUMNS)))
 
-    return parse
+    return parse_all
 
 
 """The columns of a dead-letter row."""
@@ -116,7 +145,8 @@ class Source:
 
     Args:
         raw: input name → DStream of ``(topic, partition, offset, kafka_timestamp_ms, value)`` tuples.
-        dataset: the spec of the dataset being replayed (YSB reads its campaign table from it).
+        dataset: the spec of the dataset being replayed (YSB reads its campaign table from it; a
+            :class:`~kit.nexmark.NexmarkSpec` for the Nexmark queries).
         dead_letter_root: where the parse writes each input's malformed records,
             ``<root>/dead_letters.<input>`` (keyed files, see :func:`_parse_writing_dead_letters`): one pass
             over the records, nothing cached for a second consumer. A path every executor can write (on a
@@ -124,7 +154,9 @@ class Source:
             for an output operation to write, and the parsed records are cached for it.
     """
 
-    def __init__(self, raw: Mapping[str, Any], dataset: DatasetSpec, dead_letter_root: str | None = None) -> None:
+    def __init__(
+        self, raw: Mapping[str, Any], dataset: DatasetSpec | NexmarkSpec, dead_letter_root: str | None = None
+    ) -> None:
         self.dataset = dataset
         self._raw = dict(raw)
         self._dead_letter_root = dead_letter_root
@@ -144,15 +176,43 @@ class Source:
         if name not in self._raw:
             msg = f"workload asked for input {name!r}, but this run has only {sorted(self._raw)}."
             raise ConfigError(msg, field="input", expected=tuple(sorted(self._raw)), actual=name)
+        return self._parse(name, parse_record)
+
+    def nexmark(self, table: str = "bids") -> Any:
+        """The valid Nexmark events of ``table`` (``"persons"``, ``"auctions"`` or ``"bids"``) as a DStream of dicts.
+
+        The table's own input in the three-topic layout (its records parsed as that type), else the one-topic
+        layout's input ``"nexmark"`` (each record's ``type`` says), keeping the table's type. Either way every
+        record of the input read is parsed by :func:`parse_nexmark_record` and each malformed one is a dead letter
+        of that input, once, however many tables a workload reads from it.
+
+        Raises:
+            ConfigError: an unknown table, or a run with neither input.
+        """
+        if table not in TABLE_TYPES:
+            msg = f"Nexmark has no table {table!r}; its tables are {', '.join(TABLE_TYPES)}."
+            raise ConfigError(msg, field="table", expected=tuple(TABLE_TYPES), actual=table)
+        if table in self._raw:
+            return self._parse(table, functools.partial(parse_nexmark_record, TABLE_TYPES[table]))
+        if ONE_TOPIC_INPUT not in self._raw:
+            msg = (f"a Nexmark workload asked for table {table!r}: this run has neither its topic nor the one-topic "
+                   f"layout's input {ONE_TOPIC_INPUT!r}, only {sorted(self._raw)}.")
+            raise ConfigError(msg, field="input", expected=(table, ONE_TOPIC_INPUT), actual=tuple(sorted(self._raw)))
+        wanted = TABLE_TYPES[table]
+        events = self._parse(ONE_TOPIC_INPUT, functools.partial(parse_nexmark_record, None))
+        return events.filter(functools.partial(_of_type, wanted))
+
+    def _parse(self, name: str, parse: Callable[[Any], tuple[bool, Any]]) -> Any:
+        """The valid events of input ``name`` by ``parse`` (once per input), its dead letters split off."""
         if name not in self._parsed:
             # Read in no more tasks than the cluster has cores (see _at_most_one_task_per_core).
             records = self._raw[name].transform(_at_most_one_task_per_core)
             if self._dead_letter_root is not None:
                 directory = f"{self._dead_letter_root}/dead_letters.{name}"
-                self._parsed[name] = records.mapPartitions(_parse_writing_dead_letters(directory))
+                self._parsed[name] = records.mapPartitions(_parse_writing_dead_letters(directory, parse))
             else:
                 # Parsed once per batch and cached: the workload and the dead-letter output both read it.
-                parsed = records.map(parse_record).cache()
+                parsed = records.map(parse).cache()
                 self._parsed[name] = parsed.filter(_is_valid).map(_payload)
                 self.dead_letters[name] = parsed.filter(_is_malformed).map(_payload)
         return self._parsed[name]
@@ -160,6 +220,10 @@ class Source:
     def drop_late(self, dropped: Any) -> None:
         """Report a DStream of events (or ``(event, detail)`` pairs) a builder dropped as too late."""
         self.late.append(dropped)
+
+
+def _of_type(wanted: str, event: dict) -> bool:
+    return bool(event["type"] == wanted)
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -35,8 +35,9 @@ from kit import layout, workloads
 from kit.dataset import DatasetSpec
 from kit.errors import ConfigError
 from kit.events import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, FIELD_TYPES, REQUIRED_FIELDS, parse_event
+from kit.nexmark import ONE_TOPIC_INPUT, TABLE_TYPES, TYPE_FIELDS, NexmarkSpec, parse_nexmark
 
-__all__ = ["CANONICAL_EVENT", "EVENT_COLUMNS", "Source", "resolve", "with_parsed"]
+__all__ = ["CANONICAL_EVENT", "EVENT_COLUMNS", "Source", "resolve", "with_nexmark", "with_parsed"]
 
 EVENT_COLUMNS: tuple[str, ...] = (
     *REQUIRED_FIELDS,
@@ -114,26 +115,109 @@ def _parse_and_dead_letter(directories: Mapping[str, str] | None) -> Any:
     # Spark infers the kind of UDF from these type hints (Arrays -> Array: a scalar Arrow UDF).
     def parse(sent: pa.Array, topic: pa.Array, partition: pa.Array, offset: pa.Array, value: pa.Array) -> pa.Array:
         parsed = _parse_values(sent, value)
-        if not directories:
-            return parsed
-        malformed = pc.fill_null(pc.is_valid(parsed.field("reason")), False)
-        if pc.any(malformed).as_py():
-            from kit.sink import write_keyed
-
-            rows = pa.table(
-                {
-                    "topic": topic.filter(malformed),
-                    "partition": partition.filter(malformed).cast(pa.int32()),
-                    "offset": offset.filter(malformed).cast(pa.int64()),
-                    "reason": parsed.field("reason").filter(malformed),
-                }
-            ).to_pandas()
-            for name, group in rows.groupby("topic", sort=True):
-                if name in directories:
-                    write_keyed(directories[name], group.reset_index(drop=True))
+        if directories:
+            _write_dead_letters(directories, topic, partition, offset, parsed.field("reason"))
         return parsed
 
     return parse
+
+
+def _write_dead_letters(
+    directories: Mapping[str, str], topic: pa.Array, partition: pa.Array, offset: pa.Array, reason: pa.Array
+) -> None:
+    """Write the rows with a ``reason`` to their topic's directory of ``directories`` (keyed files)."""
+    malformed = pc.fill_null(pc.is_valid(reason), False)
+    if pc.any(malformed).as_py():
+        from kit.sink import write_keyed
+
+        rows = pa.table(
+            {
+                "topic": topic.filter(malformed),
+                "partition": partition.filter(malformed).cast(pa.int32()),
+                "offset": offset.filter(malformed).cast(pa.int64()),
+                "reason": reason.filter(malformed),
+            }
+        ).to_pandas()
+        for name, group in rows.groupby("topic", sort=True):
+            if name in directories:
+                write_keyed(directories[name], group.reset_index(drop=True))
+
+
+_NEXMARK_SPARK_TYPES = {str: "string", int: "long"}
+
+
+def _nexmark_struct(event_type: str) -> tuple[str, pa.StructType]:
+    """What :func:`with_nexmark` parses ``event_type`` into, as DDL and Arrow: ``type``, its fields, ``reason``."""
+    fields = [("type", str), *TYPE_FIELDS[event_type], ("reason", str)]
+    ddl = ", ".join(f"`{name}` {_NEXMARK_SPARK_TYPES[kind]}" for name, kind in fields)
+    return ddl, pa.struct([pa.field(name, _ARROW_TYPES[kind]) for name, kind in fields])
+
+
+def _parse_nexmark_udf(
+    wanted: str, topic_types: Mapping[str, str] | None, directories: Mapping[str, str] | None
+) -> Any:
+    """The Arrow UDF function of :func:`with_nexmark`: :func:`kit.nexmark.parse_nexmark` over every value.
+
+    ``topic_types``: each topic's event type (the three-topic layout), or None (the one-topic layout: the
+    value's ``type``). A valid event of type ``wanted`` gets its fields, one of another type only ``type``; a
+    malformed record only ``reason``, and with ``directories`` it is also written there as it is found.
+    """
+    _, arrow = _nexmark_struct(wanted)
+    names = [field.name for field in arrow]
+    fields = [name for name, _ in TYPE_FIELDS[wanted]]
+    topic_types = dict(topic_types) if topic_types is not None else None
+    directories = dict(directories or {})
+
+    def parse(topic: pa.Array, partition: pa.Array, offset: pa.Array, value: pa.Array) -> pa.Array:
+        n = len(value)
+        columns: dict[str, list[Any]] = {name: [None] * n for name in names}
+        types, reasons = columns["type"], columns["reason"]
+        for i, (where, record) in enumerate(zip(topic.to_pylist(), value.to_pylist(), strict=True)):
+            declared = topic_types[where] if topic_types is not None else None
+            event, reasons[i] = parse_nexmark(record, declared)
+            if event is None:
+                continue
+            types[i] = declared if declared is not None else event["type"]
+            if types[i] == wanted:
+                for name in fields:
+                    columns[name][i] = event[name]
+        parsed = pa.StructArray.from_arrays([pa.array(columns[f.name], type=f.type) for f in arrow], fields=list(arrow))
+        if directories:
+            _write_dead_letters(directories, topic, partition, offset, parsed.field("reason"))
+        return parsed
+
+    return parse
+
+
+def with_nexmark(
+    frame: Any,
+    event_type: str,
+    topic_types: Mapping[str, str] | None,
+    column: str = "p",
+    dead_letters: Mapping[str, str] | None = None,
+) -> Any:
+    """``frame`` with ``column``: :func:`kit.nexmark.parse_nexmark` over its binary ``value``, exactly as it decides.
+
+    The new column is a struct of ``type``, the fields of ``event_type`` (null for an event of another type) and
+    ``reason`` (null for a valid event). Every record goes through the Arrow UDF (Python): unlike the kit's
+    events, no JVM fast path yet.
+
+    Args:
+        frame: a DataFrame with ``topic``, ``partition``, ``offset`` and a binary ``value``.
+        event_type: the type whose fields the struct carries (``"bid"``...).
+        topic_types: topic → event type in the three-topic layout; None in the one-topic layout.
+        column: the name of the new column.
+        dead_letters: topic → directory where the UDF writes each malformed record (it is then declared
+            non-deterministic, as in :func:`with_parsed`).
+    """
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
+
+    ddl, _ = _nexmark_struct(event_type)
+    # PySpark's stubs lack the form that infers the UDF's kind from the function's type hints (no functionType).
+    udf = F.arrow_udf(_parse_nexmark_udf(event_type, topic_types, dead_letters), ddl)  # type: ignore[call-overload]
+    if dead_letters:
+        udf = udf.asNondeterministic()
+    return frame.withColumn(column, udf(F.col("topic"), F.col("partition"), F.col("offset"), F.col("value")))
 
 
 _TEXT, _JSON, _CANONICAL = "_dmk_text", "_dmk_json", "_dmk_canonical"
@@ -211,7 +295,7 @@ class Source:
         spark: Any,
         bootstrap_servers: str,
         topics: Mapping[str, str],
-        dataset: DatasetSpec,
+        dataset: DatasetSpec | NexmarkSpec,
         options: Mapping[str, Any] | None = None,
         dead_letter_root: str | None = None,
     ) -> None:
@@ -223,10 +307,19 @@ class Source:
         self.dead_letter_root = dead_letter_root
         self.used: list[str] = []
         """Input names builders asked for, in order."""
+        self._nexmark_inputs: dict[str, Mapping[str, str] | None] = {}
+        """Inputs read as Nexmark records (:meth:`nexmark`): each one's topic → event type (None: one topic)."""
 
     def _parsed(self, *names: str, with_dead_letters: bool = True) -> Any:
         from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
+        frame, directories = self._read(names, with_dead_letters)
+        return with_parsed(frame, "p", directories).select(
+            "topic", "partition", "offset", F.col("timestamp").alias("kafka_ts"), "p"
+        )
+
+    def _read(self, names: tuple[str, ...], with_dead_letters: bool) -> tuple[Any, dict[str, str] | None]:
+        """One Kafka source subscribed to the topics of ``names``, and each topic's dead-letter directory."""
         from modern.kafka import source_format
 
         for name in names:
@@ -257,8 +350,45 @@ class Source:
             directories = {
                 self.topics[name]: str(layout.dead_letters(self.dead_letter_root, name)) for name in names
             }
-        return with_parsed(reader.load(), "p", directories).select(
-            "topic", "partition", "offset", F.col("timestamp").alias("kafka_ts"), "p"
+        return reader.load(), directories
+
+    def nexmark(self, table: str = "bids") -> Any:
+        """The valid Nexmark events of ``table`` (``"persons"``, ``"auctions"`` or ``"bids"``): a streaming DataFrame.
+
+        Its columns: the type's fields (:data:`kit.nexmark.TYPE_FIELDS`, ``dateTime`` in ms), ``event_time``
+        (``dateTime`` as a timestamp), ``kafka_ts`` (a timestamp), ``topic``, ``partition`` and ``offset``. Read
+        from the table's own input in the three-topic layout (its records parsed as that type), else from the
+        one-topic layout's input ``"nexmark"`` (each record's ``type`` says), keeping the table's type. Every
+        malformed record of the input read goes to its dead-letter output.
+
+        Raises:
+            ConfigError: an unknown table, or a run with neither input.
+        """
+        from pyspark.sql import functions as F  # noqa: N812
+
+        if table not in TABLE_TYPES:
+            msg = f"Nexmark has no table {table!r}; its tables are {', '.join(TABLE_TYPES)}."
+            raise ConfigError(msg, field="table", expected=tuple(TABLE_TYPES), actual=table)
+        wanted = TABLE_TYPES[table]
+        if table in self.topics:
+            name, topic_types = table, {self.topics[table]: wanted}
+        elif ONE_TOPIC_INPUT in self.topics:
+            name, topic_types = ONE_TOPIC_INPUT, None
+        else:
+            msg = (f"a Nexmark workload asked for table {table!r}: this run has neither its topic nor the one-topic "
+                   f"layout's input {ONE_TOPIC_INPUT!r}, only {sorted(self.topics)}.")
+            raise ConfigError(msg, field="input", expected=(table, ONE_TOPIC_INPUT), actual=tuple(sorted(self.topics)))
+        self._nexmark_inputs[name] = topic_types
+        frame, directories = self._read((name,), with_dead_letters=True)
+        parsed = with_nexmark(frame, wanted, topic_types, "p", directories)
+        fields = [F.col(f"p.{field}").alias(field) for field, _ in TYPE_FIELDS[wanted]]
+        return parsed.where(F.col("p.reason").isNull() & (F.col("p.type") == wanted)).select(
+            *fields,
+            F.timestamp_millis("p.dateTime").alias("event_time"),
+            F.col("timestamp").alias("kafka_ts"),
+            "topic",
+            "partition",
+            "offset",
         )
 
     def events(self, name: str = "events") -> Any:
@@ -300,6 +430,13 @@ class Source:
     def dead_letters(self, name: str = "events") -> Any:
         """The malformed records of input ``name``: ``topic, partition, offset, reason``."""
         from pyspark.sql import functions as F  # noqa: N812
+
+        if name in self._nexmark_inputs:
+            frame, _ = self._read((name,), with_dead_letters=False)
+            parsed = with_nexmark(frame, "bid", self._nexmark_inputs[name])
+            return parsed.where(F.col("p.reason").isNotNull()).select(
+                "topic", "partition", "offset", F.col("p.reason").alias("reason")
+            )
 
         parsed = self._parsed(name, with_dead_letters=False)
         return parsed.where(F.col("p.reason").isNotNull()).select(
