@@ -754,7 +754,7 @@ class _Analyser:
             owner = base.split(":", 1)[1]
             return self._known(node, f"{owner}.{method}", owner, method)
         if base == SOURCE:
-            if method in ("events", "drop_late"):
+            if method in ("events", "nexmark", "drop_late"):
                 self._report(node, RULES[f"Source.{method}"])
                 return RULES[f"Source.{method}"].returns
             return None

@@ -358,6 +358,10 @@ _R: list[Rule] = [
          "kit.events.parse_event", _CONTRACT, True,
          "Malformed records go to the dead-letter output on both sides, for the same reason.",
          _any("events", "events_together"), DSTREAM),
+    Rule("Source.nexmark", "modern.workloads.Source.nexmark(table): the Nexmark table's Kafka source, parsed by "
+         "the same kit.nexmark.parse_nexmark", _CONTRACT, True,
+         "Malformed records go to the dead-letter output on both sides, for the same reason.",
+         _any("nexmark"), DSTREAM),
     Rule("Source.drop_late", "nothing: Spark drops late rows itself (numRowsDroppedByWatermark)", _LATE, True,
          "numRowsDroppedByWatermark counts rows entering the operator, after partial aggregation.",
          _any("withWatermark")),
