@@ -154,10 +154,10 @@ def main() -> None:
             with _CpuSampler(skip={broker.pid} if getattr(broker, "pid", None) else set()) as cpu:
                 run = engine.start(spark, config, recover=True)
                 try:
-                    # running_counts closes nothing later, so no batch after the end offsets: a legacy run that
-                    # fell behind would otherwise wait out its queue of empty batches.
+                    # A workload without a watermark closes nothing later, so no batch after the end offsets: a
+                    # legacy run that fell behind would otherwise wait out its queue of empty batches.
                     run.await_offsets(ends, timeout_s=1_800,
-                                      extra_batches=0 if args.workload == "running_counts" else 2)
+                                      extra_batches=0 if spec.watermark_delay_ms is None else 2)
                 finally:
                     run.stop()
             seconds = time.monotonic() - started

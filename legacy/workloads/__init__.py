@@ -49,8 +49,14 @@ def parse_record(record: tuple[str, int, int, int, bytes | None]) -> tuple[bool,
     ``record`` is ``(topic, partition, offset, kafka_timestamp_ms, value)``; a valid event gets those as
     ``topic``, ``partition``, ``offset`` and ``kafka_ts`` next to its own fields.
     """
-    topic, partition, offset, timestamp, value = record
-    event, reason = parse_event(value)
+    event, reason = parse_event(record[4])
+    return _decided(record, event, reason)
+
+
+def _decided(record: tuple[str, int, int, int, bytes | None], event: dict | None, reason: str | None,
+             ) -> tuple[bool, Any]:
+    """A parse's verdict on ``record``: the valid ``event`` with the record's place and time, or the dead letter."""
+    topic, partition, offset, timestamp, _ = record
     if event is None:
         return False, (topic, partition, offset, reason)
     event["kafka_ts"] = timestamp
@@ -67,18 +73,12 @@ def parse_nexmark_record(event_type: str | None, record: tuple[str, int, int, in
     value's ``type`` says). A valid event gets ``type`` (in both layouts), ``event_time`` (its ``dateTime``: what
     :func:`event_time_operator` reads) and the record's ``kafka_ts``, ``topic``, ``partition`` and ``offset``.
     """
-    topic, partition, offset, timestamp, value = record
-    event, reason = parse_nexmark(value, event_type)
-    if event is None:
-        return False, (topic, partition, offset, reason)
-    if event_type is not None:
-        event["type"] = event_type
-    event["event_time"] = event["dateTime"]
-    event["kafka_ts"] = timestamp
-    event["topic"] = topic
-    event["partition"] = partition
-    event["offset"] = offset
-    return True, event
+    event, reason = parse_nexmark(record[4], event_type)
+    if event is not None:
+        if event_type is not None:
+            event["type"] = event_type
+        event["event_time"] = event["dateTime"]
+    return _decided(record, event, reason)
 
 
 def _is_valid(parsed: tuple[bool, Any]) -> bool:
