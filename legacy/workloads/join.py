@@ -129,11 +129,13 @@ def _new_pairs(time_: datetime, recent: Any) -> Any:
 def build(ssc: Any, source: Any) -> Any:
     views = source.events("impressions").filter(lambda e: e["event_type"] == "view")
     clicks = source.events("clicks").filter(lambda e: e["event_type"] == "click")
-    events = views.union(clicks)
+    # Both cached: the watermark's state, the late output and the window each read them every batch, and
+    # without the cache each would parse the batch's records (and write its dead letters) again.
+    events = views.union(clicks).cache()
     marks = events.map(lambda e: (0, (_side(e), e["event_time"]))).updateStateByKey(
         partial(_advance, WATERMARK_DELAY_MS), numPartitions=1
     )
-    judged = events.transformWith(_judge, marks)
+    judged = events.transformWith(_judge, marks).cache()
     source.drop_late(judged.filter(lambda p: not p[0]).map(lambda p: (p[1], None)))
     recent = judged.transform(_tagged).window(window_seconds(events._slideDuration))  # batch interval, s
     return recent.transform(_new_pairs)
