@@ -85,6 +85,7 @@ from kit.engine import DriverConfig, Engine, RunHandle, seconds
 from kit.errors import ConfigError, KitError
 from kit.events import REJECT_REASONS
 from kit.kafka import Kafka, resolve_client
+from kit.nexmark import NexmarkSpec
 from kit.replay import ReplaySettings, replay
 
 __all__ = [
@@ -313,6 +314,74 @@ class _Run:
         self.handle.await_offsets(ends, timeout_s=timeout_s, extra_batches=extra_batches)
 
 
+@contextmanager
+def engine_run(settings: BenchSettings, spark: Any, bootstrap: str, workdir: Path, engine: str, workload: str,
+               topics: Mapping[str, str], dataset: DatasetSpec | NexmarkSpec, *, cap: int | None = None,
+               interval: str | None = None) -> Iterator[_Run]:
+    """Run ``workload`` on ``engine`` over ``topics`` (input name → topic, each from its start) until the block ends.
+
+    ``cap``: records per batch (:meth:`kit.engine.KitEngine.capped`), None reads whatever is there;
+    ``interval``: the batch interval or trigger (default: the engine's).
+    """
+    tag = uuid.uuid4().hex[:6]
+    chosen = get_engine(engine)
+    run = _Run(chosen, workload, workdir / f"{engine}-{workload}-{tag}")
+    config = DriverConfig(
+        engine=engine, bootstrap_servers=bootstrap, topics=dict(topics), out_dir=str(run.out_dir),
+        checkpoint_dir=str(workdir / f"{engine}-{workload}-{tag}-checkpoint"),
+        dataset=dataset, jobs=((workload, "default"),), timeout_s=settings.timeout_s,
+        partitions=settings.partitions, kafka_security=dict(settings.kafka_security),
+    )
+    if interval is not None:
+        config = chosen.paced(config, interval)
+    if cap is not None:
+        config = chosen.capped(config, cap)
+    run.handle = chosen.start(spark, config)
+    try:
+        yield run
+    finally:
+        run.handle.stop()
+
+
+def latency_run(settings: BenchSettings, spark: Any, bootstrap: str, workdir: Path, engine: str, workload: str,
+                input_topic: tuple[str, str], dataset: DatasetSpec | NexmarkSpec, frame: pd.DataFrame, rate: float,
+                interval: str) -> dict[str, Any]:
+    """One latency run: ``frame`` replayed at ``rate`` while ``engine`` runs ``workload``.
+
+    The replay goes into the new topic ``input_topic[1]``, read as ``workload``'s input ``input_topic[0]``. Returns
+    the latency of the rows whose inputs came after the warm-up, whether the rows equal the oracle, and the
+    batches' costs.
+    """
+    input_name, topic = input_topic
+    with _session_conf(spark, IDLE_CONF, IDLE_REPORT_INTERVAL), \
+            engine_run(settings, spark, bootstrap, workdir, engine, workload, {input_name: topic}, dataset,
+                       interval=interval) as run:
+        # The replay runs in a process of its own, so its producer does not compete with the engine's
+        # driver for this interpreter's GIL; its timestamps and the sink's are on the same clock.
+        with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+            replayed = pool.submit(replay, frame, bootstrap, ReplaySettings(
+                topic=topic, partitions=settings.partitions, rate_rps=rate, partition_by="seq")).result()
+        run.wait(replayed.topic_end_offsets, settings.timeout_s)
+        time.sleep(IDLE_SECONDS)  # what the engine does without input is measured, not waited for
+    rows = run.rows()
+    produced = replayed.log["produced_ms"]
+    cutoff = produced.min() + WARMUP_FRACTION * (produced.max() - produced.min())
+    measured = latency(rows[rows[workloads.LAST_INPUT_TS] >= cutoff] if not rows.empty else rows)
+    spans = run.spans()
+    busy, idle = spans[spans["records"] > 0], spans[spans["records"] == 0]
+    return {
+        "rate_rps": round(rate, 1), "records": len(frame), "rows_measured": int(len(measured)),
+        **backed_percentiles(measured), "matches_oracle": matches_oracle(workloads.get(workload), rows, frame,
+                                                                          dataset),
+        # What limits the latency: how long a batch takes, with and without records (modern: an idle trigger,
+        # which runs no micro-batch unless a watermark moved).
+        "batch_ms_median": _median(busy["processing_ms"]), "idle_batch_ms_median": _median(idle["processing_ms"]),
+        # A batch waits behind another only where batches are cut by the clock.
+        "scheduling_delay_ms_max": (int(spans["scheduling_ms"].max())
+                                    if get_engine(engine).batches_by_clock and not spans.empty else None),
+    }
+
+
 def _aligned(period_s: float, slack_s: float = 0.1) -> None:
     """Sleep until just after the next multiple of ``period_s`` since the epoch.
 
@@ -355,29 +424,10 @@ class _Bench:
     @contextmanager
     def engine(self, engine: str, workload: str, topic: str, dataset: DatasetSpec | None = None, *,
                cap: int | None = None, interval: str | None = None) -> Iterator[_Run]:
-        """Run ``workload`` on ``engine`` over ``topic`` (from its beginning) until the block ends.
-
-        ``cap``: records per batch (:meth:`kit.engine.KitEngine.capped`), None reads whatever is there;
-        ``interval``: the batch interval or trigger (default: the engine's).
-        """
-        tag = uuid.uuid4().hex[:6]
-        chosen = get_engine(engine)
-        run = _Run(chosen, workload, self.workdir / f"{engine}-{workload}-{tag}")
-        config = DriverConfig(
-            engine=engine, bootstrap_servers=self.bootstrap, topics={"events": topic}, out_dir=str(run.out_dir),
-            checkpoint_dir=str(self.workdir / f"{engine}-{workload}-{tag}-checkpoint"),
-            dataset=dataset or self.dataset, jobs=((workload, "default"),), timeout_s=self.settings.timeout_s,
-            partitions=self.settings.partitions, kafka_security=dict(self.settings.kafka_security),
-        )
-        if interval is not None:
-            config = chosen.paced(config, interval)
-        if cap is not None:
-            config = chosen.capped(config, cap)
-        run.handle = chosen.start(self.spark, config)
-        try:
+        """Run ``workload`` on ``engine`` over ``topic`` (its input ``events``), as :func:`engine_run`."""
+        with engine_run(self.settings, self.spark, self.bootstrap, self.workdir, engine, workload,
+                        {"events": topic}, dataset or self.dataset, cap=cap, interval=interval) as run:
             yield run
-        finally:
-            run.handle.stop()
 
     # -- the phases --
 
@@ -453,34 +503,9 @@ class _Bench:
         # Event time advances with wall time (as YSB's generator does), so windows close after the watermark
         # delay whatever the rate.
         dataset = _dataset(n, events_per_second=rate)
-        frame = generate(dataset)
         topic = self._topic(f"latency-{engine}-{workload}-{uuid.uuid4().hex[:6]}")
-        with _session_conf(self.spark, IDLE_CONF, IDLE_REPORT_INTERVAL), \
-                self.engine(engine, workload, topic, dataset, interval=interval) as run:
-            # The replay runs in a process of its own, so its producer does not compete with the engine's
-            # driver for this interpreter's GIL; its timestamps and the sink's are on the same clock.
-            with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
-                replayed = pool.submit(replay, frame, self.bootstrap, ReplaySettings(
-                    topic=topic, partitions=self.settings.partitions, rate_rps=rate, partition_by="seq")).result()
-            run.wait(replayed.topic_end_offsets, self.settings.timeout_s)
-            time.sleep(IDLE_SECONDS)  # what the engine does without input is measured, not waited for
-        rows = run.rows()
-        produced = replayed.log["produced_ms"]
-        cutoff = produced.min() + WARMUP_FRACTION * (produced.max() - produced.min())
-        measured = latency(rows[rows[workloads.LAST_INPUT_TS] >= cutoff] if not rows.empty else rows)
-        spans = run.spans()
-        busy, idle = spans[spans["records"] > 0], spans[spans["records"] == 0]
-        return {
-            "rate_rps": round(rate, 1), "records": n, "rows_measured": int(len(measured)),
-            **backed_percentiles(measured), "matches_oracle": matches_oracle(workloads.get(workload), rows, frame,
-                                                                              dataset),
-            # What limits the latency: how long a batch takes, with and without records (modern: an idle trigger,
-            # which runs no micro-batch unless a watermark moved).
-            "batch_ms_median": _median(busy["processing_ms"]), "idle_batch_ms_median": _median(idle["processing_ms"]),
-            # A batch waits behind another only where batches are cut by the clock.
-            "scheduling_delay_ms_max": (int(spans["scheduling_ms"].max())
-                                        if get_engine(engine).batches_by_clock and not spans.empty else None),
-        }
+        return latency_run(self.settings, self.spark, self.bootstrap, self.workdir, engine, workload,
+                           ("events", topic), dataset, generate(dataset), rate, interval)
 
     def fixed_cost(self) -> dict[str, Any]:
         """``dmk compare running_counts`` over :data:`FIXED_COST_RECORDS` messy records: each engine's batch cost.
@@ -619,7 +644,7 @@ def messy_cap(dataset: DatasetSpec) -> int:
 
 
 def matches_oracle(
-    spec: workloads.WorkloadSpec, rows: pd.DataFrame, frame: pd.DataFrame, dataset: DatasetSpec,
+    spec: workloads.WorkloadSpec, rows: pd.DataFrame, frame: pd.DataFrame, dataset: DatasetSpec | NexmarkSpec,
 ) -> bool:
     """Whether ``rows``, a run's output of ``spec`` over ``frame``, equal the oracle's final result."""
     from compare.diff import diff_outputs

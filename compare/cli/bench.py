@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from compare.cli.common import _add_bootstrap, _announce_embedded_broker, _compare_progress, console
 
 if TYPE_CHECKING:
+    from compare.bench import BenchSettings
     from compare.cli.common import Commands
 
 __all__ = ["add_bench"]
@@ -18,7 +19,7 @@ __all__ = ["add_bench"]
 def cmd_bench(args: argparse.Namespace) -> int:
     import shlex
 
-    from compare.bench import BenchSettings, readme_table, run_bench, update_readme
+    from compare.bench import WORKLOADS, BenchSettings, readme_table, run_bench, update_readme
     from kit.errors import ConfigError
 
     if args.from_results:
@@ -37,14 +38,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.readme and not Path(args.readme).is_file():
         msg = f"--readme {args.readme} is not a file"
         raise ConfigError(msg)
+    named = tuple(w for w in (args.workloads or "").split(",") if w)
+    nexmark = args.suite == "nexmark"
     settings = BenchSettings(
         out_dir=Path(args.out), records=args.records, partitions=args.partitions, quick=args.quick,
         bootstrap_servers=args.bootstrap_servers, master=args.master, latency_seconds=args.latency_seconds,
-        latency_rate=args.latency_rate,
-        state_keys=args.state_keys, workloads=tuple(w for w in args.workloads.split(",") if w),
+        latency_rate=args.latency_rate, state_keys=args.state_keys,
+        workloads=named if named and not nexmark else WORKLOADS,
         command=shlex.join(["dmk", *args.argv]), timeout_s=args.timeout,
         baseline=Path(args.baseline) if args.baseline else None, kafka_security=args.kafka_security,
     )
+    if nexmark:
+        return _bench_nexmark(settings, named, args.readme)
     progress, update = _compare_progress()
     with progress:
         results, path = run_bench(settings, update, on_broker_start=_announce_embedded_broker)
@@ -57,6 +62,26 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.readme:
         update_readme(Path(args.readme), results)
         console.print(f"{args.readme}: performance table regenerated")
+    return 0
+
+
+def _bench_nexmark(settings: BenchSettings, queries: tuple[str, ...], readme: str | None) -> int:
+    from compare.bench import nexmark
+
+    bench = nexmark.NexmarkBench(settings, queries)
+    progress, update = _compare_progress()
+    with progress:
+        results, path = nexmark.run_nexmark(bench, update)
+    console.print(nexmark.readme_table(results), markup=False)
+    console.print(f"results: {path} (and {path.parent / 'nexmark-latest.json'}, nexmark-latest.md)")
+    withheld = [name for name, q in results["queries"].items() if not q["published"]]
+    if readme and not withheld:
+        nexmark.update_readme(Path(readme), results)
+        console.print(f"{readme}: Nexmark table regenerated")
+    if withheld:
+        console.print(f"the output of {', '.join(withheld)} differs from the oracle: no figure of it is published"
+                      f"{f' and {readme} is untouched' if readme else ''} (its figures: nexmark-rejected-*.json)")
+        return 1
     return 0
 
 
@@ -76,8 +101,12 @@ def add_bench(commands: Commands) -> None:
     ben.add_argument("--latency-rate", type=float, default=5_000.0,
                      help="records/s of every latency run's replay, the same for both engines (default 5,000)")
     ben.add_argument("--state-keys", type=int, help="keys the running_counts state grows to (default --records)")
-    ben.add_argument("--workloads", default=",".join(("running_counts", "ysb")),
-                     help="comma-separated (default running_counts,ysb)")
+    ben.add_argument("--suite", choices=("kit", "nexmark"), default="kit",
+                     help="kit: the phases below over the kit's workloads (default); nexmark: every Nexmark query's "
+                          "throughput and latency on both engines (--records default 500,000, --quick 100,000)")
+    ben.add_argument("--workloads",
+                     help="comma-separated (default running_counts,ysb; with --suite nexmark: the queries, default "
+                          "all of them)")
     ben.add_argument("--out", default=str(Path("benchmarks") / "results"),
                      help="results directory (default benchmarks/results)")
     ben.add_argument("--readme", metavar="FILE", help="regenerate FILE's performance table from the results")

@@ -1,0 +1,272 @@
+"""``dmk bench --suite nexmark``: every Nexmark query's sustained throughput and latency on both engines.
+
+One run, one broker, one Spark JVM, as :mod:`compare.bench.run`, over Nexmark streams (:mod:`kit.nexmark`, the
+clean profile in the one-topic layout: persons, auctions and bids in event-number order, one topic):
+
+1. **Throughput.** The stream (``--records``, default :data:`FULL_RECORDS`, ``--quick`` :data:`QUICK_RECORDS`) is
+   produced once; each query runs over it on each engine, capped to :data:`~compare.bench.run.THROUGHPUT_BATCHES`
+   equal batches, after ``warmup_runs`` unmeasured runs (none with ``--quick``). Throughput is the records over
+   the span of the batches after the first (:func:`compare.bench.run.throughput`).
+2. **Latency at a fixed rate.** Per query and engine, a fresh stream whose event time advances with the wall clock
+   (``first_event_rate`` = ``--latency-rate``) is replayed at that rate while the engine runs it at its default
+   batch interval or trigger, for ``--latency-seconds`` plus an event-time query's window and watermark delay.
+   Latency is measured as in the kit's suite (emitted − newest input's Kafka timestamp, after the warm-up fifth).
+
+Each run's final output is diffed against the query's pandas oracle. **A query whose output differs from its oracle
+on either engine, in either run, publishes no figure**: its entry keeps only which runs differed (``withheld``), and
+the whole results go to ``nexmark-rejected-<time>.json`` for the diagnosis. Per query the results give
+``modern_over_legacy``: modern's throughput over legacy's, and the two p99s (the issue's targets: modern ≥ legacy in
+throughput, modern p99 ≤ legacy p99 at the same rate).
+
+Results go to ``<out>/nexmark-<UTC time>.json`` and ``.md`` and to ``nexmark-latest.json``/``.md``;
+:func:`readme_table` renders README's Nexmark table (between :data:`README_START` and :data:`README_END`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from contextlib import ExitStack
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from compare.bench.raw import Progress, produce, round_robin_ends
+from compare.bench.results import _fmt, machine
+from compare.bench.run import (
+    LATENCY_INTERVALS,
+    THROUGHPUT_BATCHES,
+    THROUGHPUT_INTERVALS,
+    WARMUP_RUN_BATCHES,
+    BenchSettings,
+    _phase,
+    closing_seconds,
+    engine_run,
+    latency_run,
+    matches_oracle,
+    throughput,
+)
+from compare.engines import ENGINES
+from kit import workloads
+from kit.broker import kafka_or_embedded
+from kit.errors import ConfigError
+from kit.kafka import Kafka, resolve_client
+from kit.nexmark import ONE_TOPIC_INPUT, NexmarkSpec, generate_nexmark
+
+__all__ = ["FULL_RECORDS", "QUICK_RECORDS", "README_END", "README_START", "NexmarkBench", "nexmark_markdown",
+           "publish_nexmark", "readme_table", "run_nexmark", "update_readme"]
+
+FULL_RECORDS, QUICK_RECORDS = 500_000, 100_000
+"""Records of the throughput stream: a full run's and ``--quick``'s."""
+
+README_START, README_END = "<!-- dmk-bench-nexmark:start -->", "<!-- dmk-bench-nexmark:end -->"
+
+
+@dataclass(frozen=True)
+class NexmarkBench:
+    """What a Nexmark suite run measures: the kit suite's settings (sizes, rate, broker, master...) and the queries.
+
+    ``settings.workloads`` is ignored; ``queries`` (default: every query of :data:`kit.workloads.NEXMARK_NAMES`)
+    says which run. ``settings.records`` is the throughput stream's size (default :data:`FULL_RECORDS`, quick
+    :data:`QUICK_RECORDS`).
+    """
+
+    settings: BenchSettings
+    queries: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        unknown = [q for q in self.queries if q not in workloads.NEXMARK_NAMES]
+        if unknown:
+            msg = (f"unknown Nexmark quer{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)}; "
+                   f"dmk bench --suite nexmark runs any of {', '.join(workloads.NEXMARK_NAMES)}")
+            raise ConfigError(msg, field="workloads", expected=tuple(workloads.NEXMARK_NAMES), actual=tuple(unknown))
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The queries to run, in :data:`kit.workloads.NEXMARK_NAMES` order when none were named."""
+        return self.queries or tuple(workloads.NEXMARK_NAMES)
+
+    @property
+    def records(self) -> int:
+        """Records of the throughput stream."""
+        return self.settings.records or (QUICK_RECORDS if self.settings.quick else FULL_RECORDS)
+
+
+def _stream(records: int, rate: float, partitions: int) -> NexmarkSpec:
+    return NexmarkSpec.from_profile("clean", records=records, first_event_rate=int(rate), partitions=partitions,
+                                    seed=7)
+
+
+def run_nexmark(
+    bench: NexmarkBench, progress: Progress | None = None, spark: Any = None,
+) -> tuple[dict[str, Any], Path]:
+    """Run the suite of the module docstring; returns the results and the JSON file written.
+
+    Raises:
+        BrokerUnavailable: no Kafka at the settings' ``bootstrap_servers``.
+        KitError: a run failed (an engine's error, or records missing).
+    """
+    import tempfile
+
+    from kit.spark import spark_session
+
+    settings, progress = bench.settings, progress or (lambda task, done, total: None)
+    created = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    started = time.monotonic()
+    queries: dict[str, Any] = {}
+    measured: dict[str, Any] = {}  # every figure, a differing query's too: the diagnosis file's
+    with ExitStack() as stack:
+        kafka = stack.enter_context(kafka_or_embedded(settings.bootstrap_servers))
+        bootstrap = kafka.bootstrap_servers
+        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="dmk-bench-nexmark-")))
+        if spark is None:
+            spark = spark_session("dmk-bench-nexmark", settings.master)
+            stack.callback(spark.stop)
+        results: dict[str, Any] = {
+            "suite": "nexmark", "created": created, "command": settings.command or "dmk bench --suite nexmark",
+            "quick": settings.quick, "records": bench.records, "partitions": settings.partitions,
+            "broker": kafka.description, "master": spark.sparkContext.master, "machine": machine(),
+            "kafka_client": resolve_client(), "latency_rate_rps": settings.latency_rate,
+            "latency_seconds": settings.n_latency_seconds, "warmup_runs": settings.n_warmup_runs,
+        }
+
+        def new_topic(name: str) -> str:
+            topic = f"dmk-bench-nexmark-{uuid.uuid4().hex[:6]}-{name}"
+            with Kafka(bootstrap) as admin:
+                admin.create_topic(topic, settings.partitions)
+            return topic
+
+        dataset = _stream(bench.records, 10_000, settings.partitions)
+        frame = generate_nexmark(dataset)
+        topic = new_topic("stream")
+        with _phase(progress, "produce the Nexmark stream"):
+            produce(bootstrap, topic, frame["value"].tolist(), settings.partitions, progress)
+        ends = round_robin_ends(topic, len(frame), settings.partitions)
+        cap = -(-len(frame) // THROUGHPUT_BATCHES)
+        warmup_cap = -(-len(frame) // WARMUP_RUN_BATCHES)
+        for query in bench.names:
+            spec = workloads.get(query)
+            entry: dict[str, Any] = {}
+            for engine in ENGINES:
+                interval = THROUGHPUT_INTERVALS.get(engine)
+                with _phase(progress, f"{engine} {query}: throughput"):
+                    for _ in range(settings.n_warmup_runs):
+                        with engine_run(settings, spark, bootstrap, workdir, engine, query, {ONE_TOPIC_INPUT: topic},
+                                        dataset, cap=warmup_cap, interval=interval) as warmup:
+                            warmup.wait(ends, settings.timeout_s)
+                    with engine_run(settings, spark, bootstrap, workdir, engine, query, {ONE_TOPIC_INPUT: topic},
+                                    dataset, cap=cap, interval=interval) as run:
+                        run.wait(ends, settings.timeout_s)
+                    rps, batches = throughput(run.spans())
+                    figures: dict[str, Any] = {
+                        "throughput_rps": round(rps, 1), "batches": batches, "batch_cap": cap,
+                        "matches_oracle": matches_oracle(spec, run.rows(), frame, dataset),
+                    }
+                rate = settings.latency_rate
+                n = max(1, int(rate * (settings.n_latency_seconds + closing_seconds(query))))
+                stream = _stream(n, rate, settings.partitions)
+                with _phase(progress, f"{engine} {query}: latency"):
+                    figures["latency"] = latency_run(
+                        settings, spark, bootstrap, workdir, engine, query, (ONE_TOPIC_INPUT, new_topic("latency")),
+                        stream, generate_nexmark(stream), rate, LATENCY_INTERVALS[engine][0])
+                entry[engine] = figures
+            queries[query], measured[query] = _judged(entry), entry
+        results["queries"] = queries
+    results["run_seconds"] = round(time.monotonic() - started, 1)
+    path = publish_nexmark(settings.out_dir, results)
+    if not all(q["published"] for q in queries.values()):
+        rejected = path.with_name(path.name.replace("nexmark-", "nexmark-rejected-", 1))
+        rejected.write_text(json.dumps({**results, "queries": measured}, indent=2) + "\n", encoding="utf-8")
+    return results, path
+
+
+def _judged(entry: dict[str, Any]) -> dict[str, Any]:
+    """A query's figures with its verdict: published only if every run of it equalled the oracle."""
+    differed = [f"{engine} {run}" for engine, figures in entry.items()
+                for run, ok in (("throughput", figures["matches_oracle"]),
+                                ("latency", figures["latency"]["matches_oracle"])) if not ok]
+    if differed:
+        return {"published": False, "withheld": differed}
+    legacy, modern = (entry.get(name, {}) for name in ("legacy", "modern"))
+    ratio = (round(modern["throughput_rps"] / legacy["throughput_rps"], 3)
+             if legacy.get("throughput_rps") and modern.get("throughput_rps") is not None else None)
+    return {"published": True, **entry, "modern_over_legacy": ratio}
+
+
+def _row(query: str, q: dict[str, Any]) -> str:
+    if not q["published"]:
+        return (f"| {query} | differs from its oracle ({', '.join(q['withheld'])}): no figure is published "
+                "| | | | | |")
+    legacy, modern = q["legacy"], q["modern"]
+
+    def p99(figures: dict[str, Any]) -> str:
+        lat = figures["latency"]
+        if lat.get("p99") is None and lat.get("max") is not None:
+            return f"max of {lat['rows_measured']:,} rows: {_fmt(lat['max'])}"
+        return _fmt(lat.get("p99"))
+
+    ratio = q["modern_over_legacy"]
+    return (f"| {query} | {_fmt(legacy['throughput_rps'])} | {_fmt(modern['throughput_rps'])} "
+            f"| {'–' if ratio is None else f'{ratio:.2f}'} | {p99(legacy)} | {p99(modern)} | yes |")
+
+
+def readme_table(results: dict[str, Any]) -> str:
+    """README's Nexmark table: per query each engine's throughput, their ratio, and each p99 at the fixed rate."""
+    m = results["machine"]
+    lines = [
+        f"Nexmark, `{results['command']}` ({results['created']}; {m['cores']} cores, {results['master']}, "
+        f"{results['broker']}): {results['records']:,} clean events in {results['partitions']} partitions for "
+        f"throughput (records/s, {THROUGHPUT_BATCHES} batches after {results['warmup_runs']} warm-up runs), and "
+        f"latency p99 (ms) replaying {_fmt(results['latency_rate_rps'])} records/s for "
+        f"{_fmt(results['latency_seconds'])} s plus a query's window and watermark delay, at each engine's default "
+        "batch interval or trigger.",
+        "",
+        "| query | legacy records/s | modern records/s | modern / legacy | legacy p99 | modern p99 | equals oracle |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    lines += [_row(name, q) for name, q in results["queries"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def nexmark_markdown(results: dict[str, Any]) -> str:
+    """The results as a Markdown report (what ``nexmark-latest.md`` holds)."""
+    m = results["machine"]
+    versions = ", ".join(f"{k} {v}" for k, v in m.get("versions", {}).items())
+    return (f"# dmk bench --suite nexmark, {results['created']}\n\nCommand: `{results['command']}`  \n"
+            f"Machine: {m['cores']} cores ({m['cpu']}), {m['memory_gb']} GB, {m['os']}, Python {m['python']}, "
+            f"{m['java']}, {versions}  \nRun: {_fmt(results['run_seconds'])} s.\n\n{readme_table(results)}")
+
+
+def publish_nexmark(out_dir: Path, results: dict[str, Any]) -> Path:
+    """Write ``nexmark-<time>.json``/``.md`` and ``nexmark-latest.json``/``.md``; returns the timestamped JSON.
+
+    A query whose runs differed from its oracle is in the files without figures (:func:`run_nexmark` writes its
+    figures to ``nexmark-rejected-<time>.json`` only, for the diagnosis).
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stamp = results["created"].replace(":", "").replace("-", "")[:15]
+    text, md = json.dumps(results, indent=2) + "\n", nexmark_markdown(results)
+    path = out_dir / f"nexmark-{stamp}.json"
+    for target, content in ((path, text), (path.with_suffix(".md"), md),
+                            (out_dir / "nexmark-latest.json", text), (out_dir / "nexmark-latest.md", md)):
+        temp = target.with_name(f".{target.name}.tmp")
+        temp.write_text(content, encoding="utf-8")
+        temp.replace(target)
+    return path
+
+
+def update_readme(readme: Path, results: dict[str, Any]) -> None:
+    """Replace the table between README's Nexmark markers with :func:`readme_table` of ``results``.
+
+    Raises:
+        ConfigError: the file lacks the markers.
+    """
+    text = readme.read_text(encoding="utf-8")
+    if README_START not in text or README_END not in text:
+        msg = f"{readme} has no {README_START} ... {README_END} block for the Nexmark table; add one"
+        raise ConfigError(msg)
+    head, rest = text.split(README_START, 1)
+    _, tail = rest.split(README_END, 1)
+    readme.write_text(f"{head}{README_START}\n{readme_table(results)}{README_END}{tail}", encoding="utf-8")

@@ -1,0 +1,111 @@
+"""``dmk bench --suite nexmark``: a query publishes figures only if every run of it equals its oracle.
+
+The figures themselves are benchmarks (benchmarks/results/nexmark-*.json), never asserted here. The unit tests
+check the verdict, the files and README's table on results shaped as the suite writes them; the slow test runs
+the suite itself, on a small stream, on both engines.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from compare import bench
+from compare.bench import nexmark
+from compare.cli import main
+from kit import workloads
+from kit.errors import ConfigError
+
+pytestmark = pytest.mark.filterwarnings("ignore:DStream is deprecated:FutureWarning")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _figures(rps: float, p99: float, *, throughput_ok: bool = True, latency_ok: bool = True) -> dict:
+    return {"throughput_rps": rps, "batches": 9, "batch_cap": 2_000, "matches_oracle": throughput_ok,
+            "latency": {"rate_rps": 1_000.0, "records": 5_000, "rows_measured": 400, "p50": p99 / 2, "p95": p99,
+                        "p99": p99, "max": p99, "matches_oracle": latency_ok, "batch_ms_median": 300.0,
+                        "idle_batch_ms_median": 100.0, "scheduling_delay_ms_max": None}}
+
+
+def _results(queries: dict) -> dict:
+    return {"suite": "nexmark", "created": "2026-12-01T22:00:00Z", "command": "dmk bench --suite nexmark --quick",
+            "quick": True, "records": 100_000, "partitions": 8, "broker": "embedded", "master": "local[2]",
+            "machine": {"cpu": "x", "cores": 2, "memory_gb": 23.0, "os": "Linux", "python": "3.11", "java": "17",
+                        "versions": {"pyspark": "4.3.0"}},
+            "kafka_client": "confluent", "latency_rate_rps": 1_000.0, "latency_seconds": 10.0, "warmup_runs": 0,
+            "queries": queries, "run_seconds": 321.0}
+
+
+def test_a_query_equal_to_its_oracle_everywhere_is_published_with_the_engines_ratio() -> None:
+    judged = nexmark._judged({"legacy": _figures(4_000.0, 900.0), "modern": _figures(6_000.0, 700.0)})
+    assert judged["published"] is True and judged["modern_over_legacy"] == 1.5
+    assert judged["legacy"]["throughput_rps"] == 4_000.0 and judged["modern"]["latency"]["p99"] == 700.0
+
+
+def test_a_query_that_differs_in_any_run_publishes_no_figure() -> None:
+    judged = nexmark._judged({"legacy": _figures(4_000.0, 900.0, throughput_ok=False),
+                              "modern": _figures(6_000.0, 700.0, latency_ok=False)})
+    assert judged == {"published": False, "withheld": ["legacy throughput", "modern latency"]}
+    table = nexmark.readme_table(_results({"nexmark_q7": judged}))
+    row = next(line for line in table.splitlines() if line.startswith("| nexmark_q7"))
+    assert "differs from its oracle (legacy throughput, modern latency): no figure is published" in row
+    assert "4,000" not in table and "6,000" not in table
+
+
+def test_the_table_shows_throughput_ratio_and_p99_per_query() -> None:
+    results = _results({
+        "nexmark_q1": nexmark._judged({"legacy": _figures(4_000.0, 900.0), "modern": _figures(6_000.0, 700.0)}),
+        "nexmark_q5": nexmark._judged({"legacy": _figures(3_000.0, 1_500.0), "modern": _figures(1_500.0, 800.0)}),
+    })
+    rows = [line for line in nexmark.readme_table(results).splitlines() if line.startswith("| nexmark_")]
+    assert rows == ["| nexmark_q1 | 4,000 | 6,000 | 1.50 | 900 | 700 | yes |",
+                    "| nexmark_q5 | 3,000 | 1,500 | 0.50 | 1,500 | 800 | yes |"]
+
+
+def test_results_files_and_readme_block(tmp_path: Path) -> None:
+    results = _results({"nexmark_q1": nexmark._judged({"legacy": _figures(4_000.0, 900.0),
+                                                        "modern": _figures(6_000.0, 700.0)})})
+    path = nexmark.publish_nexmark(tmp_path, results)
+    assert path.name == "nexmark-20261201T220000.json"
+    assert json.loads(path.read_text()) == json.loads((tmp_path / "nexmark-latest.json").read_text()) == results
+    assert (tmp_path / "nexmark-latest.md").read_text() == nexmark.nexmark_markdown(results)
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{nexmark.README_START}\nold\n{nexmark.README_END}\n\nrest\n")
+    nexmark.update_readme(readme, results)
+    assert readme.read_text() == (f"# x\n\n{nexmark.README_START}\n{nexmark.readme_table(results)}"
+                                  f"{nexmark.README_END}\n\nrest\n")
+    readme.write_text("# no block\n")
+    with pytest.raises(ConfigError, match="no <!-- dmk-bench-nexmark:start -->"):
+        nexmark.update_readme(readme, results)
+
+
+def test_unknown_queries_are_refused_with_the_list(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(ConfigError, match="unknown Nexmark query nexmark_q99; .* runs any of nexmark_q0"):
+        nexmark.NexmarkBench(bench.BenchSettings(), ("nexmark_q99",))
+    assert main(["bench", "--suite", "nexmark", "--workloads", "running_counts"]) == 2
+    assert "unknown Nexmark query running_counts" in capsys.readouterr().err
+    assert nexmark.NexmarkBench(bench.BenchSettings()).names == tuple(workloads.NEXMARK_NAMES)
+    assert nexmark.NexmarkBench(bench.BenchSettings(quick=True)).records == nexmark.QUICK_RECORDS
+
+
+@pytest.mark.slow
+def test_the_nexmark_suite_runs_each_query_on_both_engines(spark, bootstrap_servers: str, tmp_path: Path) -> None:
+    settings = bench.BenchSettings(out_dir=tmp_path, records=4_000, partitions=4, latency_seconds=3,
+                                   latency_rate=500, bootstrap_servers=bootstrap_servers, command="pytest")
+    results, path = nexmark.run_nexmark(nexmark.NexmarkBench(settings, ("nexmark_q1", "nexmark_q7")), spark=spark)
+    assert json.loads(path.read_text()) == json.loads((tmp_path / "nexmark-latest.json").read_text()) == results
+    assert list(results["queries"]) == ["nexmark_q1", "nexmark_q7"] and results["records"] == 4_000
+    for name, query in results["queries"].items():
+        assert query["published"] is True, (name, query)
+        for engine in ("legacy", "modern"):
+            figures = query[engine]
+            assert figures["matches_oracle"] is True and figures["latency"]["matches_oracle"] is True
+            assert figures["throughput_rps"] > 0 and figures["batches"] >= 1
+        assert query["modern_over_legacy"] == round(query["modern"]["throughput_rps"]
+                                                    / query["legacy"]["throughput_rps"], 3)
+    # q1 emits a row per bid: its latency runs measure rows after the warm-up on both engines
+    assert all(results["queries"]["nexmark_q1"][e]["latency"]["rows_measured"] > 0 for e in ("legacy", "modern"))
+    assert not list(tmp_path.glob("nexmark-rejected-*"))
