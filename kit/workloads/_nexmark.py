@@ -33,7 +33,8 @@ from kit.nexmark import ONE_TOPIC_INPUT, NexmarkSpec
 from kit.workloads import NOT_CARRIED, OracleResult, StateCarry, WorkloadSpec
 
 __all__ = [
-    "BID_COLUMNS", "REASONS", "STATELESS", "nexmark_spec", "no_late_drops", "read_bids", "read_tables", "reads", "router",
+    "BID_COLUMNS", "REASONS", "STATELESS", "nexmark_spec", "no_late_drops", "read_bids", "read_tables", "reads",
+    "router",
 ]
 
 REASONS: tuple[str, ...] = ("bad_utf8", "bad_json", "missing_field", "bad_timestamp")
