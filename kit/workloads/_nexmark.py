@@ -123,7 +123,7 @@ def read_tables(
         table = topics[i] if topics is not None else {v: k for k, v in _TYPES.items()}[record["type"]]
         if table in rows:
             rows[table].append({"seq": seq, **{c: record[c] for c in _FIELDS[table]}})
-    events = {}
+    events: dict[str, pd.DataFrame] = {}
     for table in tables:
         table_rows = pd.DataFrame(rows[table], columns=["seq", *_FIELDS[table]])
         numeric = [c for c in table_rows.columns if c in ("seq", "id", "dateTime", "initialBid", "reserve", "expires",

@@ -61,7 +61,7 @@ def oracle(frame: pd.DataFrame, dataset: NexmarkSpec) -> OracleResult:
     both = pd.concat([persons[["seq", "dateTime"]].assign(side=0), auctions[["seq", "dateTime"]].assign(side=1)])
     both = both.sort_values("seq", kind="stable")
     times = both["dateTime"].to_numpy(dtype=np.int64)
-    prior = []
+    prior: list[np.ndarray] = []
     for side in (0, 1):
         mine = np.where(both["side"].to_numpy() == side, times, -(2**62))
         running = np.maximum.accumulate(mine) if len(mine) else mine
@@ -69,7 +69,7 @@ def oracle(frame: pd.DataFrame, dataset: NexmarkSpec) -> OracleResult:
     seen = np.minimum(prior[0], prior[1])
     watermark = pd.Series(np.where(seen == -(2**62), seen, seen - WATERMARK_DELAY_MS), index=both["seq"].to_numpy())
 
-    placed = []
+    placed: list[tuple[pd.DataFrame, pd.DataFrame]] = []
     for table in (persons, auctions):
         starts = table["dateTime"] - table["dateTime"] % WINDOW_MS
         late = (starts + WINDOW_MS).to_numpy() <= watermark.loc[table["seq"]].to_numpy()
