@@ -49,9 +49,17 @@ def _join(state: dict | None, events: list[dict], watermark: int) -> tuple[dict,
     return state, rows, []
 
 
+def _local(person: dict) -> bool:
+    return person["state"] in STATES
+
+
+def _in_category(auction: dict) -> bool:
+    return bool(auction["category"] == CATEGORY)
+
+
 def build(ssc: Any, source: Any) -> Any:
-    persons = source.nexmark("persons").filter(lambda p: p["state"] in STATES)
-    auctions = source.nexmark("auctions").filter(lambda a: a["category"] == CATEGORY)
+    persons = source.nexmark("persons").filter(_local)
+    auctions = source.nexmark("auctions").filter(_in_category)
     rows, _ = event_time_operator(
         persons.union(auctions), delay_ms=WATERMARK_DELAY_MS, key=_person_id, step=_join
     )
