@@ -43,8 +43,8 @@ EXPECTED: dict[str, list[tuple[int, str]]] = {
     "legacy/workloads/nexmark_q1.py": [(24, "Source.nexmark"), (24, "DStream.map")],
     "legacy/workloads/nexmark_q2.py": [(23, "Source.nexmark"), (23, "DStream.filter"), (23, "DStream.map")],
     "legacy/workloads/nexmark_q3.py": [
-        (53, "Source.nexmark"), (53, "DStream.filter"), (54, "Source.nexmark"), (54, "DStream.filter"),
-        (55, "event_time_operator"), (56, "DStream.union"),
+        (61, "Source.nexmark"), (61, "DStream.filter"), (62, "Source.nexmark"), (62, "DStream.filter"),
+        (63, "event_time_operator"), (64, "DStream.union"),
     ],
     "legacy/workloads/nexmark_q5.py": [(56, "event_time_operator"), (57, "Source.nexmark"), (59, "Source.drop_late")],
     "legacy/workloads/nexmark_q7.py": [(52, "event_time_operator"), (53, "Source.nexmark"), (55, "Source.drop_late")],
