@@ -10,7 +10,8 @@ engine, and that both sides' numbers agree).
 from __future__ import annotations
 
 __all__ = [
-    "JOIN_WITHIN_MS", "NEXMARK_AUCTION_SKIP", "NEXMARK_DOLLARS_TO_EUROS", "NEXMARK_Q5_WINDOW", "NEXMARK_Q7_WINDOW_MS",
+    "JOIN_WITHIN_MS", "NEXMARK_AUCTION_SKIP", "NEXMARK_DOLLARS_TO_EUROS", "NEXMARK_Q11_GAP_MS", "NEXMARK_Q3_CATEGORY",
+    "NEXMARK_Q3_STATES", "NEXMARK_Q5_WINDOW", "NEXMARK_Q7_WINDOW_MS", "NEXMARK_Q8_WINDOW_MS",
     "WATERMARK_DELAY_MS", "WINDOWS", "YSB_WINDOW_MS", "late_detail", "merge_session",
 ]
 
@@ -32,12 +33,25 @@ NEXMARK_DOLLARS_TO_EUROS = 0.908
 NEXMARK_AUCTION_SKIP = 123
 """``nexmark_q2``: keep the bids on auctions whose id is a multiple of this (Beam's ``auctionSkip``, q2.sql)."""
 
+NEXMARK_Q3_STATES: tuple[str, ...] = ("OR", "ID", "CA")
+"""``nexmark_q3``: the sellers' states kept (q3.sql, Beam's Query3)."""
+
+NEXMARK_Q3_CATEGORY = 10
+"""``nexmark_q3``: the auctions' category kept."""
+
 NEXMARK_Q5_WINDOW: tuple[int, int] = (10_000, 5_000)
 """``nexmark_q5``: ``(size_ms, slide_ms)`` of the sliding event-time window (Beam's ``windowSizeSec``,
 ``windowPeriodSec``)."""
 
 NEXMARK_Q7_WINDOW_MS = 10_000
 """``nexmark_q7``: the tumbling event-time window of the highest bid (q7.sql's 10 s; Beam's ``windowSizeSec``)."""
+
+
+NEXMARK_Q8_WINDOW_MS = 10_000
+"""``nexmark_q8``: the tumbling event-time window a person and their auction must share (q8.sql's 10 s)."""
+
+NEXMARK_Q11_GAP_MS = 10_000
+"""``nexmark_q11``: the session gap of a bidder's bids (q11.sql's 10 s; Beam's ``windowSizeSec``)."""
 
 
 def late_detail(kind: str, window_start: int) -> str:

@@ -42,8 +42,17 @@ EXPECTED: dict[str, list[tuple[int, str]]] = {
     "legacy/workloads/nexmark_q0.py": [(21, "Source.nexmark"), (21, "DStream.map")],
     "legacy/workloads/nexmark_q1.py": [(24, "Source.nexmark"), (24, "DStream.map")],
     "legacy/workloads/nexmark_q2.py": [(23, "Source.nexmark"), (23, "DStream.filter"), (23, "DStream.map")],
+    "legacy/workloads/nexmark_q3.py": [
+        (61, "Source.nexmark"), (61, "DStream.filter"), (62, "Source.nexmark"), (62, "DStream.filter"),
+        (63, "event_time_operator"), (64, "DStream.union"),
+    ],
     "legacy/workloads/nexmark_q5.py": [(56, "event_time_operator"), (57, "Source.nexmark"), (59, "Source.drop_late")],
     "legacy/workloads/nexmark_q7.py": [(52, "event_time_operator"), (53, "Source.nexmark"), (55, "Source.drop_late")],
+    "legacy/workloads/nexmark_q8.py": [
+        (62, "Source.nexmark"), (62, "DStream.union"), (62, "Source.nexmark"), (63, "event_time_operator"),
+        (66, "Source.drop_late"),
+    ],
+    "legacy/workloads/nexmark_q11.py": [(56, "event_time_operator"), (57, "Source.nexmark"), (59, "Source.drop_late")],
     "legacy/workloads/running_counts.py": [
         (28, "Source.events"), (28, "DStream.map"), (28, "DStream.reduceByKey"), (29, "DStream.updateStateByKey"),
         (30, "DStream.filter"), (30, "DStream.map"),

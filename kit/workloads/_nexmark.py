@@ -32,7 +32,10 @@ import pandas as pd
 from kit.nexmark import ONE_TOPIC_INPUT, NexmarkSpec
 from kit.workloads import NOT_CARRIED, OracleResult, StateCarry, WorkloadSpec
 
-__all__ = ["BID_COLUMNS", "REASONS", "STATELESS", "nexmark_spec", "no_late_drops", "read_bids", "reads", "router"]
+__all__ = [
+    "BID_COLUMNS", "REASONS", "STATELESS", "nexmark_spec", "no_late_drops", "read_bids", "read_tables", "reads",
+    "router",
+]
 
 REASONS: tuple[str, ...] = ("bad_utf8", "bad_json", "missing_field", "bad_timestamp")
 """The reject reasons, as the dataset labels malformed records (the kit's four, a literal here on purpose)."""
@@ -84,6 +87,52 @@ def read_bids(frame: pd.DataFrame, dataset: NexmarkSpec) -> tuple[pd.DataFrame, 
     times = bids["dateTime"].to_numpy(dtype=np.int64)
     bids["prior_max_ms"] = np.concatenate([[-(2**62)], np.maximum.accumulate(times)[:-1]]) if len(times) else times
     return bids, rejects
+
+
+_FIELDS: dict[str, tuple[str, ...]] = {
+    "persons": ("id", "name", "emailAddress", "creditCard", "city", "state", "dateTime", "extra"),
+    "auctions": ("id", "itemName", "description", "initialBid", "reserve", "dateTime", "expires", "seller",
+                 "category", "extra"),
+    "bids": BID_COLUMNS,
+}
+"""Each table's fields (Beam's ``Person``, ``Auction``, ``Bid``; literals of the oracle's own)."""
+
+_TYPES = {"persons": "person", "auctions": "auction", "bids": "bid"}
+
+
+def read_tables(
+    frame: pd.DataFrame, dataset: NexmarkSpec, tables: tuple[str, ...]
+) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
+    """The valid events of each of ``tables`` a query reads, in replay order, and the records it must dead-letter.
+
+    Returns:
+        ``(events, rejects)``: ``events`` maps each table to a frame with ``seq``, its fields and ``prior_max_ms``
+        (the largest ``dateTime`` of that table's events before it, ``-2**62`` for the first: each input's own
+        watermark is computed from it); ``rejects`` has ``seq`` and ``reason`` of every malformed record the
+        query's inputs hold (every one of the one-topic layout, its tables' topics' in the three-topic one).
+    """
+    read = frame[reads(frame, tables)]
+    kinds = read["kind"].astype(object).to_numpy()
+    bad = np.isin(kinds, REASONS)
+    rejects = pd.DataFrame({"seq": read["seq"].to_numpy()[bad], "reason": kinds[bad]})
+    topics = read["topic"].astype(object).to_numpy()[~bad] if dataset.layout == "three" else None
+    rows: dict[str, list[dict[str, Any]]] = {table: [] for table in tables}
+    values = read["value"].to_numpy()[~bad].tolist()
+    for i, (seq, value) in enumerate(zip(read["seq"].to_numpy()[~bad].tolist(), values, strict=True)):
+        record = json.loads(bytes(value).decode("utf-8"))
+        table = topics[i] if topics is not None else {v: k for k, v in _TYPES.items()}[record["type"]]
+        if table in rows:
+            rows[table].append({"seq": seq, **{c: record[c] for c in _FIELDS[table]}})
+    events: dict[str, pd.DataFrame] = {}
+    for table in tables:
+        table_rows = pd.DataFrame(rows[table], columns=["seq", *_FIELDS[table]])
+        numeric = [c for c in table_rows.columns if c in ("seq", "id", "dateTime", "initialBid", "reserve", "expires",
+                                                          "seller", "category", "auction", "bidder", "price")]
+        table_rows = table_rows.astype(dict.fromkeys(numeric, "int64"))
+        times = table_rows["dateTime"].to_numpy(dtype=np.int64)
+        prior = np.concatenate([[-(2**62)], np.maximum.accumulate(times)[:-1]]) if len(times) else times
+        events[table] = table_rows.assign(prior_max_ms=prior)
+    return events, rejects
 
 
 STATELESS = StateCarry("stateless", note="a stateless query: the starting offsets are the whole cutover")

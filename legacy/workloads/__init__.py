@@ -237,6 +237,18 @@ def _advance(new_times: Iterable[int], state: tuple[int, int] | None) -> tuple[i
     return seen, max([seen, *new_times])
 
 
+def _advance_sides(sides: int, new: Iterable[tuple[int, int]], state: tuple[int, tuple[int, ...]] | None,
+                   ) -> tuple[int, tuple[int, ...]]:
+    # State is (smallest of the inputs' max event times up to the batch before, each input's max up to this
+    # batch): Spark's default multipleWatermarkPolicy, min. An input that has seen nothing counts as NO_WATERMARK
+    # (Spark takes 0 for it, before every event), so the min stays NO_WATERMARK until every input has events.
+    maxes = list(state[1]) if state is not None else [NO_WATERMARK] * sides
+    seen = min(maxes)
+    for side, time_ in new:
+        maxes[side] = max(maxes[side], time_)
+    return seen, tuple(maxes)
+
+
 def _watermark(max_seen: int, delay_ms: int) -> int:
     # Before any event there is nothing to subtract the delay from.
     return NO_WATERMARK if max_seen == NO_WATERMARK else max_seen - delay_ms
@@ -249,6 +261,8 @@ def event_time_operator(
     key: Callable[[dict], Any],
     step: Callable[[Any, list[dict], int], tuple[Any, list, list]],
     shards: int = 4,
+    side: Callable[[dict], int] | None = None,
+    sides: int = 1,
 ) -> tuple[Any, Any]:
     """Run ``step`` over keyed state with a global event-time watermark.
 
@@ -267,12 +281,23 @@ def event_time_operator(
         key: what state is kept by (e.g. ``lambda e: e["user"]``); also decides the shard.
         step: the operator's logic; ``shard_state`` is None the first time.
         shards: state partitions.
+        side: for a job over several inputs (a join), which of ``sides`` inputs an event is of (``0 ..
+            sides - 1``): the watermark is then the smallest of the inputs' largest event times, minus the
+            delay (Structured Streaming's default ``multipleWatermarkPolicy``, ``min``), and stays
+            :data:`NO_WATERMARK` until every input has had an event. Default None: one input.
+        sides: how many inputs ``side`` tells apart.
 
     Returns:
         ``(rows, late)``: DStreams of the output rows and of the late events ``step`` returned.
     """
     events = events.cache()  # read twice a batch: for the watermark and for the state
-    marks = events.map(lambda e: (0, e["event_time"])).updateStateByKey(_advance)
+    if side is None:
+        marks = events.map(lambda e: (0, e["event_time"])).updateStateByKey(_advance)
+    else:
+        which = side
+        marks = events.map(lambda e: (0, (which(e), e["event_time"]))).updateStateByKey(
+            functools.partial(_advance_sides, sides)
+        )
     ticks = marks.flatMap(lambda kv: [(shard, ("w", _watermark(kv[1][0], delay_ms))) for shard in range(shards)])
     keyed = events.map(lambda e: (zlib.crc32(repr(key(e)).encode()) % shards, ("e", e)))
 

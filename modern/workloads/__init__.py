@@ -364,32 +364,55 @@ class Source:
         Raises:
             ConfigError: an unknown table, or a run with neither input.
         """
+        return self.nexmark_together(table)[0]
+
+    def nexmark_together(self, *tables: str) -> list[Any]:
+        """:meth:`nexmark` of several tables from *one* Kafka source: a DataFrame per table, in order.
+
+        The source subscribes to the tables' topics (three-topic layout) or reads the one-topic input once; each
+        table's DataFrame parses every record of it and keeps its own type. Spark plans one source for the
+        relation the DataFrames share, so the tables advance together (see :meth:`events_together`: with a
+        source per table, a rate limit lets the smaller table run ahead in event time, and a query watermark,
+        the minimum of its inputs', then admits the other's too-late records). Each malformed record is
+        dead-lettered by every table's parse, as the same keyed file, so once.
+
+        Raises:
+            ConfigError: an unknown table, or a run with neither the tables' topics nor the one-topic input.
+        """
         from pyspark.sql import functions as F  # noqa: N812
 
-        if table not in TABLE_TYPES:
-            msg = f"Nexmark has no table {table!r}; its tables are {', '.join(TABLE_TYPES)}."
-            raise ConfigError(msg, field="table", expected=tuple(TABLE_TYPES), actual=table)
-        wanted = TABLE_TYPES[table]
-        if table in self.topics:
-            name, topic_types = table, {self.topics[table]: wanted}
+        for table in tables:
+            if table not in TABLE_TYPES:
+                msg = f"Nexmark has no table {table!r}; its tables are {', '.join(TABLE_TYPES)}."
+                raise ConfigError(msg, field="table", expected=tuple(TABLE_TYPES), actual=table)
+        topic_types: dict[str, str] | None
+        if all(table in self.topics for table in tables):
+            names = tables
+            topic_types = {self.topics[table]: TABLE_TYPES[table] for table in tables}
         elif ONE_TOPIC_INPUT in self.topics:
-            name, topic_types = ONE_TOPIC_INPUT, None
+            names, topic_types = (ONE_TOPIC_INPUT,), None
         else:
-            msg = (f"a Nexmark workload asked for table {table!r}: this run has neither its topic nor the one-topic "
-                   f"layout's input {ONE_TOPIC_INPUT!r}, only {sorted(self.topics)}.")
-            raise ConfigError(msg, field="input", expected=(table, ONE_TOPIC_INPUT), actual=tuple(sorted(self.topics)))
-        self._nexmark_inputs[name] = topic_types
-        frame, directories = self._read((name,), with_dead_letters=True)
-        parsed = with_nexmark(frame, wanted, topic_types, "p", directories)
-        fields = [F.col(f"p.{field}").alias(field) for field, _ in TYPE_FIELDS[wanted]]
-        return parsed.where(F.col("p.reason").isNull() & (F.col("p.type") == wanted)).select(
-            *fields,
-            F.timestamp_millis("p.dateTime").alias("event_time"),
-            F.col("timestamp").alias("kafka_ts"),
-            "topic",
-            "partition",
-            "offset",
-        )
+            msg = (f"a Nexmark workload asked for tables {list(tables)}: this run has neither their topics nor the "
+                   f"one-topic layout's input {ONE_TOPIC_INPUT!r}, only {sorted(self.topics)}.")
+            raise ConfigError(msg, field="input", expected=(*tables, ONE_TOPIC_INPUT),
+                              actual=tuple(sorted(self.topics)))
+        for name in names:
+            self._nexmark_inputs[name] = topic_types
+        frame, directories = self._read(tuple(names), with_dead_letters=True)
+        frames = []
+        for table in tables:
+            wanted = TABLE_TYPES[table]
+            parsed = with_nexmark(frame, wanted, topic_types, "p", directories)
+            fields = [F.col(f"p.{field}").alias(field) for field, _ in TYPE_FIELDS[wanted]]
+            frames.append(parsed.where(F.col("p.reason").isNull() & (F.col("p.type") == wanted)).select(
+                *fields,
+                F.timestamp_millis("p.dateTime").alias("event_time"),
+                F.col("timestamp").alias("kafka_ts"),
+                "topic",
+                "partition",
+                "offset",
+            ))
+        return frames
 
     def events(self, name: str = "events") -> Any:
         """The valid events of input ``name``: a streaming DataFrame with :data:`EVENT_COLUMNS`.
