@@ -370,7 +370,8 @@ def latency_run(settings: BenchSettings, spark: Any, bootstrap: str, workdir: Pa
     spans = run.spans()
     busy, idle = spans[spans["records"] > 0], spans[spans["records"] == 0]
     return {
-        "rate_rps": round(rate, 1), "records": len(frame), "rows_measured": int(len(measured)),
+        "rate_rps": round(rate, 1), "records": len(frame), "output_rows": len(rows),
+        "rows_measured": int(len(measured)),
         **backed_percentiles(measured), "matches_oracle": matches_oracle(workloads.get(workload), rows, frame,
                                                                           dataset),
         # What limits the latency: how long a batch takes, with and without records (modern: an idle trigger,
@@ -614,7 +615,8 @@ def closing_seconds(workload: str) -> float:
     spec = workloads.get(workload)
     if spec.watermark_delay_ms is None:
         return 0.0
-    window_ms = getattr(importlib.import_module(f"kit.workloads.{spec.name}"), "WINDOW_MS", 0)
+    module = importlib.import_module(f"kit.workloads.{spec.name}")
+    window_ms = getattr(module, "WINDOW_MS", 0) or getattr(module, "GAP_MS", 0)  # a window, or a session's gap
     return (window_ms + spec.watermark_delay_ms) / 1000
 
 

@@ -79,8 +79,10 @@ def _bench_nexmark(settings: BenchSettings, queries: tuple[str, ...], readme: st
         nexmark.update_readme(Path(readme), results)
         console.print(f"{readme}: Nexmark table regenerated")
     if withheld:
-        console.print(f"the output of {', '.join(withheld)} differs from the oracle: no figure of it is published"
-                      f"{f' and {readme} is untouched' if readme else ''} (its figures: nexmark-rejected-*.json)")
+        for name in withheld:
+            console.print(f"{name} publishes no figure: {'; '.join(results['queries'][name]['withheld'])}",
+                          markup=False)
+        console.print(f"{'README untouched; ' if readme else ''}their figures: {path.parent}/nexmark-rejected-*.json")
         return 1
     return 0
 
