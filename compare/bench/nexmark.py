@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from compare.bench.raw import Progress, produce, round_robin_ends
+from compare.bench.report import replace_block, write_pair
 from compare.bench.results import _fmt, machine
 from compare.bench.run import (
     LATENCY_INTERVALS,
@@ -260,16 +261,7 @@ def publish_nexmark(out_dir: Path, results: dict[str, Any]) -> Path:
     A query whose runs differed from its oracle is in the files without figures (:func:`run_nexmark` writes its
     figures to ``nexmark-rejected-<time>.json`` only, for the diagnosis).
     """
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stamp = results["created"].replace(":", "").replace("-", "")[:15]
-    text, md = json.dumps(results, indent=2) + "\n", nexmark_markdown(results)
-    path = out_dir / f"nexmark-{stamp}.json"
-    for target, content in ((path, text), (path.with_suffix(".md"), md),
-                            (out_dir / "nexmark-latest.json", text), (out_dir / "nexmark-latest.md", md)):
-        temp = target.with_name(f".{target.name}.tmp")
-        temp.write_text(content, encoding="utf-8")
-        temp.replace(target)
-    return path
+    return write_pair(out_dir, "nexmark", "nexmark-latest", results, nexmark_markdown(results))
 
 
 def update_readme(readme: Path, results: dict[str, Any]) -> None:
@@ -278,10 +270,4 @@ def update_readme(readme: Path, results: dict[str, Any]) -> None:
     Raises:
         ConfigError: the file lacks the markers.
     """
-    text = readme.read_text(encoding="utf-8")
-    if README_START not in text or README_END not in text:
-        msg = f"{readme} has no {README_START} ... {README_END} block for the Nexmark table; add one"
-        raise ConfigError(msg)
-    head, rest = text.split(README_START, 1)
-    _, tail = rest.split(README_END, 1)
-    readme.write_text(f"{head}{README_START}\n{readme_table(results)}{README_END}{tail}", encoding="utf-8")
+    replace_block(readme, README_START, README_END, readme_table(results), "the Nexmark table")

@@ -198,14 +198,22 @@ def update_readme(readme: Path, results: dict[str, Any]) -> None:
                f"checked): {', '.join(failed)}; their figures measure a wrong job and are not published. Fix the job "
                "and run dmk bench again")
         raise ConfigError(msg)
-    text = readme.read_text(encoding="utf-8")
-    if README_START not in text or README_END not in text:
-        msg = f"{readme} has no {README_START} ... {README_END} block for the performance table; add one"
-        raise ConfigError(msg)
-    head, rest = text.split(README_START, 1)
-    _, tail = rest.split(README_END, 1)
-    readme.write_text(f"{head}{README_START}\n{readme_table(results)}{README_END}{tail}", encoding="utf-8")
+    replace_block(readme, README_START, README_END, readme_table(results), "the performance table")
 
+
+def replace_block(path: Path, start: str, end: str, content: str, what: str) -> None:
+    """Replace what lies between the markers ``start`` and ``end`` in ``path`` with ``content``.
+
+    Raises:
+        ConfigError: the file lacks the markers (``what`` names the block in the message).
+    """
+    text = path.read_text(encoding="utf-8")
+    if start not in text or end not in text:
+        msg = f"{path} has no {start} ... {end} block for {what}; add one"
+        raise ConfigError(msg)
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    path.write_text(f"{head}{start}\n{content}{end}{tail}", encoding="utf-8")
 
 
 def baseline_table(results: dict[str, Any]) -> list[str]:
@@ -228,12 +236,20 @@ def baseline_table(results: dict[str, Any]) -> list[str]:
 
 def write_results(out_dir: Path, results: dict[str, Any]) -> Path:
     """Write ``bench-<time>.json``/``.md`` and ``latest.json``/``latest.md``; returns the timestamped JSON."""
+    return write_pair(out_dir, "bench", "latest", results, render_markdown(results))
+
+
+def write_pair(out_dir: Path, prefix: str, latest: str, results: dict[str, Any], markdown: str) -> Path:
+    """Write ``<prefix>-<time>.json``/``.md`` and ``<latest>.json``/``.md``, each file renamed into place.
+
+    Returns the timestamped JSON's path.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp = results["created"].replace(":", "").replace("-", "")[:15]
-    text, md = json.dumps(results, indent=2) + "\n", render_markdown(results)
-    path = out_dir / f"bench-{stamp}.json"
-    for target, content in ((path, text), (path.with_suffix(".md"), md),
-                            (out_dir / "latest.json", text), (out_dir / "latest.md", md)):
+    text = json.dumps(results, indent=2) + "\n"
+    path = out_dir / f"{prefix}-{stamp}.json"
+    for target, content in ((path, text), (path.with_suffix(".md"), markdown),
+                            (out_dir / f"{latest}.json", text), (out_dir / f"{latest}.md", markdown)):
         temp = target.with_name(f".{target.name}.tmp")
         temp.write_text(content, encoding="utf-8")
         temp.replace(target)
