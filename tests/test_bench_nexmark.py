@@ -93,6 +93,19 @@ def test_results_files_and_readme_block(tmp_path: Path) -> None:
         nexmark.update_readme(readme, results)
 
 
+def test_readme_nexmark_table_matches_the_latest_results() -> None:
+    latest = ROOT / "benchmarks" / "results" / "nexmark-latest.json"
+    results = json.loads(latest.read_text(encoding="utf-8"))
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = text.split(nexmark.README_START, 1)[1].split(nexmark.README_END, 1)[0]
+    assert block == f"\n{nexmark.readme_table(results)}", (
+        "README's Nexmark table is not the latest results': run "
+        "`python -c \"import json; from pathlib import Path; from compare.bench import nexmark; "
+        "nexmark.update_readme(Path('README.md'), json.loads(Path('benchmarks/results/nexmark-latest.json').read_text()))\"`"
+    )
+    assert all(q["published"] for q in results["queries"].values())
+
+
 def test_unknown_queries_are_refused_with_the_list(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(ConfigError, match="unknown Nexmark query nexmark_q99; .* runs any of nexmark_q0"):
         nexmark.NexmarkBench(bench.BenchSettings(), ("nexmark_q99",))
