@@ -9,10 +9,12 @@ engine, and that both sides' numbers agree).
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "JOIN_WITHIN_MS", "NEXMARK_AUCTION_SKIP", "NEXMARK_DOLLARS_TO_EUROS", "NEXMARK_Q11_GAP_MS", "NEXMARK_Q3_CATEGORY",
     "NEXMARK_Q3_STATES", "NEXMARK_Q5_WINDOW", "NEXMARK_Q7_WINDOW_MS", "NEXMARK_Q8_WINDOW_MS",
-    "WATERMARK_DELAY_MS", "WINDOWS", "YSB_WINDOW_MS", "late_detail", "merge_session",
+    "WATERMARK_DELAY_MS", "WINDOWS", "YSB_WINDOW_MS", "close_sessions", "late_detail", "merge_session",
 ]
 
 WATERMARK_DELAY_MS = 5_000
@@ -74,3 +76,25 @@ def merge_session(sessions: list[list[int]], t: int, kafka_ts: int, gap_ms: int)
         else:
             rest.append(s)
     return [*rest, merged]
+
+
+def close_sessions(open_sessions: dict[Any, list[list[int]]], gap_ms: int, watermark: int) -> list[tuple[Any, ...]]:
+    """Take the sessions the watermark has closed out of ``open_sessions`` (key → :func:`merge_session`'s lists).
+
+    A session ``[start, last, events, kafka_ts]`` is final once ``last + gap_ms <= watermark``: the watermark only
+    grows and a late event is refused before it reaches a session. Returns ``(key, start, end, events, kafka_ts)``
+    per closed session, ``end`` being ``last + gap_ms``; a key left without sessions is removed.
+    """
+    rows = []
+    for key in list(open_sessions):
+        still_open = []
+        for start, last, events, kafka_ts in open_sessions[key]:
+            if last + gap_ms <= watermark:
+                rows.append((key, start, last + gap_ms, events, kafka_ts))
+            else:
+                still_open.append([start, last, events, kafka_ts])
+        if still_open:
+            open_sessions[key] = still_open
+        else:
+            del open_sessions[key]
+    return rows

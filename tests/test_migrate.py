@@ -52,13 +52,13 @@ EXPECTED: dict[str, list[tuple[int, str]]] = {
         (62, "Source.nexmark"), (62, "DStream.union"), (62, "Source.nexmark"), (63, "event_time_operator"),
         (66, "Source.drop_late"),
     ],
-    "legacy/workloads/nexmark_q11.py": [(56, "event_time_operator"), (57, "Source.nexmark"), (59, "Source.drop_late")],
+    "legacy/workloads/nexmark_q11.py": [(45, "event_time_operator"), (46, "Source.nexmark"), (48, "Source.drop_late")],
     "legacy/workloads/running_counts.py": [
         (28, "Source.events"), (28, "DStream.map"), (28, "DStream.reduceByKey"), (29, "DStream.updateStateByKey"),
         (30, "DStream.filter"), (30, "DStream.map"),
     ],
     "legacy/workloads/sessions.py": [
-        (53, "event_time_operator"), (54, "Source.events"), (56, "Source.drop_late"),
+        (42, "event_time_operator"), (43, "Source.events"), (45, "Source.drop_late"),
     ],
     "legacy/workloads/windowed_counts.py": [
         (54, "event_time_operator"), (55, "Source.events"), (57, "Source.drop_late"), (83, "Source.events"),

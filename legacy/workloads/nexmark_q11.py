@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from kit.semantics import NEXMARK_Q11_GAP_MS as GAP_MS
-from kit.semantics import WATERMARK_DELAY_MS, merge_session
+from kit.semantics import WATERMARK_DELAY_MS, close_sessions, merge_session
 from legacy.workloads import event_time_operator
 
 __all__ = ["build"]
@@ -37,18 +37,7 @@ def _sessions(state: dict | None, bids: list[dict], watermark: int) -> tuple[dic
             continue
         bidder = bid["bidder"]
         open_sessions[bidder] = merge_session(open_sessions.get(bidder, []), bid["dateTime"], bid["kafka_ts"], GAP_MS)
-    rows = []
-    for bidder in list(open_sessions):
-        still_open = []
-        for start, last, count, kafka_ts in open_sessions[bidder]:
-            if last + GAP_MS <= watermark:  # final: the watermark only grows and late bids are refused above
-                rows.append((bidder, start, last + GAP_MS, count, kafka_ts))
-            else:
-                still_open.append([start, last, count, kafka_ts])
-        if still_open:
-            open_sessions[bidder] = still_open
-        else:
-            del open_sessions[bidder]
+    rows = close_sessions(open_sessions, GAP_MS, watermark)
     return open_sessions, rows, late
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from kit.semantics import WATERMARK_DELAY_MS, merge_session
+from kit.semantics import WATERMARK_DELAY_MS, close_sessions, merge_session
 from legacy.workloads import event_time_operator
 
 __all__ = ["build"]
@@ -33,18 +33,7 @@ def _step(state: dict | None, new: list[dict], watermark: int, *, gap_ms: int) -
         else:
             user = event["user"]
             open_sessions[user] = merge_session(open_sessions.get(user, []), event["event_time"], event["kafka_ts"], gap_ms)
-    rows = []
-    for user in list(open_sessions):
-        still_open = []
-        for start, last, events, kafka_ts in open_sessions[user]:
-            if last + gap_ms <= watermark:
-                rows.append((user, start, last + gap_ms, events, kafka_ts))
-            else:
-                still_open.append([start, last, events, kafka_ts])
-        if still_open:
-            open_sessions[user] = still_open
-        else:
-            del open_sessions[user]
+    rows = close_sessions(open_sessions, gap_ms, watermark)
     return open_sessions, rows, late
 
 
