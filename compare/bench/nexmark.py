@@ -51,7 +51,7 @@ from compare.bench.run import (
     matches_oracle,
     throughput,
 )
-from compare.engines import ENGINES
+from compare.engines import ENGINES, get_engine
 from kit import workloads
 from kit.broker import kafka_or_embedded
 from kit.errors import ConfigError
@@ -206,16 +206,22 @@ def _judged(entry: dict[str, Any]) -> dict[str, Any]:
                 withheld.append(f"{engine} {run}: no output rows, nothing checked")
     if withheld:
         return {"published": False, "withheld": withheld}
-    legacy, modern = (entry.get(name, {}) for name in ("legacy", "modern"))
-    ratio = (round(modern["throughput_rps"] / legacy["throughput_rps"], 3)
-             if legacy.get("throughput_rps") and modern.get("throughput_rps") is not None else None)
+    source, target = (entry.get(name, {}) for name in _roles())
+    ratio = (round(target["throughput_rps"] / source["throughput_rps"], 3)
+             if source.get("throughput_rps") and target.get("throughput_rps") is not None else None)
     return {"published": True, **entry, "modern_over_legacy": ratio}
+
+
+def _roles() -> tuple[str, str]:
+    """``(source, target)``: the engine a migration leaves and the one it lands on (the state-growth target)."""
+    target = next(name for name in ENGINES if get_engine(name).bench.state_growth_targeted)
+    return next(name for name in ENGINES if name != target), target
 
 
 def _row(query: str, q: dict[str, Any]) -> str:
     if not q["published"]:
         return f"| {query} | no figure is published: {'; '.join(q['withheld'])} | | | | | no |"
-    legacy, modern = q["legacy"], q["modern"]
+    source, target = (q[name] for name in _roles())
 
     def p99(figures: dict[str, Any]) -> str:
         lat = figures["latency"]
@@ -224,8 +230,8 @@ def _row(query: str, q: dict[str, Any]) -> str:
         return _fmt(lat.get("p99"))
 
     ratio = q["modern_over_legacy"]
-    return (f"| {query} | {_fmt(legacy['throughput_rps'])} | {_fmt(modern['throughput_rps'])} "
-            f"| {'–' if ratio is None else f'{ratio:.2f}'} | {p99(legacy)} | {p99(modern)} | yes |")
+    return (f"| {query} | {_fmt(source['throughput_rps'])} | {_fmt(target['throughput_rps'])} "
+            f"| {'–' if ratio is None else f'{ratio:.2f}'} | {p99(source)} | {p99(target)} | yes |")
 
 
 def readme_table(results: dict[str, Any]) -> str:
@@ -239,7 +245,7 @@ def readme_table(results: dict[str, Any]) -> str:
         f"{_fmt(results['latency_seconds'])} s plus a query's window and watermark delay, at each engine's default "
         "batch interval or trigger.",
         "",
-        "| query | legacy records/s | modern records/s | modern / legacy | legacy p99 | modern p99 | equals oracle |",
+        "| query | {0} records/s | {1} records/s | {1} / {0} | {0} p99 | {1} p99 | equals oracle |".format(*_roles()),
         "|---|---:|---:|---:|---:|---:|---|",
     ]
     lines += [_row(name, q) for name, q in results["queries"].items()]
