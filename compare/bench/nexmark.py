@@ -157,6 +157,11 @@ def run_nexmark(
         for query in bench.names:
             spec = workloads.get(query)
             entry: dict[str, Any] = {}
+            # The latency runs' stream: the same for both engines, so generated once per query.
+            rate = settings.latency_rate
+            stream = _stream(max(1, int(rate * (settings.n_latency_seconds + closing_seconds(query)))), rate,
+                             settings.partitions)
+            stream_frame = generate_nexmark(stream)
             for engine in ENGINES:
                 interval = THROUGHPUT_INTERVALS.get(engine)
                 with _phase(progress, f"{engine} {query}: throughput"):
@@ -173,13 +178,10 @@ def run_nexmark(
                         "throughput_rps": round(rps, 1), "batches": batches, "batch_cap": cap,
                         "output_rows": len(rows), "matches_oracle": matches_oracle(spec, rows, frame, dataset),
                     }
-                rate = settings.latency_rate
-                n = max(1, int(rate * (settings.n_latency_seconds + closing_seconds(query))))
-                stream = _stream(n, rate, settings.partitions)
                 with _phase(progress, f"{engine} {query}: latency"):
                     figures["latency"] = latency_run(
                         settings, spark, bootstrap, workdir, engine, query, (ONE_TOPIC_INPUT, new_topic("latency")),
-                        stream, generate_nexmark(stream), rate, LATENCY_INTERVALS[engine][0])
+                        stream, stream_frame, rate, LATENCY_INTERVALS[engine][0])
                 entry[engine] = figures
             queries[query], measured[query] = _judged(entry), entry
         results["queries"] = queries
