@@ -75,6 +75,10 @@ class RdAdmin:
         self.timeout_s = timeout_s
         self._admin = AdminClient({
             "bootstrap.servers": bootstrap_servers,
+            # An admin client is a producer-type handle, so librdkafka lets its metadata requests create the topics
+            # they name (Tansu then makes one of 4 partitions): a topic deleted and created again could come back
+            # with the wrong partition count in the moment between the two.
+            "allow.auto.create.topics": False,
             "socket.timeout.ms": int(timeout_s * 1000),
             **properties,
         }, logger=_LOG)
@@ -82,8 +86,8 @@ class RdAdmin:
     def metadata(self, timeout_s: float | None = None) -> Any:
         """Every topic's metadata, asked from the broker.
 
-        A request naming a topic is not used: librdkafka's admin client allows auto-creation in it, and the mock
-        (like a broker with ``auto.create.topics.enable``) then creates the topic it was only asked about.
+        A request naming a topic is not used: the mock (like a broker with ``auto.create.topics.enable``) may create
+        the topic it was only asked about.
         """
         try:
             return self._admin.list_topics(timeout=self.timeout_s if timeout_s is None else timeout_s)

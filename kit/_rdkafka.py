@@ -23,6 +23,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as RdTopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
 
+from kit.interrupts import raise_if_interrupted
 from kit.security import reveal
 from kit.sender import Sender
 
@@ -266,6 +267,10 @@ class RdSender(Sender):
                     msg = f"the producer's queue stayed full for {self._max_block_s:g} s"
                     raise TimeoutError(msg) from None
                 self._producer.poll(0.05)
+            except Exception:
+                # A signal's handler that ran inside produce comes out as produce's own error (kit.interrupts).
+                raise_if_interrupted()
+                raise
         self._producer.poll(0)
 
     def flush(self, timeout_s: float) -> int:

@@ -143,3 +143,41 @@ def test_a_child_that_watches_its_parent_dies_with_its_group_when_the_parent_is_
     process.wait(timeout=10)
     assert len(tree) == 3
     assert _survivors(tree, 10) == []
+
+
+class _SwallowingProducer:
+    """librdkafka's ``Producer.produce`` as seen in CI: the stop signal's handler ran inside it, and the C
+    extension replaced the handler's exception with its own (``expected header key to be unicode string``)."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+
+    def produce(self, topic: str, **kwargs: object) -> None:
+        try:
+            os.kill(os.getpid(), self.signum)
+            time.sleep(5)  # the handler runs here, raising
+        except KeyboardInterrupt:
+            raise TypeError("expected header key to be unicode string") from None
+        pytest.fail("the signal's handler did not run")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_a_stop_signal_a_c_extension_swallowed_is_raised_again(signum: int) -> None:
+    from kit import interrupts
+    from kit._rdkafka import RdSender
+
+    sender = RdSender.__new__(RdSender)
+    sender._producer = _SwallowingProducer(signum)  # type: ignore[assignment]
+    sender._max_block_s = 1.0
+    before = signal.signal(signum, interrupts.interrupt)
+    try:
+        with pytest.raises(KeyboardInterrupt) as stopped:
+            sender.send("t", key=None, value=b"v", headers=[("h", b"1")])
+    finally:
+        signal.signal(signum, before)
+        interrupts.clear()
+    if signum == signal.SIGINT:
+        assert type(stopped.value) is KeyboardInterrupt
+    else:
+        assert isinstance(stopped.value, interrupts.Terminated) and stopped.value.signum == signum
+    interrupts.raise_if_interrupted()  # cleared: the next command starts with no signal received

@@ -44,6 +44,7 @@ from typing import NoReturn
 
 from compare.cli import bench, checkpoint, cluster, data, migrate, runs
 from compare.cli.common import BOOTSTRAP_ENV, _kafka_security, _redacted_argv, err_console
+from kit import interrupts
 from kit.errors import KitError
 
 __all__ = ["main"]
@@ -78,18 +79,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM or SIGHUP arrived: unwinds like Ctrl-C, so every ``finally`` stops what the command started."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _terminate(signum: int, frame: object) -> None:
-    raise _Terminated(signum)
-
-
 @contextmanager
 def _stopped_by_signals() -> Iterator[None]:
     """SIGTERM and SIGHUP (CI cancelling, ``timeout``, a closed terminal) run the same cleanup as Ctrl-C.
@@ -100,16 +89,17 @@ def _stopped_by_signals() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-        # Started in the background by a shell, a process inherits SIGINT ignored, and Python then installs no
-        # KeyboardInterrupt handler: Ctrl-C or kill -INT must still stop a long command (a broker, a compare).
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    before = {signum: signal.signal(signum, _terminate) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    # SIGINT too: started in the background by a shell, a process inherits SIGINT ignored, and Python then installs
+    # no KeyboardInterrupt handler, but Ctrl-C or kill -INT must still stop a long command (a broker, a compare).
+    # interrupts.interrupt records each signal, so one that a C extension swallows is raised again.
+    before = {signum: signal.signal(signum, interrupts.interrupt)
+              for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
     finally:
         for signum, handler in before.items():
             signal.signal(signum, handler)
+        interrupts.clear()
 
 
 def _stop_children() -> None:
@@ -156,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         err_console.print(f"[bold red]dmk {args.command}: error:[/bold red] {escape(shown)}", highlight=False,
                           soft_wrap=True)
         return 2
-    except _Terminated as exc:
+    except interrupts.Terminated as exc:
         err_console.print(f"stopped by {signal.Signals(exc.signum).name}")
         return 128 + exc.signum
     except KeyboardInterrupt:
