@@ -681,8 +681,9 @@ def _secured_legacy_job() -> str:
                            + main))
 
 
-
-
+# Slow (80-95 s): both engines already run on a SASL cluster in the default tier (the secured-cluster tests above),
+# and compare-jobs on the plain broker (tests/test_compare_jobs.py).
+@pytest.mark.slow
 def test_compare_jobs_gives_the_settings_to_the_teams_unmodified_jobs_on_a_sasl_cluster(
     kafka_broker: str, tmp_path: Path
 ) -> None:

@@ -35,7 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from compare.bench.raw import Progress, produce, round_robin_ends
+from compare.bench.raw import Progress, new_topic, produce, round_robin_ends
 from compare.bench.report import replace_block, write_pair
 from compare.bench.results import _fmt, machine
 from compare.bench.run import (
@@ -55,7 +55,7 @@ from compare.engines import ENGINES, get_engine
 from kit import workloads
 from kit.broker import kafka_or_embedded
 from kit.errors import ConfigError
-from kit.kafka import Kafka, resolve_client
+from kit.kafka import resolve_client
 from kit.nexmark import ONE_TOPIC_INPUT, NexmarkSpec, generate_nexmark
 
 __all__ = ["EVENT_SECONDS", "FULL_RECORDS", "QUICK_RECORDS", "README_END", "README_START", "NexmarkBench",
@@ -138,17 +138,14 @@ def run_nexmark(
             "latency_seconds": settings.n_latency_seconds, "warmup_runs": settings.n_warmup_runs,
         }
 
-        def new_topic(name: str) -> str:
-            topic = f"dmk-bench-nexmark-{uuid.uuid4().hex[:6]}-{name}"
-            with Kafka(bootstrap) as admin:
-                admin.create_topic(topic, settings.partitions)
-            return topic
+        def topic_named(name: str) -> str:
+            return new_topic(bootstrap, f"dmk-bench-nexmark-{uuid.uuid4().hex[:6]}-{name}", settings.partitions)
 
         # Spread over EVENT_SECONDS of event time, whatever its size: the windows, sessions and joins close and
         # emit rows (the engines read it as fast as they can either way).
         dataset = _stream(bench.records, max(1, bench.records // EVENT_SECONDS), settings.partitions)
         frame = generate_nexmark(dataset)
-        topic = new_topic("stream")
+        topic = topic_named("stream")
         with _phase(progress, "produce the Nexmark stream"):
             produce(bootstrap, topic, frame["value"].tolist(), settings.partitions, progress)
         ends = round_robin_ends(topic, len(frame), settings.partitions)
@@ -180,7 +177,7 @@ def run_nexmark(
                     }
                 with _phase(progress, f"{engine} {query}: latency"):
                     figures["latency"] = latency_run(
-                        settings, spark, bootstrap, workdir, engine, query, (ONE_TOPIC_INPUT, new_topic("latency")),
+                        settings, spark, bootstrap, workdir, engine, query, (ONE_TOPIC_INPUT, topic_named("latency")),
                         stream, stream_frame, rate, LATENCY_INTERVALS[engine][0])
                 entry[engine] = figures
             queries[query], measured[query] = _judged(entry), entry

@@ -14,9 +14,16 @@ from kit.errors import ConfigError, KitError
 from kit.events import parse_event
 from kit.kafka import CLIENTS, Kafka, resolve_client
 
-__all__ = ["Progress", "available_clients", "consume_all", "produce", "round_robin_ends"]
+__all__ = ["Progress", "available_clients", "consume_all", "new_topic", "produce", "round_robin_ends"]
 
 Progress = Callable[[str, int, int], None]
+
+
+def new_topic(bootstrap_servers: str, topic: str, partitions: int) -> str:
+    """Create the bench topic ``topic`` with ``partitions`` partitions; return its name."""
+    with Kafka(bootstrap_servers) as kafka:
+        kafka.create_topic(topic, partitions)
+    return topic
 
 
 def produce(bootstrap_servers: str, topic: str, values: Sequence[bytes], partitions: int,

@@ -65,7 +65,15 @@ from typing import Any
 
 import pandas as pd
 
-from compare.bench.raw import Progress, _end_offsets, available_clients, consume_all, produce, round_robin_ends
+from compare.bench.raw import (
+    Progress,
+    _end_offsets,
+    available_clients,
+    consume_all,
+    new_topic,
+    produce,
+    round_robin_ends,
+)
 from compare.bench.report import write_results
 from compare.bench.results import (
     backed_percentiles,
@@ -84,7 +92,7 @@ from kit.dataset import DatasetSpec, generate
 from kit.engine import DriverConfig, Engine, RunHandle, seconds
 from kit.errors import ConfigError, KitError
 from kit.events import REJECT_REASONS
-from kit.kafka import Kafka, resolve_client
+from kit.kafka import resolve_client
 from kit.nexmark import NexmarkSpec
 from kit.replay import ReplaySettings, replay
 
@@ -417,10 +425,7 @@ class _Bench:
         """The Kafka client of the engines' readers and of the replay (both follow ``$DMK_KAFKA_CLIENT``)."""
 
     def _topic(self, name: str) -> str:
-        topic = f"dmk-bench-{self.tag}-{name}"
-        with Kafka(self.bootstrap) as kafka:
-            kafka.create_topic(topic, self.settings.partitions)
-        return topic
+        return new_topic(self.bootstrap, f"dmk-bench-{self.tag}-{name}", self.settings.partitions)
 
     @contextmanager
     def engine(self, engine: str, workload: str, topic: str, dataset: DatasetSpec | None = None, *,
