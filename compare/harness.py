@@ -24,7 +24,15 @@ from typing import Any
 import pandas as pd
 
 from compare.engines import get_engine
-from compare.inputs import TEST_DATASET, batch_records, capped, common_cap, dataset_spec, route_inputs
+from compare.inputs import (
+    TEST_DATASET,
+    batch_records,
+    capped,
+    common_cap,
+    dataset_spec,
+    input_shares,
+    route_inputs,
+)
 from kit import workloads
 from kit.dataset import DatasetSpec
 from kit.engine import LATE_COLUMNS, DriverConfig, RunRecord
@@ -105,6 +113,7 @@ def run_engine(
     """
     tag = f"{engine}-{uuid.uuid4().hex[:6]}"
     routed = route_inputs([w if isinstance(w, workloads.WorkloadSpec) else workloads.get(w) for w, _ in jobs], frame)
+    shares = input_shares(routed, len(frame))  # by input name, before the topics are renamed
     topics = {name: f"{tag}-{name}" for name in sorted(set(routed["topic"]))}
     routed["topic"] = routed["topic"].map(topics)
     inputs = sorted(topics)
@@ -126,7 +135,7 @@ def run_engine(
         engine=engine, bootstrap_servers=bootstrap_servers, topics=topics, out_dir=str(out_dir),
         checkpoint_dir=str(checkpoint), dataset=spec, jobs=jobs, timeout_s=timeout_s, partitions=partitions,
         kafka_security=dict(kafka_security or {}),
-    ), spec)
+    ), spec, shares)
     run = chosen.start(spark, config)
     try:
         result = replay(routed, bootstrap_servers, settings)

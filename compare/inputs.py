@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -22,7 +23,7 @@ from kit.dataset import DatasetSpec
 from kit.engine import DriverConfig, KitEngine
 from kit.nexmark import NexmarkSpec
 
-__all__ = ["TEST_DATASET", "batch_records", "capped", "common_cap", "dataset_spec", "route_inputs"]
+__all__ = ["TEST_DATASET", "batch_records", "capped", "common_cap", "dataset_spec", "input_shares", "route_inputs"]
 
 # 20k records over 40 s of event time: dmk compare's default dataset and the equivalence tests'.
 TEST_DATASET = {"records": 20_000, "events_per_second": 500, "lateness_margin_ms": 4_000, "users": 300}
@@ -44,13 +45,33 @@ def batch_records(dataset: DatasetSpec | NexmarkSpec) -> float:
     return dataset.events_per_second * dataset.lateness_margin_ms / 2_000
 
 
-def capped(engine: KitEngine, config: DriverConfig, dataset: DatasetSpec | NexmarkSpec) -> DriverConfig:
+def capped(
+    engine: KitEngine, config: DriverConfig, dataset: DatasetSpec | NexmarkSpec,
+    shares: Mapping[str, float] | None = None,
+) -> DriverConfig:
     """``config`` with ``engine``'s batch cap keeping its batches short in event time (:func:`batch_records`).
 
     For :data:`TEST_DATASET` on 4 partitions: legacy 250 records/s per partition (1000 records per 1 s batch,
-    2 s of event time), modern 800 records per trigger. Set the batch interval first.
+    2 s of event time), modern 800 records per trigger. With ``shares`` (:func:`input_shares`), each input is
+    capped at its share of that: the join's impressions at two thirds, Nexmark's persons at a fiftieth. Set the
+    batch interval first.
     """
-    return engine.capped(config, batch_records(dataset) * engine.cap_share)
+    return engine.capped(config, batch_records(dataset) * engine.cap_share, shares)
+
+
+def input_shares(routed: pd.DataFrame, records: int) -> dict[str, float]:
+    """Input name → the fraction of the dataset's ``records`` it carries, from a :func:`route_inputs` frame.
+
+    In a backlog an input read at its share of a batch's records advances through event time at the pace of the
+    others; read at the whole batch, an input carrying a fiftieth of the stream reads fifty times further.
+    ``records`` counts the dataset's rows, also those no input reads (the bids a persons-and-auctions query
+    leaves out).
+
+    Example:
+        >>> input_shares(pd.DataFrame({"seq": [0, 1, 2, 3], "topic": ["views", "views", "views", "clicks"]}), 8)
+        {'clicks': 0.125, 'views': 0.375}
+    """
+    return {str(name): count / max(records, 1) for name, count in sorted(routed["topic"].value_counts().items())}
 
 
 def common_cap(dataset: DatasetSpec | NexmarkSpec) -> int:

@@ -427,7 +427,7 @@ def run_compare(
         def one(name: str) -> None:
             jobs = [[settings.workload, settings.variant(name)]]
             outcomes[name] = run_engine_process(
-                get_engine(name), settings, routed, dataset, jobs, kafka, run_id, report
+                get_engine(name), settings, routed, dataset, jobs, kafka, run_id, report, dataset_records=len(frame)
             )
 
         if settings.concurrent:

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
@@ -46,7 +46,7 @@ from compare.driver import (
     write_json,
 )
 from compare.errors import EngineFailed
-from compare.inputs import capped, common_cap
+from compare.inputs import capped, common_cap, input_shares
 from compare.settings import CompareSettings
 from kit import layout, workloads
 from kit.broker import KafkaEndpoint
@@ -260,11 +260,13 @@ def event_log_conf(out_dir: Path) -> dict[str, str]:
 def driver_config(
     engine: KitEngine, settings: CompareSettings, topics: dict[str, str], dataset: DatasetSpec | NexmarkSpec,
     jobs: list[list[str]], bootstrap_servers: str, run_id: str, replay_s: float,
+    shares: Mapping[str, float] | None = None,
 ) -> DriverConfig:
     """The config of ``engine``'s driver in a compare run.
 
     ``replay_s``: how long the replay lasts once the driver is ready (the driver waits that long, plus the
-    timeout, for the drain).
+    timeout, for the drain). ``shares``: each input's fraction of the dataset (:func:`compare.inputs.input_shares`),
+    which caps it at that share of a batch.
     """
     # Under a shared root, each run gets its own directory: a later run must not resume this one's state.
     checkpoint = (f"{settings.checkpoint_dir.rstrip('/')}/{run_id}/{engine.name}-checkpoint" if settings.checkpoint_dir
@@ -287,7 +289,7 @@ def driver_config(
     }
     own = option_items(engine.options(config))
     config = capped(engine, replace(config, options={**own, **{k: v for k, v in offered.items() if k in own}}),
-                    dataset)
+                    dataset, shares)
     # The job code's fingerprint for checkpoint recovery: the whole config, so a changed run never resumes.
     if "fingerprint" not in own:
         return config
@@ -304,8 +306,12 @@ def run_engine_process(
     kafka: KafkaEndpoint,
     run_id: str,
     progress: Progress,
+    dataset_records: int | None = None,
 ) -> EngineOutcome:
     """Run ``engine`` in its own driver process over a replay of ``routed`` (see the module docstring).
+
+    ``dataset_records``: the dataset's rows, also those no input of the job reads (default: the rows ``routed``
+    holds); the replay is paced, and each input capped, in dataset records.
 
     Raises:
         EngineFailed: the driver failed.
@@ -318,10 +324,14 @@ def run_engine_process(
         for topic in topics.values():
             client.create_topic(topic, settings.partitions)
     frame = routed.assign(topic=routed["topic"].map(topics))
-    copies = len(routed) / max(routed["seq"].nunique(), 1)
+    # Paced in dataset records (as the harness does): a query of a few tables (Nexmark q8 reads persons and
+    # auctions, one record in 16) replays them at the event-time speed of the whole stream, not 16 times faster.
+    records = dataset_records or routed["seq"].nunique()
+    copies = len(routed) / max(records, 1)
     total = len(routed)
     replay_s = total / settings.rate_rps / copies if settings.rate_rps else 0.0
-    config = driver_config(engine, settings, topics, dataset, jobs, kafka.bootstrap_servers, run_id, replay_s)
+    config = driver_config(engine, settings, topics, dataset, jobs, kafka.bootstrap_servers, run_id, replay_s,
+                           input_shares(routed, records))
     config_path = out / layout.DRIVER_CONFIG
     config.write(config_path)
     python_path = os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
@@ -348,7 +358,7 @@ def run_engine_process(
         if settings.rate_rps is None:
             outcome.replay = replay_with_progress()
         else:
-            _fill_warmup(routed, settings, config, engine.name, run_id, kafka.bootstrap_servers, out)
+            _fill_warmup(routed, settings, config, engine.name, run_id, kafka.bootstrap_servers, out, copies)
             progress(f"warm-up {engine.name}", 0, 1)
         driver.start()
         outcome.started_ms = driver.wait_for(READY, settings.timeout_s)["started_ms"]
@@ -387,14 +397,15 @@ def _every(period_s: float, action: Callable[[], None]) -> Callable[[], None]:
 
 def _fill_warmup(
     routed: pd.DataFrame, settings: CompareSettings, config: DriverConfig, engine: str, run_id: str,
-    bootstrap_servers: str, out: Path,
+    bootstrap_servers: str, out: Path, copies: float = 1.0,
 ) -> None:
     """Produce the first :data:`WARMUP_BATCHES` batches' worth of ``routed`` into warm-up topics of their own.
 
-    ``routed`` holds input names in its ``topic`` column. The topics and their end offsets go to
+    ``routed`` holds input names in its ``topic`` column; ``copies``: its rows per dataset record (a batch of a
+    query of a few tables holds that share of a batch's dataset records). The topics and their end offsets go to
     ``control/warmup.json`` for the driver (:mod:`compare.driver`).
     """
-    per_batch = common_cap(config.require_dataset())
+    per_batch = max(1, round(common_cap(config.require_dataset()) * copies))
     head = routed.head(min(len(routed), WARMUP_BATCHES * per_batch))
     topics = {name: f"dmk-{run_id}-{engine}-warmup-{name}" for name in config.topics}
     with Kafka(bootstrap_servers) as client:

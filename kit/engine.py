@@ -526,8 +526,15 @@ class KitEngine(Engine, Protocol):
         How a driver's warm-up runs the job's code before the measured run (:mod:`compare.driver`).
         """
 
-    def capped(self, config: DriverConfig, records_per_batch: float) -> DriverConfig:
+    def capped(
+        self, config: DriverConfig, records_per_batch: float, shares: Mapping[str, float] | None = None
+    ) -> DriverConfig:
         """``config`` with each batch reading at most ``records_per_batch`` records (at least 1), in the engine's cap.
+
+        ``shares``: input name → the fraction of the stream's records that input carries. Each input then reads at
+        most its share of ``records_per_batch``, so every input of a batch spans the same event time, and a job of
+        the stream's small inputs (Nexmark's persons and auctions) as little as one of the whole stream. None:
+        the cap holds each input as if it were the whole stream.
 
         Set the batch interval (:meth:`paced`) first: a cap per second (legacy) depends on it.
         """

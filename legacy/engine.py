@@ -53,6 +53,7 @@ from legacy.runner import (
     check_stream_and_offsets,
     create_context,
     export_outputs,
+    max_rate,
     open_offset_store,
     read_progress,
     take_output_op_labels,
@@ -81,6 +82,9 @@ class LegacyOptions:
     Attributes:
         batch_seconds: the batch interval. Default 1.0.
         max_rate_per_partition: ``spark.streaming.kafka.maxRatePerPartition`` (records/s; None: uncapped).
+        max_rate_by_input: input name → that input's own ``maxRatePerPartition`` (records/s), as a
+            ``PerPartitionConfig`` gives spark-streaming-kafka-0-10 (:meth:`LegacyEngine.capped` with shares).
+            Default: none (every input takes ``max_rate_per_partition``).
         stream: ``"direct"`` (default) or ``"receiver"`` (:data:`legacy.runner.STREAMS`).
         offsets: where offsets live (:data:`legacy.runner.OFFSET_STORES`). Default ``"checkpoint"``.
         write_ahead_log: the receiver write-ahead log. Default off.
@@ -97,6 +101,7 @@ class LegacyOptions:
 
     batch_seconds: float = 1.0
     max_rate_per_partition: int | None = None
+    max_rate_by_input: Mapping[str, int] = dataclasses.field(default_factory=dict)
     stream: str = "direct"
     offsets: str = "checkpoint"
     write_ahead_log: bool = False
@@ -115,6 +120,13 @@ class LegacyOptions:
             msg = (f"the legacy option max_rate_per_partition must be a whole number of records/s >= 1, or None "
                    f"(uncapped), got {cap!r}")
             raise ConfigError(msg, field="max_rate_per_partition", expected=">= 1 or None", actual=cap)
+        rates = self.max_rate_by_input
+        if not isinstance(rates, Mapping) or any(
+            not isinstance(r, int) or isinstance(r, bool) or r < 1 for r in rates.values()
+        ):
+            msg = (f"the legacy option max_rate_by_input must map input names to whole numbers of records/s >= 1, "
+                   f"got {rates!r}")
+            raise ConfigError(msg, field="max_rate_by_input", expected="{input: >= 1}", actual=rates)
         check_stream_and_offsets(self.stream, self.offsets, named="the legacy option ")
         if not isinstance(self.write_ahead_log, bool):
             msg = f"the legacy option write_ahead_log must be true or false, got {self.write_ahead_log!r}"
@@ -190,24 +202,19 @@ def _run_config(config: DriverConfig, options: LegacyOptions, checkpoint: str) -
         batch_seconds=options.batch_seconds, kafka_params={**config.kafka_security, **options.kafka_params},
         offsets=options.offsets,
         offset_store=options.offset_store, stream=options.stream, job_name=options.job_name,
+        max_rate_by_input=options.max_rate_by_input,
     )
 
 
 def _capped_context(sc: Any, run_config: LegacyRunConfig, store: Any, max_rate_per_partition: int | None) -> Any:
     """:func:`legacy.runner.create_context` with its direct streams capped at ``max_rate_per_partition``.
 
-    The cap is in records/s per partition; None leaves the streams uncapped.
-
-    The cap is read from the live context's conf when the direct streams are created, so it is set for that
-    moment only and restored after (a shared SparkContext keeps its own setting).
+    The cap is in records/s per partition; None leaves the streams uncapped (an input of
+    ``run_config.max_rate_by_input`` has its own). It is set only while the streams are created
+    (:func:`legacy.runner.max_rate`).
     """
-    conf = sc._conf
-    previous = conf.get(MAX_RATE_PER_PARTITION, "0")
-    conf.set(MAX_RATE_PER_PARTITION, str(max_rate_per_partition or 0))
-    try:
+    with max_rate(sc, max_rate_per_partition or 0):
         return create_context(sc, run_config, store)
-    finally:
-        conf.set(MAX_RATE_PER_PARTITION, previous)
 
 
 class LegacyRun:
@@ -324,8 +331,9 @@ class LegacyEngine:
         cap = options.max_rate_per_partition
         conf: dict[str, object] = {MAX_RATE_PER_PARTITION: cap} if cap else {}
         if options.stream == "receiver" and cap:
-            # One receiver reads every partition of every topic: the same cap in records/s for the whole stream.
-            conf["spark.streaming.receiver.maxRate"] = cap * config.partitions * len(config.topics)
+            # One receiver reads every partition of every topic: the caps of all of them, in records/s.
+            conf["spark.streaming.receiver.maxRate"] = config.partitions * sum(
+                options.max_rate_by_input.get(name, cap) for name in config.topics)
         if options.write_ahead_log:
             conf["spark.streaming.receiver.writeAheadLog.enable"] = "true"
         return spark_context(config.app_name, config.master, {**config.spark_conf, **conf})
@@ -368,14 +376,21 @@ class LegacyEngine:
         """``config`` with batch interval ``interval`` (``"0.5 s"``)."""
         return self._with(config, batch_seconds=seconds(interval))
 
-    def capped(self, config: DriverConfig, records_per_batch: float) -> DriverConfig:
+    def capped(
+        self, config: DriverConfig, records_per_batch: float, shares: Mapping[str, float] | None = None
+    ) -> DriverConfig:
         """``config`` with ``maxRatePerPartition`` letting at most ``records_per_batch`` through per batch.
 
         The rate (records/s per partition) is the batch's share of each partition over the batch interval, rounded
-        down (a batch never reads more), at least 1.
+        down (a batch never reads more), at least 1. With ``shares``, each input's direct stream gets the rate of
+        its share of the batch (``max_rate_by_input``), rounded to the nearest: a small input's rate is a few
+        records/s, which rounding down could cut by a fifth, leaving its stream no headroom.
         """
-        rate = max(1, int(records_per_batch / config.partitions / self.options(config).batch_seconds))
-        return self._with(config, max_rate_per_partition=rate)
+        per_partition_s = config.partitions * self.options(config).batch_seconds
+        by_input = {name: max(1, round(records_per_batch * share / per_partition_s))
+                    for name, share in (shares or {}).items() if name in config.topics}
+        return self._with(config, max_rate_per_partition=max(1, int(records_per_batch / per_partition_s)),
+                          max_rate_by_input=by_input)
 
     def interval_s(self, config: DriverConfig) -> float:
         """The batch interval."""

@@ -53,7 +53,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -71,6 +72,7 @@ from kit.workloads import job_id
 from legacy.errors import LegacyError
 from legacy.kafka import KafkaUtils, TopicAndPartition
 from legacy.offsets import OFFSETS_TABLE
+from legacy.rate import MAX_RATE_PER_PARTITION
 from legacy.workloads import DEAD_LETTER_COLUMNS, Source, resolve
 
 __all__ = [
@@ -85,6 +87,7 @@ __all__ = [
     "create_context",
     "export_committed_outputs",
     "export_outputs",
+    "max_rate",
     "take_output_op_labels",
     "job_id",
     "open_offset_store",
@@ -135,6 +138,9 @@ class LegacyRunConfig:
             :attr:`consumer`).
         stream: ``"direct"`` (default) or ``"receiver"`` (needs ``offsets="kafka"``).
         job_name: the job's name in its store (consumer, group). Default ``dmk-<checkpoint dir name>``.
+        max_rate_by_input: input name → ``spark.streaming.kafka.maxRatePerPartition`` of that input's direct
+            stream (records/s), where it differs from the context's: what a ``PerPartitionConfig`` gives
+            spark-streaming-kafka-0-10's streams. Default: none (every stream takes the context's).
 
     Raises:
         ConfigError: an unknown ``offsets`` or ``stream``, a receiver without ``offsets="kafka"``, or a
@@ -155,6 +161,7 @@ class LegacyRunConfig:
     offset_store: str | None = None
     stream: str = "direct"
     job_name: str | None = None
+    max_rate_by_input: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_stream_and_offsets(self.stream, self.offsets)
@@ -526,12 +533,32 @@ def _direct_inputs(ssc: Any, config: LegacyRunConfig, store: Any) -> dict[str, A
     if config.offsets == "kafka":
         params["group.id"] = config.consumer
     starts = _from_offsets(config, store)
-    return {
-        name: KafkaUtils.createDirectStream(
-            ssc, [topic], params, fromOffsets=starts[name], valueDecoder=_raw_bytes, messageHandler=_record
-        )
-        for name, topic in config.topics.items()
-    }
+    streams = {}
+    for name, topic in config.topics.items():
+        with max_rate(ssc.sparkContext, config.max_rate_by_input.get(name)):
+            streams[name] = KafkaUtils.createDirectStream(
+                ssc, [topic], params, fromOffsets=starts[name], valueDecoder=_raw_bytes, messageHandler=_record
+            )
+    return streams
+
+
+@contextmanager
+def max_rate(sc: Any, records_per_s: int | None) -> Iterator[None]:
+    """``spark.streaming.kafka.maxRatePerPartition`` at ``records_per_s`` (None: as it is) for the block.
+
+    A direct stream reads its rate settings from the context's conf when it is created: this is the stream's own
+    cap (spark-streaming-kafka-0-10's ``PerPartitionConfig``), and a shared SparkContext keeps its setting.
+    """
+    if records_per_s is None:
+        yield
+        return
+    conf = sc._conf
+    previous = conf.get(MAX_RATE_PER_PARTITION, "0")
+    conf.set(MAX_RATE_PER_PARTITION, str(records_per_s))
+    try:
+        yield
+    finally:
+        conf.set(MAX_RATE_PER_PARTITION, previous)
 
 
 def _receiver_inputs(ssc: Any, config: LegacyRunConfig) -> dict[str, Any]:

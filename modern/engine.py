@@ -66,6 +66,9 @@ class ModernOptions:
         trigger: processing-time trigger (``"0 seconds"``: as fast as possible), ``"availableNow"`` or
             ``"once"``. Default ``"0 seconds"``.
         source_options: extra Kafka source options (``maxOffsetsPerTrigger``...).
+        max_offsets_by_input: input name → records per trigger of that input; a source reading several inputs
+            gets the sum as its ``maxOffsetsPerTrigger`` (:meth:`ModernEngine.capped` with shares). Default: none
+            (``source_options``' ``maxOffsetsPerTrigger`` for every source).
         initial_state: job name → Parquet file of the legacy job's last rows (``dmk cutover``).
         suppress: job name → output filter of a rewound cutover (``dmk cutover --rewind --suppress FILE``).
         connect: a Spark Connect server's URL (``sc://host:port``): the queries run there (:mod:`kit.connect`),
@@ -77,6 +80,7 @@ class ModernOptions:
 
     trigger: str = "0 seconds"
     source_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    max_offsets_by_input: Mapping[str, int] = dataclasses.field(default_factory=dict)
     initial_state: Mapping[str, str] = dataclasses.field(default_factory=dict)
     suppress: Mapping[str, str] = dataclasses.field(default_factory=dict)
     connect: str | None = None
@@ -87,10 +91,14 @@ class ModernOptions:
             raise ConfigError(msg, field="trigger", expected="e.g. '1 second'", actual=self.trigger)
         if self.trigger not in ("availableNow", "once"):
             seconds(self.trigger)  # raises, naming the form it takes
-        for name in ("source_options", "initial_state", "suppress"):
+        for name in ("source_options", "max_offsets_by_input", "initial_state", "suppress"):
             if not isinstance(getattr(self, name), Mapping):
                 msg = f"the modern option {name} must be a mapping, got {getattr(self, name)!r}"
                 raise ConfigError(msg, field=name, expected="a mapping", actual=getattr(self, name))
+        caps = self.max_offsets_by_input
+        if any(not isinstance(c, int) or isinstance(c, bool) or c < 1 for c in caps.values()):
+            msg = f"the modern option max_offsets_by_input must map input names to whole numbers >= 1, got {caps!r}"
+            raise ConfigError(msg, field="max_offsets_by_input", expected="{input: >= 1}", actual=caps)
 
 
 def _job_queries(out_dir: str | Path) -> list[str]:
@@ -231,7 +239,8 @@ class ModernEngine:
             config.bootstrap_servers, config.topics, config.out_dir, config.checkpoint_dir, config.require_dataset(),
             config.jobs, trigger=options.trigger,
             source_options={**{f"kafka.{k}": v for k, v in config.kafka_security.items()}, **options.source_options},
-            initial_state=options.initial_state, suppress=options.suppress,
+            max_offsets_by_input=options.max_offsets_by_input, initial_state=options.initial_state,
+            suppress=options.suppress,
         )
         return ModernRun(spark, run_config).start()
 
@@ -239,15 +248,21 @@ class ModernEngine:
         """``config`` with processing-time trigger ``interval`` (``"500 milliseconds"``)."""
         return dataclasses.replace(config, options=dataclasses.replace(self.options(config), trigger=interval))
 
-    def capped(self, config: DriverConfig, records_per_batch: float) -> DriverConfig:
+    def capped(
+        self, config: DriverConfig, records_per_batch: float, shares: Mapping[str, float] | None = None
+    ) -> DriverConfig:
         """``config`` with ``maxOffsetsPerTrigger`` at ``records_per_batch`` (rounded down, at least 1).
 
-        The other source options stay.
+        With ``shares``, each input's share of it, rounded to the nearest (``max_offsets_by_input``): a source
+        reading several inputs takes their sum, which Spark splits over its partitions by lag. The other source
+        options stay.
         """
-        cap = max(1, int(records_per_batch))
         options = self.options(config)
-        capped = {**options.source_options, "maxOffsetsPerTrigger": cap}
-        return dataclasses.replace(config, options=dataclasses.replace(options, source_options=capped))
+        capped = {**options.source_options, "maxOffsetsPerTrigger": max(1, int(records_per_batch))}
+        by_input = {name: max(1, round(records_per_batch * share)) for name, share in (shares or {}).items()
+                    if name in config.topics}
+        return dataclasses.replace(config, options=dataclasses.replace(
+            options, source_options=capped, max_offsets_by_input=by_input))
 
     def interval_s(self, config: DriverConfig) -> float:
         """The processing-time trigger's interval (0 for ``availableNow``, ``once`` and ``0 seconds``)."""

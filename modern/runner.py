@@ -69,6 +69,8 @@ class ModernRunConfig:
             ``ContinuousTriggerUnsupported`` at :meth:`ModernRun.start`). Default ``"0 seconds"``.
         source_options: extra Kafka source options (``maxOffsetsPerTrigger``, ``startingOffsets``...). Default:
             none.
+        max_offsets_by_input: input name → records per trigger of that input: a source's ``maxOffsetsPerTrigger``
+            is the sum over the inputs it reads (:class:`modern.workloads.Source`). Default: none.
         initial_state: job name → a Parquet file of the legacy job's last rows (``dmk cutover --seed-state``),
             which the job's query continues (:func:`continue_totals`). Default: none.
         suppress: job name → the output filter of a rewound cutover (``dmk cutover --rewind --suppress FILE``),
@@ -86,6 +88,7 @@ class ModernRunConfig:
     jobs: tuple[tuple[str, str], ...]
     trigger: str = "0 seconds"
     source_options: Mapping[str, Any] = field(default_factory=dict)
+    max_offsets_by_input: Mapping[str, int] = field(default_factory=dict)
     initial_state: Mapping[str, str] = field(default_factory=dict)
     suppress: Mapping[str, str] = field(default_factory=dict)
 
@@ -393,7 +396,8 @@ class ModernRun:
         # is not theirs to write, so a dead-letter query per input (a second read) brings them to the driver.
         in_parse = on_this_host(session_master(self.spark))
         source = Source(self.spark, config.bootstrap_servers, config.topics, config.dataset, config.source_options,
-                        dead_letter_root=config.out_dir if in_parse else None)
+                        dead_letter_root=config.out_dir if in_parse else None,
+                        max_offsets_by_input=config.max_offsets_by_input)
         writers: dict[str, Any] = {}
         for workload, variant in config.jobs:
             job = resolve(workload, variant)

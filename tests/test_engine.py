@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from compare.engines import ENGINES, get_engine, register_engine
+from kit import workloads
 from kit.dataset import DatasetSpec
 from kit.engine import DriverConfig, Engine, KitEngine, seconds
 from kit.errors import ConfigError
@@ -126,6 +127,51 @@ def test_capped_turns_records_per_batch_into_each_engines_own_cap() -> None:
     # modern: records per trigger, the other source options kept
     mine = _config(engine="modern", options={"source_options": {"minOffsetsPerTrigger": 5}})
     assert modern.capped(mine, 800.9).options.source_options == {"minOffsetsPerTrigger": 5, "maxOffsetsPerTrigger": 800}
+
+
+def test_capped_with_shares_gives_each_input_its_share_of_the_batch(tmp_path: Path) -> None:
+    legacy, modern = get_engine("legacy"), get_engine("modern")
+    topics = {"persons": "tp", "auctions": "ta", "bids": "tb"}
+    shares = {"persons": 0.02, "auctions": 0.06, "bids": 0.92, "elsewhere": 0.5}  # an input the run lacks: ignored
+    config = legacy.capped(_config(partitions=4, topics=topics), 1_000, shares)
+    # legacy: each input's direct stream its own maxRatePerPartition (records/s per partition, rounded down)
+    assert config.options.max_rate_by_input == {"persons": 5, "auctions": 15, "bids": 230}
+    assert config.options.max_rate_per_partition == 250  # an input without a share: the whole batch
+    config.write(tmp_path / "c.json")  # what a driver process reads
+    assert legacy.options(DriverConfig.read(tmp_path / "c.json")).max_rate_by_input == {
+        "persons": 5, "auctions": 15, "bids": 230}
+    # modern: records per trigger by input; a source reading several inputs takes their sum
+    config = modern.capped(_config(engine="modern", partitions=4, topics=topics), 800, shares)
+    assert config.options.max_offsets_by_input == {"persons": 16, "auctions": 48, "bids": 736}
+    assert config.options.source_options == {"maxOffsetsPerTrigger": 800}
+    # a small input's cap is rounded to the nearest, not down (4.975 records/s per partition would be 4: a fifth less)
+    assert legacy.capped(_config(partitions=4, topics=topics), 1_000, {"persons": 0.0199}).options.max_rate_by_input \
+        == {"persons": 5}
+    with pytest.raises(ConfigError, match="max_rate_by_input"):
+        legacy._with(_config(), max_rate_by_input={"events": 0})
+    with pytest.raises(ConfigError, match="max_offsets_by_input"):
+        get_engine("modern").options(_config(engine="modern", options={"max_offsets_by_input": {"events": "9"}}))
+
+
+def test_input_shares_are_each_inputs_fraction_of_the_dataset() -> None:
+    from compare.harness import dataset_spec, route_inputs
+    from compare.inputs import input_shares
+    from kit.dataset import generate
+    from kit.nexmark import NexmarkSpec, generate_nexmark
+
+    frame = generate(dataset_spec("messy"))
+    routed = route_inputs([workloads.get("join")], frame)
+    shares = input_shares(routed, len(frame))
+    assert set(shares) == {"impressions", "clicks"} and abs(sum(shares.values()) - 1.0) < 1e-9
+    # a query of some tables: their share of the whole dataset, not of the rows routed to it
+    nexmark = generate_nexmark(NexmarkSpec(records=5_000, seed=2, layout="three"))
+    q8 = input_shares(route_inputs([workloads.get("nexmark_q8")], nexmark), len(nexmark))
+    assert q8 == {"auctions": (nexmark["topic"] == "auctions").mean(), "persons": (nexmark["topic"] == "persons").mean()}
+    assert 0.05 < q8["auctions"] < 0.07 and 0.015 < q8["persons"] < 0.025
+    assert shares["clicks"] == (routed["topic"] == "clicks").sum() / 20_000 and 0.25 < shares["clicks"] < 0.4
+    # a row fed to two inputs counts for both: each input's share of the dataset, not of the replay
+    both = input_shares(route_inputs([workloads.get("join"), workloads.get("running_counts")], frame), len(frame))
+    assert both == {**shares, "events": 1.0}
 
 
 def test_the_harness_caps_keep_batches_within_half_the_lateness_margin() -> None:

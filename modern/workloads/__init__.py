@@ -288,6 +288,9 @@ class Source:
             (as keyed files, see :func:`_parse_and_dead_letter`), so no second query reads the topics for them.
             A local path the executors can reach (on a cluster, a shared file system). Default: none written;
             :meth:`dead_letters` gives them as a DataFrame instead.
+        max_offsets_by_input: input name → records per trigger of that input: a source's ``maxOffsetsPerTrigger``
+            is the sum over the inputs it reads, so a query of the stream's smaller inputs gets batches as short in
+            event time as one reading the whole stream. Default: none (``options`` hold the cap, if any).
     """
 
     def __init__(
@@ -298,6 +301,7 @@ class Source:
         dataset: DatasetSpec | NexmarkSpec,
         options: Mapping[str, Any] | None = None,
         dead_letter_root: str | None = None,
+        max_offsets_by_input: Mapping[str, int] | None = None,
     ) -> None:
         self.spark = spark
         self.dataset = dataset
@@ -305,6 +309,7 @@ class Source:
         self.topics = dict(topics)
         self.options = dict(options or {})
         self.dead_letter_root = dead_letter_root
+        self.max_offsets_by_input = dict(max_offsets_by_input or {})
         self.used: list[str] = []
         """Input names builders asked for, in order."""
         self._nexmark_inputs: dict[str, Mapping[str, str] | None] = {}
@@ -345,6 +350,8 @@ class Source:
                 reader = reader.option("maxPartitions", cores)
         for option, value in self.options.items():
             reader = reader.option(option, value)
+        if names and all(name in self.max_offsets_by_input for name in names):
+            reader = reader.option("maxOffsetsPerTrigger", sum(self.max_offsets_by_input[name] for name in names))
         directories = None
         if self.dead_letter_root is not None and with_dead_letters:
             directories = {
