@@ -145,8 +145,8 @@ LATENCY_INTERVALS = {name: get_engine(name).bench.latency_intervals for name in 
 :meth:`kit.engine.KitEngine.paced`); the first is each engine's default."""
 STATE_FROM_KEYS = 10_000
 STATE_BATCH = 10_000
-STATE_SAMPLES = 5
-"""Measured batches at each state size."""
+STATE_SAMPLES, QUICK_STATE_SAMPLES = 5, 3
+"""Measured batches at each state size: a full run's and ``--quick``'s (legacy's are 5 s batches)."""
 FIXED_COST_RECORDS = 6_000
 """Records of the fixed-cost phase's compare run: the messy profile of ``dmk compare``'s default dataset, without
 its too-late records (a stream this short has no room for them: each needs 19 s of event time after it, and
@@ -168,7 +168,8 @@ class BenchSettings:
         out_dir: where results go (default ``benchmarks/results``).
         records: records of the pre-loaded topic (default 1,000,000; ``quick``: 200,000).
         partitions: partitions of every benchmark topic (default 8).
-        quick: the short run: 200k records, 10 s latency runs, only each engine's default batch interval or
+        quick: the short run: 200k records, 10 s latency runs, 3 state-growth samples, only each engine's
+            default batch interval or
             trigger.
         bootstrap_servers: Kafka to use; None starts the embedded broker.
         master: Spark master (default ``$DMK_SPARK_MASTER`` or ``local[2]``).
@@ -236,6 +237,11 @@ class BenchSettings:
     def n_latency_seconds(self) -> float:
         """Seconds each latency run replays: ``latency_seconds``, or 30 s (quick: 10 s)."""
         return self.latency_seconds or (10.0 if self.quick else 30.0)
+
+    @property
+    def n_state_samples(self) -> int:
+        """Measured batches at each state size: :data:`STATE_SAMPLES`, or :data:`QUICK_STATE_SAMPLES` when quick."""
+        return QUICK_STATE_SAMPLES if self.quick else STATE_SAMPLES
 
     @property
     def n_warmup_runs(self) -> int:
@@ -568,20 +574,21 @@ class _Bench:
                 if not by_clock:  # a trigger reads whatever has arrived: a sample must not meet the next put
                     run.wait(round_robin_ends(topic, sent, partitions), self.settings.timeout_s)
 
+            samples = self.settings.n_state_samples
             put(values[:STATE_FROM_KEYS])
-            for _ in range(STATE_SAMPLES):
+            for _ in range(samples):
                 put(values[:STATE_BATCH], aligned=True)
             put(values[STATE_FROM_KEYS:keys])
-            for _ in range(STATE_SAMPLES):
+            for _ in range(samples):
                 put(values[:STATE_BATCH], aligned=True)
             run.wait(round_robin_ends(topic, sent, partitions), self.settings.timeout_s, extra_batches=0)
         spans = run.spans().sort_values("batch_ms", kind="stable")
         # A sample is a batch of exactly STATE_BATCH records among the records sent in its phase.
         through = spans["records"].cumsum()
         exact = spans["records"] == STATE_BATCH
-        phase_one = STATE_FROM_KEYS + STATE_SAMPLES * STATE_BATCH
+        phase_one = STATE_FROM_KEYS + samples * STATE_BATCH
         small = spans[exact & (through > STATE_FROM_KEYS) & (through <= phase_one)]["processing_ms"].tolist()
-        large = spans[exact & (through > keys + STATE_SAMPLES * STATE_BATCH)]["processing_ms"].tolist()
+        large = spans[exact & (through > keys + samples * STATE_BATCH)]["processing_ms"].tolist()
         ratio = (
             statistics.median(large) / statistics.median(small)
             if small and large and statistics.median(small) else None
