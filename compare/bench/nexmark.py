@@ -37,7 +37,7 @@ from typing import Any
 
 from compare.bench.raw import Progress, new_topic, produce, round_robin_ends
 from compare.bench.report import replace_block, write_pair
-from compare.bench.results import _fmt, machine
+from compare.bench.results import STATE_GROWTH_TARGETED, _fmt, machine
 from compare.bench.run import (
     LATENCY_INTERVALS,
     THROUGHPUT_BATCHES,
@@ -51,7 +51,7 @@ from compare.bench.run import (
     matches_oracle,
     throughput,
 )
-from compare.engines import ENGINES, get_engine
+from compare.engines import ENGINES
 from kit import workloads
 from kit.broker import kafka_or_embedded
 from kit.errors import ConfigError
@@ -213,7 +213,7 @@ def _judged(entry: dict[str, Any]) -> dict[str, Any]:
 
 def _roles() -> tuple[str, str]:
     """``(source, target)``: the engine a migration leaves and the one it lands on (the state-growth target)."""
-    target = next(name for name in ENGINES if get_engine(name).bench.state_growth_targeted)
+    target = STATE_GROWTH_TARGETED[0]
     return next(name for name in ENGINES if name != target), target
 
 
