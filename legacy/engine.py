@@ -231,7 +231,8 @@ class LegacyRun:
         A failed output operation fails the run at once (Spark itself would go on with the next batch).
         """
         await_progress(self.run_config.out_dir, end_offsets, timeout_s=timeout_s, extra_batches=extra_batches,
-                       check=lambda: self.ssc.awaitTerminationOrTimeout(0.001))
+                       check=lambda: self.ssc.awaitTerminationOrTimeout(0.001),
+                       after_completion=self.run_config.offsets == "kafka")
 
     def stop(self) -> None:
         """Stop the context (not the SparkContext) and write out, then close, the offset store."""

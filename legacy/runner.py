@@ -693,6 +693,7 @@ def await_progress(
     extra_batches: int = 2,
     poll_s: float = 0.2,
     check: Any = None,
+    after_completion: bool = False,
 ) -> int:
     """Wait until the run has processed every topic up to ``end_offsets``, plus ``extra_batches`` batches.
 
@@ -706,6 +707,12 @@ def await_progress(
         extra_batches: completed batches required after the one reaching the end offsets.
         poll_s: polling interval.
         check: optional callable run every poll (e.g. to raise if the driver died).
+        after_completion: count only batches generated after the one reaching the end offsets completed. A run
+            whose offsets are committed to Kafka needs it: a direct stream sends a batch's ``commitAsync`` when it
+            generates the next batch, as Spark does, so batches generated while that batch was still queued or
+            running have not sent it. Other runs count any later batch: batches run in order, so a later one sees
+            the watermark the last records set, and under a backlog (batches cut every 0.25 s, empty ones taking
+            0.6 s) waiting for batches generated after the completion meant processing every queued one first.
 
     Returns:
         The batch time (ms) of the last batch waited for.
@@ -734,11 +741,8 @@ def await_progress(
             ]
             if done and not any(pd.isna(d) for d in done):
                 at = max(int(d) for d in done)
-                # Batches generated after batch `at` completed (also batches that read nothing): a direct stream
-                # sends the commitAsync of `at`'s commit operation when it generates the next batch, as Spark
-                # does, and batches generated while `at` was still queued or running have not sent it.
-                completed = _progress_written_ms(out_dir, at)
-                later = [b for b in _progress_batches(out_dir) if b > max(at, completed)]
+                after = max(at, _progress_written_ms(out_dir, at)) if after_completion else at
+                later = [b for b in _progress_batches(out_dir) if b > after]  # also batches that read nothing
                 if len(later) >= extra_batches:
                     return int(later[extra_batches - 1]) if extra_batches else at
         if time.monotonic() > deadline:
