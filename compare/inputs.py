@@ -13,7 +13,6 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import pandas as pd
 
@@ -90,17 +89,21 @@ def route_inputs(specs: list[workloads.WorkloadSpec], frame: pd.DataFrame) -> pd
     A row goes to ``events`` for the single-input workloads and to ``impressions`` or ``clicks`` for the join
     (a Nexmark query's: its tables', in the three-topic layout; rows of the tables it does not read go nowhere);
     with both kinds of job in one run, it is produced to both topics (adjacent, so the topics advance
-    together). The ``topic`` column holds the input name.
+    together). A row two jobs route to the same input (the bids of a bids-only query and of an auctions-and-bids
+    one) is produced once. The ``topic`` column holds the input name.
+
+    Example:
+        >>> class Reads:  # a stand-in spec: routes the rows of its tables
+        ...     def __init__(self, *tables): self.tables = tables
+        ...     def route(self, frame): return frame["topic"].where(frame["topic"].isin(self.tables))
+        >>> frame = pd.DataFrame({"seq": [0, 1, 2], "topic": ["auctions", "bids", "persons"]})
+        >>> route_inputs([Reads("bids"), Reads("auctions", "bids")], frame)[["seq", "topic"]].values.tolist()
+        [[0, 'auctions'], [1, 'bids']]
     """
     copies = []
-    seen: set[tuple[Any, ...]] = set()
     for spec in specs:
         routes = spec.route(frame)
         read = routes.notna().to_numpy()  # None: no input of the job reads the row (a Nexmark table it skips)
-        signature = tuple(sorted(set(routes[read])))
-        if signature in seen:
-            continue
-        seen.add(signature)
         copies.append(frame.assign(topic=routes.to_numpy())[read])
-    routed = pd.concat(copies, ignore_index=True)
+    routed = pd.concat(copies, ignore_index=True).drop_duplicates(["seq", "topic"])
     return routed.sort_values("seq", kind="stable").reset_index(drop=True)
