@@ -575,6 +575,9 @@ def _events(spec: NexmarkSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
 # --------------------------------------------------------------------------------------------------------
 # Parsing: the Nexmark record contract, with the kit's reject reasons
 
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+"""The range of the engines' ``long`` columns: an integer field outside it is not a valid value of the field."""
+
 TYPE_FIELDS: MappingProxyType[str, tuple[tuple[str, type], ...]] = MappingProxyType({
     "person": (("id", int), ("name", str), ("emailAddress", str), ("creditCard", str), ("city", str),
                ("state", str), ("dateTime", int), ("extra", str)),
@@ -591,8 +594,9 @@ def parse_nexmark(
     """Decide whether a record value is a valid Nexmark event, and why not, in :func:`kit.events.parse_event`'s terms.
 
     Checks in order, the first failure wins: UTF-8 (``bad_utf8``); a JSON object (``bad_json``); the type's
-    fields present with their exact JSON types, ``type`` itself when ``event_type`` is None (``missing_field``);
-    ``dateTime`` in [2000-01-01, 2100-01-01) (``bad_timestamp``).
+    fields present with their exact JSON types, ``type`` itself when ``event_type`` is None, and each integer but
+    ``dateTime`` within a signed 64-bit long, what every engine's schema holds (``missing_field``); ``dateTime``
+    in [2000-01-01, 2100-01-01) (``bad_timestamp``).
 
     Args:
         value: the Kafka record value.
@@ -619,7 +623,10 @@ def parse_nexmark(
     if checks is None:
         return None, "missing_field"
     for name, kind in checks:
-        if type(event.get(name)) is not kind:
+        value = event.get(name)
+        if type(value) is not kind:
+            return None, "missing_field"
+        if type(value) is int and name != "dateTime" and not _LONG_MIN <= value <= _LONG_MAX:
             return None, "missing_field"
     if not EVENT_TIME_MIN_MS <= event["dateTime"] < EVENT_TIME_MAX_MS:
         return None, "bad_timestamp"

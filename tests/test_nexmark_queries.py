@@ -138,6 +138,53 @@ def test_both_engines_parse_as_parse_nexmark_decides(layout: str) -> None:
     assert all(p["auction"] is None for p in parsed if p["type"] not in (None, "bid"))
 
 
+_ODD_BIDS = [
+    b'{"auction":1000,"bidder":1001,"price":57,"dateTime":5,"extra":"x"}',
+    b'{"auction":1000,"bidder":1001,"price":123456789012345678901,"dateTime":1436918400000,"extra":"x"}',
+    b'{"auction":1000,"bidder":1001,"price":9223372036854775807,"dateTime":1436918400000,"extra":"x"}',
+    b'{"auction":1000,"bidder":-9223372036854775809,"price":57,"dateTime":1436918400000,"extra":"x"}',
+    b'{"auction":1000,"bidder":1001,"price":57,"dateTime":123456789012345678901,"extra":"x"}',
+    b'{"bidder":1001, "auction":1000,"price":57,"dateTime":1436918400000,"extra":"\\u00e9"}',
+    b'{"auction":1000,"bidder":1001,"price":57,"price":58,"dateTime":1436918400000,"extra":"x"}',
+    b'{"auction":1000,"bidder":1001,"price":5.7,"dateTime":1436918400000,"extra":"x"}',
+    b'{"auction":1000,"bidder":1001,"price":true,"dateTime":1436918400000,"extra":"x"}',
+    b'{"auction":1000,"bidder":1001,"price":57,"dateTime":1436918400000,"extra":"\xff"}',
+    b'{"auction":1000,"bidder":1001,"price":57,"dateTime":1436918400000}',
+]
+"""Bids at the edges of the parse: integers beyond a long (a crash of the modern parse before the range check), a
+far dateTime, escapes, duplicate keys, floats, booleans, invalid UTF-8, a missing field."""
+
+
+@pytest.mark.parametrize("layout", ["one", "three"])
+def test_the_modern_parse_decides_as_parse_nexmark_in_spark(spark, layout: str) -> None:
+    """with_nexmark in Spark: every record of a messy stream and the odd bids get parse_nexmark's verdict and
+    fields, for each table's type, and no record fails the query."""
+    from modern.workloads import with_nexmark
+
+    frame = generate_nexmark(_spec("messy", layout, SHORT))
+    odd = [b'{"type":"bid",' + v[1:] for v in _ODD_BIDS] if layout == "one" else _ODD_BIDS
+    values = [*frame["value"].tolist(), *odd]
+    topics = ([str(t) for t in frame["topic"]] + ["bids"] * len(odd)) if layout == "three" else ["n"] * len(values)
+    topic_types = dict(TABLE_TYPES) if layout == "three" else None
+    types = [TABLE_TYPES[t] for t in topics] if layout == "three" else [None] * len(values)
+    expected = [parse_nexmark(v, t) for v, t in zip(values, types, strict=True)]
+    assert [reason for _, reason in expected[-len(odd):]] == [
+        "bad_timestamp", "missing_field", None, "missing_field", "bad_timestamp", None, None, "missing_field",
+        "missing_field", "bad_utf8", "missing_field"]
+    rows = spark.createDataFrame(
+        [(t, 0, i, bytearray(v)) for i, (t, v) in enumerate(zip(topics, values, strict=True))],
+        "topic string, partition int, offset long, value binary",
+    )
+    for kind, fields in (("bid", ("auction", "bidder", "price", "dateTime", "extra")), ("person", ("id", "name"))):
+        got = with_nexmark(rows, kind, topic_types).orderBy("offset").select("p").collect()
+        assert [g.p.reason for g in got] == [reason for _, reason in expected]
+        assert [g.p.type for g in got] == [
+            None if e is None else (t or e["type"]) for (e, _), t in zip(expected, types, strict=True)]
+        assert [tuple(getattr(g.p, f) for f in fields) for g in got] == [
+            tuple(e[f] for f in fields) if e is not None and (t or e["type"]) == kind else (None,) * len(fields)
+            for (e, _), t in zip(expected, types, strict=True)]
+
+
 @pytest.mark.parametrize("layout", ["one", "three"])
 def test_the_oracles_dead_letter_the_malformed_records_the_query_reads(layout: str) -> None:
     spec = _spec("messy", layout, SHORT)
