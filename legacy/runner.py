@@ -711,8 +711,8 @@ def await_progress(
             whose offsets are committed to Kafka needs it: a direct stream sends a batch's ``commitAsync`` when it
             generates the next batch, as Spark does, so batches generated while that batch was still queued or
             running have not sent it. Other runs count any later batch: batches run in order, so a later one sees
-            the watermark the last records set, and under a backlog (batches cut every 0.25 s, empty ones taking
-            0.6 s) waiting for batches generated after the completion meant processing every queued one first.
+            the watermark the last records set; under a backlog, waiting for batches generated after the
+            completion meant running every batch queued meanwhile first (benchmarks/results/changes.md §22).
 
     Returns:
         The batch time (ms) of the last batch waited for.
