@@ -2,7 +2,7 @@
 
 Unit tests (no JVM, no broker): the specs, the router of both layouts, both engines' Nexmark parse against
 :func:`kit.nexmark.parse_nexmark`, the oracles against each other and against the dataset's labels, a driver
-config carrying a Nexmark spec.
+config carrying a Nexmark spec. In the session's Spark (no broker): the modern parse over a messy stream and odd bids.
 
 Engine runs: the default tier runs q0, q1 and q2 in one run per engine on a 2,000-record stream with malformed and
 out-of-order records (:data:`FAST`), legacy on the one-topic layout and modern on the three-topic one; the slow tier
