@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import importlib
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from kit import workloads
@@ -263,6 +263,7 @@ def event_time_operator(
     shards: int = 4,
     side: Callable[[dict], int] | None = None,
     sides: int = 1,
+    then: Sequence[tuple[Callable[[Any], Any], Callable[[Any, list, int], tuple[Any, list, list]]]] = (),
 ) -> tuple[Any, Any]:
     """Run ``step`` over keyed state with a global event-time watermark.
 
@@ -286,9 +287,13 @@ def event_time_operator(
             delay (Structured Streaming's default ``multipleWatermarkPolicy``, ``min``), and stays
             :data:`NO_WATERMARK` until every input has had an event. Default None: one input.
         sides: how many inputs ``side`` tells apart.
+        then: further stages, each ``(key, step)`` as above, run over the previous stage's output rows in the
+            same batch with the same watermark: Structured Streaming's chained stateful operators (Spark 4), where
+            a downstream operator gets its upstream's output in the same micro-batch and evicts by the same
+            watermark. A stage's rows are what ``key`` and ``step`` of the next one read.
 
     Returns:
-        ``(rows, late)``: DStreams of the output rows and of the late events ``step`` returned.
+        ``(rows, late)``: DStreams of the last stage's output rows and of the late events every stage returned.
     """
     events = events.cache()  # read twice a batch: for the watermark and for the state
     if side is None:
@@ -299,11 +304,21 @@ def event_time_operator(
             functools.partial(_advance_sides, sides)
         )
     ticks = marks.flatMap(lambda kv: [(shard, ("w", _watermark(kv[1][0], delay_ms))) for shard in range(shards)])
+    rows, late = _keyed_stage(events, ticks, key, step, shards)
+    for next_key, next_step in then:
+        rows, more_late = _keyed_stage(rows, ticks, next_key, next_step, shards)
+        late = late.union(more_late)
+    return rows, late
+
+
+def _keyed_stage(events: Any, ticks: Any, key: Callable[[Any], Any], step: Callable[..., tuple[Any, list, list]],
+                 shards: int) -> tuple[Any, Any]:
+    """One stage of :func:`event_time_operator`: ``step`` per shard of ``key``, given the batch's watermark tick."""
     keyed = events.map(lambda e: (zlib.crc32(repr(key(e)).encode()) % shards, ("e", e)))
 
     def update(values: list, state: tuple | None) -> tuple:
         watermark = NO_WATERMARK
-        new: list[dict] = []
+        new: list = []
         for tag, item in values:
             if tag == "w":
                 watermark = item
