@@ -13,7 +13,7 @@ from typing import Any
 
 __all__ = [
     "JOIN_WITHIN_MS", "NEXMARK_AUCTION_SKIP", "NEXMARK_DOLLARS_TO_EUROS", "NEXMARK_Q11_GAP_MS", "NEXMARK_Q3_CATEGORY",
-    "NEXMARK_Q3_STATES", "NEXMARK_Q5_WINDOW", "NEXMARK_Q7_WINDOW_MS", "NEXMARK_Q8_WINDOW_MS",
+    "NEXMARK_Q3_STATES", "NEXMARK_Q4_WINDOW", "NEXMARK_Q5_WINDOW", "NEXMARK_Q7_WINDOW_MS", "NEXMARK_Q8_WINDOW_MS",
     "WATERMARK_DELAY_MS", "WINDOWS", "YSB_WINDOW_MS", "close_sessions", "late_detail", "merge_session",
 ]
 
@@ -40,6 +40,10 @@ NEXMARK_Q3_STATES: tuple[str, ...] = ("OR", "ID", "CA")
 
 NEXMARK_Q3_CATEGORY = 10
 """``nexmark_q3``: the auctions' category kept."""
+
+NEXMARK_Q4_WINDOW: tuple[int, int] = (10_000, 5_000)
+"""``nexmark_q4``: ``(size_ms, slide_ms)`` of the sliding window over the auctions' closing times (Beam's
+``windowSizeSec``, ``windowPeriodSec``)."""
 
 NEXMARK_Q5_WINDOW: tuple[int, int] = (10_000, 5_000)
 """``nexmark_q5``: ``(size_ms, slide_ms)`` of the sliding event-time window (Beam's ``windowSizeSec``,

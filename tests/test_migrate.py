@@ -46,6 +46,10 @@ EXPECTED: dict[str, list[tuple[int, str]]] = {
         (61, "Source.nexmark"), (61, "DStream.filter"), (62, "Source.nexmark"), (62, "DStream.filter"),
         (63, "event_time_operator"), (64, "DStream.union"),
     ],
+    "legacy/workloads/nexmark_q4.py": [
+        (104, "Source.nexmark"), (104, "DStream.union"), (104, "Source.nexmark"), (105, "event_time_operator"),
+        (108, "Source.drop_late"),
+    ],
     "legacy/workloads/nexmark_q5.py": [(56, "event_time_operator"), (57, "Source.nexmark"), (59, "Source.drop_late")],
     "legacy/workloads/nexmark_q7.py": [(52, "event_time_operator"), (53, "Source.nexmark"), (55, "Source.drop_late")],
     "legacy/workloads/nexmark_q8.py": [

@@ -33,7 +33,8 @@ from kit.workloads._nexmark import read_bids
 pytestmark = pytest.mark.filterwarnings("ignore:DStream is deprecated:FutureWarning")
 
 NAMES = workloads.NEXMARK_NAMES
-TABLES = {"nexmark_q3": ("persons", "auctions"), "nexmark_q8": ("persons", "auctions")}
+TABLES = {"nexmark_q3": ("persons", "auctions"), "nexmark_q4": ("auctions", "bids"),
+          "nexmark_q8": ("persons", "auctions")}
 """The tables of the queries that read other tables than the bids."""
 REASONS = ("bad_utf8", "bad_json", "missing_field", "bad_timestamp")
 
@@ -75,7 +76,7 @@ def test_every_nexmark_query_has_a_spec_and_both_builders(name: str) -> None:
 
 
 def test_an_unknown_workload_lists_the_nexmark_queries_too() -> None:
-    listed = "nexmark_q0, nexmark_q1, nexmark_q2, nexmark_q3, nexmark_q5, nexmark_q7, nexmark_q8, nexmark_q11"
+    listed = "nexmark_q0, nexmark_q1, nexmark_q2, nexmark_q3, nexmark_q4, nexmark_q5, nexmark_q7, nexmark_q8, nexmark_q11"
     with pytest.raises(ConfigError, match=listed):
         workloads.get("nexmark_q99")
 
@@ -243,26 +244,33 @@ def test_the_oracles_agree_with_each_other_and_with_the_layouts() -> None:
 
 def test_the_engines_numbers_are_the_oracles() -> None:
     from kit import semantics
-    from kit.workloads import nexmark_q1, nexmark_q2, nexmark_q3, nexmark_q5, nexmark_q7, nexmark_q8, nexmark_q11
+    from kit.workloads import (
+        nexmark_q1, nexmark_q2, nexmark_q3, nexmark_q4, nexmark_q5, nexmark_q7, nexmark_q8, nexmark_q11,
+    )
 
     assert semantics.NEXMARK_DOLLARS_TO_EUROS == nexmark_q1.DOLLARS_TO_EUROS == 0.908
     assert semantics.NEXMARK_AUCTION_SKIP == nexmark_q2.AUCTION_SKIP == 123
     assert semantics.NEXMARK_Q7_WINDOW_MS == nexmark_q7.WINDOW_MS == 10_000
     assert semantics.NEXMARK_Q5_WINDOW == (nexmark_q5.WINDOW_MS, nexmark_q5.SLIDE_MS) == (10_000, 5_000)
+    assert semantics.NEXMARK_Q4_WINDOW == (nexmark_q4.WINDOW_MS, nexmark_q4.SLIDE_MS) == (10_000, 5_000)
     assert semantics.WATERMARK_DELAY_MS == nexmark_q5.WATERMARK_DELAY_MS == nexmark_q5.SPEC.watermark_delay_ms
     assert semantics.WATERMARK_DELAY_MS == nexmark_q7.WATERMARK_DELAY_MS == nexmark_q7.SPEC.watermark_delay_ms
     assert semantics.NEXMARK_Q3_STATES == nexmark_q3.STATES == ("OR", "ID", "CA")
     assert semantics.NEXMARK_Q3_CATEGORY == nexmark_q3.CATEGORY == 10
     assert semantics.NEXMARK_Q8_WINDOW_MS == nexmark_q8.WINDOW_MS == 10_000
     assert semantics.NEXMARK_Q11_GAP_MS == nexmark_q11.GAP_MS == 10_000
-    for query in (nexmark_q8, nexmark_q11):
+    for query in (nexmark_q4, nexmark_q8, nexmark_q11):
         assert semantics.WATERMARK_DELAY_MS == query.WATERMARK_DELAY_MS == query.SPEC.watermark_delay_ms
     assert nexmark_q3.SPEC.watermark_delay_ms is None
 
 
-_STEPS = {"nexmark_q3": "_join", "nexmark_q5": "_hot_items", "nexmark_q7": "_highest", "nexmark_q8": "_pairs",
+_STEPS = {"nexmark_q3": "_join", "nexmark_q4": "_winning_bids", "nexmark_q5": "_hot_items", "nexmark_q7": "_highest", "nexmark_q8": "_pairs",
           "nexmark_q11": "_sessions"}
 """Each stateful legacy query's event_time_operator step."""
+
+_THEN = {"nexmark_q4": "_averages"}
+"""The second stage of a chained legacy query (``event_time_operator``'s ``then``), run on the first's rows with the
+same watermark."""
 
 
 def _legacy_events(frame: pd.DataFrame, spec: NexmarkSpec, name: str) -> list[dict]:
@@ -278,7 +286,7 @@ def _legacy_events(frame: pd.DataFrame, spec: NexmarkSpec, name: str) -> list[di
     return sorted(events, key=lambda e: e["seq"])
 
 
-_STEP_BATCHES = {"nexmark_q3": (1, 250, 1_000), "nexmark_q5": (1, 250, 1_000), "nexmark_q7": (1, 250, 1_000),
+_STEP_BATCHES = {"nexmark_q3": (1, 250, 1_000), "nexmark_q4": (1, 250, 1_000), "nexmark_q5": (1, 250, 1_000), "nexmark_q7": (1, 250, 1_000),
                  "nexmark_q8": (1, 15, 60), "nexmark_q11": (250, 1_000)}
 """Events per driven batch. q8 reads persons and auctions only, 1 record in 16 of the stream: 60 of them are about
 as much event time (2 s) as 1,000 bids, the engines' batches; a batch of 1,000 would span the whole stream, and its
@@ -308,11 +316,15 @@ def test_the_legacy_event_time_steps_give_the_oracle_s_rows_and_late_drops(name:
     if name == "nexmark_q3":  # the build's filters, before the step
         events = [e for e in events if (module._local if e["type"] == "person" else module._in_category)(e)]
     sides = 2 if name == "nexmark_q8" else 1
-    state, rows, late, seen = None, [], [], [NO_WATERMARK] * sides
+    then = getattr(module, _THEN[name]) if name in _THEN else None
+    state, then_state, rows, late, seen = None, None, [], [], [NO_WATERMARK] * sides
     for i in range(0, len(events) + batch, batch):  # the last round: no events, the final watermark
         chunk = events[i:i + batch]
         watermark = NO_WATERMARK if min(seen) == NO_WATERMARK else min(seen) - 5_000
         state, out, dropped = step(state, chunk, watermark)
+        if then is not None:
+            then_state, out, more = then(then_state, out, watermark)
+            dropped += more
         rows += out
         late += [(int(event["seq"]), None if detail is None else int(detail)) for event, detail in dropped]
         for event in chunk:
@@ -375,6 +387,53 @@ def test_the_join_oracles_against_a_record_by_record_reading() -> None:
     assert sorted(expected.late_dropped["seq"]) == sorted(late_seqs) and len(late_seqs) > 0
     assert set(frame.set_index("seq").loc[late_seqs, "kind"]) == {"too_late"}
     assert len(q8) > 100
+
+
+def test_the_q4_oracle_against_a_record_by_record_reading() -> None:
+    """q4 recomputed from the records one by one with parse_nexmark: an auction's winner is its highest admitted bid
+    in ``[dateTime, expires)`` at or above the reserve; the auctions closed by the final watermark with a winner,
+    averaged per category over the 10 s windows of their closing times (every 5 s) that the watermark closed."""
+    spec = _spec("messy", "three", FULL)
+    frame = _generated(spec)
+    auctions: dict[int, dict] = {}
+    bids: list[dict] = []
+    late_seqs, newest = [], -(2**62)
+    for seq, topic, value in zip(frame["seq"], frame["topic"], frame["value"], strict=True):
+        if topic == "persons":
+            continue
+        event, _ = parse_nexmark(value, TABLE_TYPES[topic])
+        if event is None:
+            continue
+        if newest != -(2**62) and event["dateTime"] <= newest - 5_000:
+            late_seqs.append(seq)
+            continue
+        newest = max(newest, event["dateTime"])
+        if topic == "auctions":
+            auctions[event["id"]] = event
+        else:
+            bids.append(event)
+    final_watermark = newest - 5_000
+    best: dict[int, int] = {}
+    for bid in bids:
+        auction = auctions.get(bid["auction"])
+        if (auction is not None and auction["dateTime"] <= bid["dateTime"] < auction["expires"]
+                and bid["price"] >= auction["reserve"]):
+            best[bid["auction"]] = max(best.get(bid["auction"], 0), bid["price"])
+    windows: dict[tuple[int, int], list[int]] = {}
+    for auction_id, price in best.items():
+        auction = auctions[auction_id]
+        if auction["expires"] > final_watermark:
+            continue
+        for start in (auction["expires"] - auction["expires"] % 5_000 - k * 5_000 for k in (0, 1)):
+            if start + 10_000 <= final_watermark:
+                windows.setdefault((auction["category"], start), []).append(price)
+    expected = sorted((category, start, len(prices), sum(prices), sum(prices) / len(prices))
+                      for (category, start), prices in windows.items())
+    result = workloads.get("nexmark_q4").oracle(frame, spec)
+    assert [tuple(r) for r in result.rows.itertuples(index=False)] == expected
+    assert len(expected) >= 20 and sum(row[2] for row in expected) > 500
+    assert sorted(result.late_dropped["seq"]) == sorted(late_seqs) and len(late_seqs) > 0
+    assert set(frame.set_index("seq").loc[late_seqs, "kind"]) == {"too_late"}
 
 
 def test_the_session_oracle_counts_every_admitted_bid_of_a_closed_session_once() -> None:

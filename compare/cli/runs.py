@@ -288,8 +288,8 @@ def add_compare(commands: Commands) -> None:
         "directory (report.md, report.html, metrics.json, diff/). Exit code 0 iff both engines equal the oracle.",
     )
     cmp.add_argument("workload", help="a built-in workload (running_counts, windowed_counts, sessions, dedup, ysb, "
-                     "join; Nexmark: nexmark_q0, nexmark_q1, nexmark_q2, nexmark_q3, nexmark_q5, nexmark_q7, "
-                     "nexmark_q8, nexmark_q11) or "
+                     "join; Nexmark: nexmark_q0, nexmark_q1, nexmark_q2, nexmark_q3, nexmark_q4, nexmark_q5, "
+                     "nexmark_q7, nexmark_q8, nexmark_q11) or "
                      "package.module:SPEC")
     cmp.add_argument("--dataset", metavar="FILE", help="a dataset file from `dmk gen` (default: generate one)")
     cmp.add_argument("--records", type=int, default=20_000, help="records to generate (default 20000)")

@@ -70,7 +70,8 @@ NAMES: tuple[str, ...] = ("running_counts", "windowed_counts", "sessions", "dedu
 """Every built-in workload over the kit's events (:mod:`kit.dataset`), in the order the playbook presents them."""
 
 NEXMARK_NAMES: tuple[str, ...] = (
-    "nexmark_q0", "nexmark_q1", "nexmark_q2", "nexmark_q3", "nexmark_q5", "nexmark_q7", "nexmark_q8", "nexmark_q11",
+    "nexmark_q0", "nexmark_q1", "nexmark_q2", "nexmark_q3", "nexmark_q4", "nexmark_q5", "nexmark_q7", "nexmark_q8",
+    "nexmark_q11",
 )
 """The built-in Nexmark queries (docs/nexmark.md): workloads over a :mod:`kit.nexmark` stream (``parse="nexmark"``)."""
 
