@@ -81,6 +81,14 @@ def test_an_unknown_workload_lists_the_nexmark_queries_too() -> None:
         workloads.get("nexmark_q99")
 
 
+def test_dmk_compare_takes_a_built_in_name_with_hyphens() -> None:
+    from compare.cli.runs import _workload_name
+
+    assert _workload_name("nexmark-q4") == "nexmark_q4" and _workload_name("running-counts") == "running_counts"
+    assert _workload_name("nexmark_q4") == "nexmark_q4"
+    assert _workload_name("my-jobs.q:SPEC") == "my-jobs.q:SPEC" and _workload_name("nexmark-q99") == "nexmark-q99"
+
+
 def test_a_nexmark_query_reads_its_table_or_the_one_topic_input() -> None:
     spec = workloads.get("nexmark_q1")
     spec.check_inputs({"nexmark": "t"})

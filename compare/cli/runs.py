@@ -279,6 +279,14 @@ def add_demo(commands: Commands) -> None:
     demo.set_defaults(func=cmd_demo)
 
 
+def _workload_name(name: str) -> str:
+    """A workload argument: a built-in's name also with hyphens (``nexmark-q4`` is ``nexmark_q4``)."""
+    from kit import workloads
+
+    underscored = name.replace("-", "_")
+    return underscored if ":" not in name and underscored in workloads.NAMES + workloads.NEXMARK_NAMES else name
+
+
 def add_compare(commands: Commands) -> None:
     """Add ``dmk compare``'s parser to ``commands``."""
     cmp = commands.add_parser(
@@ -287,9 +295,10 @@ def add_compare(commands: Commands) -> None:
         "process, diff both against the exact pandas oracle, measure latency and throughput, and write a run "
         "directory (report.md, report.html, metrics.json, diff/). Exit code 0 iff both engines equal the oracle.",
     )
-    cmp.add_argument("workload", help="a built-in workload (running_counts, windowed_counts, sessions, dedup, ysb, "
+    cmp.add_argument("workload", type=_workload_name,
+                     help="a built-in workload (running_counts, windowed_counts, sessions, dedup, ysb, "
                      "join; Nexmark: nexmark_q0, nexmark_q1, nexmark_q2, nexmark_q3, nexmark_q4, nexmark_q5, "
-                     "nexmark_q7, nexmark_q8, nexmark_q11) or "
+                     "nexmark_q7, nexmark_q8, nexmark_q11; also spelled nexmark-q4) or "
                      "package.module:SPEC")
     cmp.add_argument("--dataset", metavar="FILE", help="a dataset file from `dmk gen` (default: generate one)")
     cmp.add_argument("--records", type=int, default=20_000, help="records to generate (default 20000)")
