@@ -551,6 +551,10 @@ class RewindPlan:
             "cutoff_ms": self.rewind.cutoff_ms,
             "key_columns": list(self.spec.key_columns),
             "keys": [[_plain(v) for v in row] for row in keys.itertuples(index=False)],
+            # The legacy job dead-lettered the malformed records below its position: the modern query, re-reading
+            # them, dead-letters only those from the position on (modern.cutover.dead_letters_from).
+            "dead_letters_from": {topic: {str(partition): offset for (t, partition), offset in sorted(
+                self.position.items()) if t == topic} for topic in sorted({t for t, _ in self.position})},
         }
 
     def to_json(self) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from typing import Any
 from kit import workloads
 from kit.errors import ConfigError
 
-__all__ = ["suppress_emitted"]
+__all__ = ["dead_letters_from", "suppress_emitted"]
 
 
 def _read(path: str | Path, spec: workloads.WorkloadSpec) -> dict[str, Any]:
@@ -50,6 +50,25 @@ def _read(path: str | Path, spec: workloads.WorkloadSpec) -> dict[str, Any]:
         )
         raise ConfigError(msg, field="suppress", expected=list(spec.key_columns), actual=plan.get("key_columns"))
     return plan
+
+
+def dead_letters_from(path: str | Path) -> dict[str, dict[int, int]]:
+    """The filter file's ``dead_letters_from``: topic → partition → the legacy job's position.
+
+    The legacy job dead-lettered the malformed records before it; the rewound modern query reads them again and
+    dead-letters only those from it on (``modern.workloads.Source``'s ``dead_letters_from``), so each malformed
+    record is in the joined dead-letter output once. A file without it (none before this field): ``{}``.
+
+    Raises:
+        ConfigError: the file cannot be read.
+    """
+    try:
+        plan = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        msg = f"the cutover filter {path} cannot be read ({err}); write it with dmk cutover --rewind --suppress FILE"
+        raise ConfigError(msg, field="suppress", expected="a dmk cutover --suppress file", actual=str(path)) from None
+    raw = plan.get("dead_letters_from", {}) if isinstance(plan, dict) else {}
+    return {str(topic): {int(p): int(o) for p, o in offsets.items()} for topic, offsets in raw.items()}
 
 
 def suppress_emitted(spark: Any, frame: Any, path: str | Path, spec: workloads.WorkloadSpec) -> Any:

@@ -395,9 +395,16 @@ class ModernRun:
         # Executors write the dead letters of their parse; with executors on other hosts the output directory
         # is not theirs to write, so a dead-letter query per input (a second read) brings them to the driver.
         in_parse = on_this_host(session_master(self.spark))
+        floors: dict[str, dict[int, int]] = {}
+        if config.suppress:
+            from modern.cutover import dead_letters_from
+
+            for path in config.suppress.values():  # a rewound cutover: the legacy job has the earlier dead letters
+                for topic, offsets in dead_letters_from(path).items():
+                    floors.setdefault(topic, {}).update(offsets)
         source = Source(self.spark, config.bootstrap_servers, config.topics, config.dataset, config.source_options,
                         dead_letter_root=config.out_dir if in_parse else None,
-                        max_offsets_by_input=config.max_offsets_by_input)
+                        max_offsets_by_input=config.max_offsets_by_input, dead_letters_from=floors)
         writers: dict[str, Any] = {}
         for workload, variant in config.jobs:
             job = resolve(workload, variant)

@@ -229,6 +229,7 @@ def test_the_command_writes_offsets_and_a_filter_that_continue_the_legacy_output
     assert all(int(starts[str(p)]) < at for (_, p), at in position.items())
     written = json.loads(suppress.read_text())
     assert written["workload"] == name and written["key_columns"] == list(spec.key_columns)
+    assert written["dead_letters_from"] == {topic: {str(p): at for (_, p), at in sorted(position.items())}}
     rewind = Rewind({("t", int(p)): int(o) for p, o in starts.items()},
                     pd.DataFrame(written["keys"], columns=written["key_columns"]), written["cutoff_ms"], 0, 0)
     seqs = frame["seq"].to_numpy()
@@ -428,11 +429,12 @@ def test_rewound_cutover_of_a_killed_job(name: str, seed: int, tmp_path: Path, b
     expected = job.oracle(frame, spec).rows
     union = union_of_outputs(job, read_batches(legacy_out / name), read_batches(modern_out / name))
     pd.testing.assert_frame_equal(union.astype(expected.dtypes.to_dict()), expected, check_dtype=False)
-    # Dead letters: the modern parse writes those of the re-read records again; past the position, each once.
+    # Dead letters: the modern query re-reads records the legacy job dead-lettered, and writes only those from the
+    # position on (the filter file's dead_letters_from); together the two outputs hold each malformed record once.
     legacy_letters = read_batches(legacy_out / "dead_letters.events")
     modern_letters = read_batches(modern_out / "dead_letters.events")
-    after = modern_letters[modern_letters["offset"] >= modern_letters["partition"].map(position)]
-    letters = pd.concat([legacy_letters, after])[["partition", "offset"]].astype("int64")
+    assert (modern_letters["offset"] >= modern_letters["partition"].map(position)).all()
+    letters = pd.concat([legacy_letters, modern_letters])[["partition", "offset"]].astype("int64")
     assert not letters.duplicated().any()
     assert len(letters) == len(job.oracle(frame, spec).dead_letters)
 

@@ -37,7 +37,10 @@ from kit.errors import ConfigError
 from kit.events import EVENT_TIME_MAX_MS, EVENT_TIME_MIN_MS, FIELD_TYPES, REQUIRED_FIELDS, parse_event
 from kit.nexmark import ONE_TOPIC_INPUT, TABLE_TYPES, TYPE_FIELDS, NexmarkSpec, parse_nexmark
 
-__all__ = ["CANONICAL_EVENT", "EVENT_COLUMNS", "Source", "resolve", "with_nexmark", "with_parsed"]
+__all__ = ["CANONICAL_EVENT", "EVENT_COLUMNS", "DeadLettersFrom", "Source", "resolve", "with_nexmark", "with_parsed"]
+
+DeadLettersFrom = Mapping[str, Mapping[int, int]]
+"""Topic → partition → the first offset whose malformed record is dead-lettered (a partition absent: all)."""
 
 EVENT_COLUMNS: tuple[str, ...] = (
     *REQUIRED_FIELDS,
@@ -99,11 +102,13 @@ def _parse_values(sent: pa.Array, values: pa.Array) -> pa.StructArray:
     return pa.StructArray.from_arrays(arrays, fields=list(_PARSED_ARROW), mask=pc.invert(was_sent))
 
 
-def _parse_and_dead_letter(directories: Mapping[str, str] | None) -> Any:
+def _parse_and_dead_letter(
+    directories: Mapping[str, str] | None, dead_letters_from: DeadLettersFrom | None = None
+) -> Any:
     """The Arrow UDF function of :func:`with_parsed`: ``parse_event`` over the values it is sent.
 
     Given ``directories`` (topic → directory), it also writes the malformed records to their topic's directory
-    as it finds them.
+    as it finds them (those at or after ``dead_letters_from``'s offset of their partition, if given).
 
     The dead letters are keyed files (:func:`kit.sink.write_keyed`): a task that runs again (a retried task, a
     batch re-run after a restart) writes the same files, so each malformed record is in the output once,
@@ -116,16 +121,24 @@ def _parse_and_dead_letter(directories: Mapping[str, str] | None) -> Any:
     def parse(sent: pa.Array, topic: pa.Array, partition: pa.Array, offset: pa.Array, value: pa.Array) -> pa.Array:
         parsed = _parse_values(sent, value)
         if directories:
-            _write_dead_letters(directories, topic, partition, offset, parsed.field("reason"))
+            _write_dead_letters(directories, topic, partition, offset, parsed.field("reason"), dead_letters_from)
         return parsed
 
     return parse
 
 
 def _write_dead_letters(
-    directories: Mapping[str, str], topic: pa.Array, partition: pa.Array, offset: pa.Array, reason: pa.Array
+    directories: Mapping[str, str],
+    topic: pa.Array,
+    partition: pa.Array,
+    offset: pa.Array,
+    reason: pa.Array,
+    dead_letters_from: DeadLettersFrom | None = None,
 ) -> None:
-    """Write the rows with a ``reason`` to their topic's directory of ``directories`` (keyed files)."""
+    """Write the rows with a ``reason`` to their topic's directory of ``directories`` (keyed files).
+
+    With ``dead_letters_from`` (topic → partition → offset), only those at or after their partition's offset.
+    """
     malformed = pc.fill_null(pc.is_valid(reason), False)
     if pc.any(malformed).as_py():
         from kit.sink import write_keyed
@@ -138,9 +151,17 @@ def _write_dead_letters(
                 "reason": reason.filter(malformed),
             }
         ).to_pandas()
+        if dead_letters_from:
+            rows = rows[rows["offset"] >= _floors(rows, dead_letters_from)]
         for name, group in rows.groupby("topic", sort=True):
             if name in directories:
                 write_keyed(directories[name], group.reset_index(drop=True))
+
+
+def _floors(rows: Any, dead_letters_from: DeadLettersFrom) -> Any:
+    """Each dead-letter row's first offset to write, from its topic and partition (-1: every offset)."""
+    return [dead_letters_from.get(t, {}).get(int(p), -1) for t, p in zip(rows["topic"], rows["partition"],
+                                                                         strict=True)]
 
 
 _NEXMARK_SPARK_TYPES = {str: "string", int: "long"}
@@ -154,13 +175,17 @@ def _nexmark_struct(event_type: str) -> tuple[str, pa.StructType]:
 
 
 def _parse_nexmark_udf(
-    wanted: str, topic_types: Mapping[str, str] | None, directories: Mapping[str, str] | None
+    wanted: str,
+    topic_types: Mapping[str, str] | None,
+    directories: Mapping[str, str] | None,
+    dead_letters_from: DeadLettersFrom | None = None,
 ) -> Any:
     """The Arrow UDF function of :func:`with_nexmark`: :func:`kit.nexmark.parse_nexmark` over every value.
 
     ``topic_types``: each topic's event type (the three-topic layout), or None (the one-topic layout: the
     value's ``type``). A valid event of type ``wanted`` gets its fields, one of another type only ``type``; a
-    malformed record only ``reason``, and with ``directories`` it is also written there as it is found.
+    malformed record only ``reason``, and with ``directories`` it is also written there as it is found (as
+    :func:`_parse_and_dead_letter`, from ``dead_letters_from``'s offsets if given).
     """
     _, arrow = _nexmark_struct(wanted)
     names = [field.name for field in arrow]
@@ -183,7 +208,7 @@ def _parse_nexmark_udf(
                     columns[name][i] = event[name]
         parsed = pa.StructArray.from_arrays([pa.array(columns[f.name], type=f.type) for f in arrow], fields=list(arrow))
         if directories:
-            _write_dead_letters(directories, topic, partition, offset, parsed.field("reason"))
+            _write_dead_letters(directories, topic, partition, offset, parsed.field("reason"), dead_letters_from)
         return parsed
 
     return parse
@@ -195,6 +220,7 @@ def with_nexmark(
     topic_types: Mapping[str, str] | None,
     column: str = "p",
     dead_letters: Mapping[str, str] | None = None,
+    dead_letters_from: DeadLettersFrom | None = None,
 ) -> Any:
     """``frame`` with ``column``: :func:`kit.nexmark.parse_nexmark` over its binary ``value``, exactly as it decides.
 
@@ -209,12 +235,14 @@ def with_nexmark(
         column: the name of the new column.
         dead_letters: topic → directory where the UDF writes each malformed record (it is then declared
             non-deterministic, as in :func:`with_parsed`).
+        dead_letters_from: as :func:`with_parsed`'s.
     """
     from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
     ddl, _ = _nexmark_struct(event_type)
     # PySpark's stubs lack the form that infers the UDF's kind from the function's type hints (no functionType).
-    udf = F.arrow_udf(_parse_nexmark_udf(event_type, topic_types, dead_letters), ddl)  # type: ignore[call-overload]
+    parse = _parse_nexmark_udf(event_type, topic_types, dead_letters, dead_letters_from)
+    udf = F.arrow_udf(parse, ddl)  # type: ignore[call-overload]
     if dead_letters:
         udf = udf.asNondeterministic()
     return frame.withColumn(column, udf(F.col("topic"), F.col("partition"), F.col("offset"), F.col("value")))
@@ -224,7 +252,12 @@ _TEXT, _JSON, _CANONICAL = "_dmk_text", "_dmk_json", "_dmk_canonical"
 """with_parsed's intermediate columns (dropped before it returns)."""
 
 
-def with_parsed(frame: Any, column: str = "p", dead_letters: Mapping[str, str] | None = None) -> Any:
+def with_parsed(
+    frame: Any,
+    column: str = "p",
+    dead_letters: Mapping[str, str] | None = None,
+    dead_letters_from: DeadLettersFrom | None = None,
+) -> Any:
     """``frame`` with ``column``: :func:`kit.events.parse_event` over its binary ``value``, exactly as it decides.
 
     The new column is a struct of the event fields and ``reason`` (null for a valid event).
@@ -243,6 +276,8 @@ def with_parsed(frame: Any, column: str = "p", dead_letters: Mapping[str, str] |
         dead_letters: topic → directory: where the UDF writes each malformed record (see
             :func:`_parse_and_dead_letter`). The UDF is then declared non-deterministic, so that Spark neither
             evaluates it twice for a row nor pushes a filter below it (every record is seen).
+        dead_letters_from: topic → partition → offset: write only the malformed records at or after it (a rewound
+            cutover's modern query re-reads records the legacy job already dead-lettered). Default: all.
     """
     from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
@@ -260,7 +295,8 @@ def with_parsed(frame: Any, column: str = "p", dead_letters: Mapping[str, str] |
         *(fields[name].alias(name) for name in REQUIRED_FIELDS), F.lit(None).cast("string").alias("reason")
     )
     # PySpark's stubs lack the form that infers the UDF's kind from the function's type hints (no functionType).
-    udf = F.arrow_udf(_parse_and_dead_letter(dead_letters), _PARSED)  # type: ignore[call-overload]
+    parse = _parse_and_dead_letter(dead_letters, dead_letters_from)
+    udf = F.arrow_udf(parse, _PARSED)  # type: ignore[call-overload]
     if dead_letters:
         udf = udf.asNondeterministic()
         topic, partition, offset = F.col("topic"), F.col("partition"), F.col("offset")
@@ -291,6 +327,8 @@ class Source:
         max_offsets_by_input: input name → records per trigger of that input: a source's ``maxOffsetsPerTrigger``
             is the sum over the inputs it reads, so a query of the stream's smaller inputs gets batches as short in
             event time as one reading the whole stream. Default: none (``options`` hold the cap, if any).
+        dead_letters_from: topic → partition → offset: only the malformed records at or after it are dead letters
+            of this query (a rewound cutover: the legacy job dead-lettered those before its position). Default: all.
     """
 
     def __init__(
@@ -302,6 +340,7 @@ class Source:
         options: Mapping[str, Any] | None = None,
         dead_letter_root: str | None = None,
         max_offsets_by_input: Mapping[str, int] | None = None,
+        dead_letters_from: DeadLettersFrom | None = None,
     ) -> None:
         self.spark = spark
         self.dataset = dataset
@@ -310,6 +349,7 @@ class Source:
         self.options = dict(options or {})
         self.dead_letter_root = dead_letter_root
         self.max_offsets_by_input = dict(max_offsets_by_input or {})
+        self.dead_letters_from = {topic: dict(offsets) for topic, offsets in (dead_letters_from or {}).items()}
         self.used: list[str] = []
         """Input names builders asked for, in order."""
         self._nexmark_inputs: dict[str, Mapping[str, str] | None] = {}
@@ -319,7 +359,7 @@ class Source:
         from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
         frame, directories = self._read(names, with_dead_letters)
-        return with_parsed(frame, "p", directories).select(
+        return with_parsed(frame, "p", directories, self.dead_letters_from).select(
             "topic", "partition", "offset", F.col("timestamp").alias("kafka_ts"), "p"
         )
 
@@ -409,7 +449,7 @@ class Source:
         frames = []
         for table in tables:
             wanted = TABLE_TYPES[table]
-            parsed = with_nexmark(frame, wanted, topic_types, "p", directories)
+            parsed = with_nexmark(frame, wanted, topic_types, "p", directories, self.dead_letters_from)
             fields = [F.col(f"p.{field}").alias(field) for field, _ in TYPE_FIELDS[wanted]]
             frames.append(parsed.where(F.col("p.reason").isNull() & (F.col("p.type") == wanted)).select(
                 *fields,
@@ -458,20 +498,20 @@ class Source:
         )
 
     def dead_letters(self, name: str = "events") -> Any:
-        """The malformed records of input ``name``: ``topic, partition, offset, reason``."""
+        """Malformed records of input ``name`` (from :attr:`dead_letters_from`): topic, partition, offset, reason."""
         from pyspark.sql import functions as F  # noqa: N812
 
         if name in self._nexmark_inputs:
             frame, _ = self._read((name,), with_dead_letters=False)
             parsed = with_nexmark(frame, "bid", self._nexmark_inputs[name])
-            return parsed.where(F.col("p.reason").isNotNull()).select(
-                "topic", "partition", "offset", F.col("p.reason").alias("reason")
-            )
-
-        parsed = self._parsed(name, with_dead_letters=False)
-        return parsed.where(F.col("p.reason").isNotNull()).select(
-            "topic", "partition", "offset", F.col("p.reason").alias("reason")
-        )
+        else:
+            parsed = self._parsed(name, with_dead_letters=False)
+        malformed = F.col("p.reason").isNotNull()
+        for topic, offsets in self.dead_letters_from.items():
+            for partition, first in offsets.items():
+                before = (F.col("topic") == topic) & (F.col("partition") == partition) & (F.col("offset") < first)
+                malformed = malformed & ~before
+        return parsed.where(malformed).select("topic", "partition", "offset", F.col("p.reason").alias("reason"))
 
 
 def resolve(workload: str | workloads.WorkloadSpec, variant: str | Callable = "default") -> workloads.Job:
