@@ -32,7 +32,11 @@ SIZE_MS, SLIDE_MS = NEXMARK_Q4_WINDOW
 class WinningBids(StatefulProcessor):
     """One auction (the grouping key): its best price, closed by an event-time timer when the watermark reaches it.
 
-    The bids that arrive before their auction wait for it in a ``ListState`` until the watermark passes them.
+    The bids that arrive before their auction wait for it in a ``ListState`` until the watermark passes them. Each
+    state call is a round trip to the JVM's state server, so a call reads and writes only what it needs: the
+    auction, once; the waiting bids only when the auction arrives (bids on an open auction never wait). A timer is
+    registered when its deadline appears and never deleted: one that finds nothing to do when it fires (a waiting
+    bid's, after the auction came) does nothing.
     """
 
     def init(self, handle: Any) -> None:
@@ -42,61 +46,62 @@ class WinningBids(StatefulProcessor):
         self.waiting = handle.getListState("waiting", "date_time long, price long, kafka_ts long")
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
-        auction = list(self.auction.get()) if self.auction.exists() else None
-        waiting = [tuple(bid) for bid in self.waiting.get()]
+        stored = self.auction.get()
+        auction = list(stored) if stored is not None else None
+        arrived, bids = None, []
         for batch in rows:
             # int(): a column that is null on the other kind's rows (expires on a bid's) arrives as floats.
             for row in batch.itertuples(index=False):
                 if row.is_auction:
-                    auction = [int(row.date_time), int(row.expires), int(row.reserve), int(row.category), -1,
+                    arrived = [int(row.date_time), int(row.expires), int(row.reserve), int(row.category), -1,
                                int(row.kafka_ts)]
-                    for bid in waiting:
-                        auction = _offer(auction, *bid)
-                    waiting = []
-                elif auction is not None:
-                    auction = _offer(auction, int(row.date_time), int(row.price), int(row.kafka_ts))
                 else:
-                    waiting.append((int(row.date_time), int(row.price), int(row.kafka_ts)))
-        self._keep(auction, waiting, expiring=None)
+                    bids.append((int(row.date_time), int(row.price), int(row.kafka_ts)))
+        if arrived is not None:
+            auction = arrived
+            waited = [tuple(bid) for bid in self.waiting.get()]
+            if waited:
+                self.waiting.clear()
+            bids = waited + bids
+            # Spark fires an event-time timer when it is *before* the watermark: an auction closes when the
+            # watermark reaches expires, hence the millisecond less.
+            self.handle.registerTimer(auction[1] - 1)
+        elif auction is None:
+            if bids:  # no auction yet: the bids wait, until the watermark passes the first of them at the latest
+                self.waiting.appendList(bids)
+                self.handle.registerTimer(min(bid[0] for bid in bids))
+            return iter([])
+        offered = auction
+        for bid in bids:
+            offered = _offer(offered, *bid)
+        if arrived is not None or offered != auction:
+            self.auction.update(tuple(offered))
         return iter([])
 
     def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[pd.DataFrame]:
-        expiring = expiredTimerInfo.getExpiryTimeInMs()
         # A timer fires once the watermark is past it; the watermark given may be the older one (see Sessionizer).
-        watermark = max(timerValues.getCurrentWatermarkInMs(), expiring + 1)
-        auction = list(self.auction.get()) if self.auction.exists() else None
-        closed = []
-        if auction is not None and auction[1] <= watermark:
-            date_time, expires, reserve, category, best, kafka_ts = auction
-            if best >= 0:
-                closed.append((category, pd.Timestamp(expires, unit="ms", tz="UTC"), best, kafka_ts))
-            auction = None
-        # A waiting bid behind the watermark can wait no longer: an auction it could win would now be too late.
-        waiting = [bid for bid in self.waiting.get() if bid[0] >= watermark]
-        self._keep(auction, waiting, expiring=expiring)
-        if not closed:
-            return iter([])
-        return iter([pd.DataFrame(closed, columns=["category", "close_time", "price", "kafka_ts"])])
-
-    def _keep(self, auction: list | None, waiting: list, expiring: int | None) -> None:
-        """Store the state and keep one timer per deadline: the auction's close, the first waiting bid's end."""
+        watermark = max(timerValues.getCurrentWatermarkInMs(), expiredTimerInfo.getExpiryTimeInMs() + 1)
+        auction = self.auction.get()
         if auction is not None:
-            self.auction.update(tuple(auction))
-        else:
+            date_time, expires, reserve, category, best, kafka_ts = auction
+            if expires > watermark:  # still open: the timer of a bid that waited for it
+                return iter([])
             self.auction.clear()
-        if waiting:
-            self.waiting.put([tuple(bid) for bid in waiting])
-        else:
-            self.waiting.clear()
-        # Spark fires an event-time timer when it is *before* the watermark: an auction closes when the watermark
-        # reaches expires, hence the millisecond less; a waiting bid goes once the watermark is past it.
-        wanted = ({auction[1] - 1} if auction is not None else set()) | ({min(b[0] for b in waiting)} if waiting
-                                                                          else set())
-        timers = set(self.handle.listTimers()) - {expiring}  # Spark deletes the timer that is firing itself
-        for timer in timers - wanted:
-            self.handle.deleteTimer(timer)
-        for timer in wanted - timers:
-            self.handle.registerTimer(timer)
+            if best < 0:  # closed without a winner
+                return iter([])
+            close_time = pd.Timestamp(expires, unit="ms", tz="UTC")
+            return iter([pd.DataFrame({"category": [category], "close_time": [close_time], "price": [best],
+                                       "kafka_ts": [kafka_ts]})])
+        # A waiting bid behind the watermark can wait no longer: an auction it could win would now be too late.
+        waiting = [tuple(bid) for bid in self.waiting.get()]
+        kept = [bid for bid in waiting if bid[0] >= watermark]
+        if len(kept) < len(waiting):
+            if kept:
+                self.waiting.put(kept)
+                self.handle.registerTimer(min(bid[0] for bid in kept))
+            else:
+                self.waiting.clear()
+        return iter([])
 
 
 def _offer(auction: list, date_time: int, price: int, kafka_ts: int) -> list:
