@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
@@ -351,6 +352,16 @@ def test_the_legacy_event_time_steps_give_the_oracle_s_rows_and_late_drops(name:
     assert (len(late) > 0) == (query.watermark_delay_ms is not None)
 
 
+def _parsed_records(frame: pd.DataFrame, tables: tuple[str, ...]) -> Iterator[tuple[int, str, dict]]:
+    """``(seq, table, event)`` of each valid record of ``tables`` (three-topic layout) in replay order, read with
+    parse_nexmark (the engines' parser, not the oracle's)."""
+    for seq, topic, value in zip(frame["seq"], frame["topic"], frame["value"], strict=True):
+        if topic in tables:
+            event, _ = parse_nexmark(value, TABLE_TYPES[topic])
+            if event is not None:
+                yield seq, topic, event
+
+
 def test_the_join_oracles_against_a_record_by_record_reading() -> None:
     """q3 and q8 recomputed from the records one by one with parse_nexmark (the engines' parser, not the oracle's):
     q3 every qualifying pair whatever the order; q8 the pairs of one window whose rows both arrived before the
@@ -361,12 +372,7 @@ def test_the_join_oracles_against_a_record_by_record_reading() -> None:
     auctions: list[dict] = []
     watermark_seen = {"person": -(2**62), "auction": -(2**62)}
     late_seqs = []
-    for seq, topic, value in zip(frame["seq"], frame["topic"], frame["value"], strict=True):
-        if topic == "bids":
-            continue
-        event, reason = parse_nexmark(value, TABLE_TYPES[topic])
-        if event is None:
-            continue
+    for seq, topic, event in _parsed_records(frame, ("persons", "auctions")):
         kind = TABLE_TYPES[topic]
         seen = min(watermark_seen.values())
         start = event["dateTime"] - event["dateTime"] % 10_000
@@ -406,12 +412,7 @@ def test_the_q4_oracle_against_a_record_by_record_reading() -> None:
     auctions: dict[int, dict] = {}
     bids: list[dict] = []
     late_seqs, newest = [], -(2**62)
-    for seq, topic, value in zip(frame["seq"], frame["topic"], frame["value"], strict=True):
-        if topic == "persons":
-            continue
-        event, _ = parse_nexmark(value, TABLE_TYPES[topic])
-        if event is None:
-            continue
+    for seq, topic, event in _parsed_records(frame, ("auctions", "bids")):
         if newest != -(2**62) and event["dateTime"] <= newest - 5_000:
             late_seqs.append(seq)
             continue
