@@ -529,10 +529,7 @@ class RewindPlan:
 
     def starting_offsets(self) -> dict[str, dict[str, int]]:
         """The rewound ``startingOffsets`` (Spark's JSON form)."""
-        result: dict[str, dict[str, int]] = {}
-        for (topic, partition), offset in sorted(self.rewind.starts.items()):
-            result.setdefault(topic, {})[str(partition)] = offset
-        return result
+        return _by_topic(self.rewind.starts)
 
     def starting_offsets_json(self) -> str:
         """:meth:`starting_offsets` as compact JSON, the Kafka source's ``startingOffsets`` option."""
@@ -553,8 +550,7 @@ class RewindPlan:
             "keys": [[_plain(v) for v in row] for row in keys.itertuples(index=False)],
             # The legacy job dead-lettered the malformed records below its position: the modern query, re-reading
             # them, dead-letters only those from the position on (modern.cutover.dead_letters_from).
-            "dead_letters_from": {topic: {str(partition): offset for (t, partition), offset in sorted(
-                self.position.items()) if t == topic} for topic in sorted({t for t, _ in self.position})},
+            "dead_letters_from": _by_topic(self.position),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -573,6 +569,14 @@ class RewindPlan:
             "records_reread": sum(reread.values()),
             "suppressed_keys": len(self.rewind.suppress),
         }
+
+
+def _by_topic(offsets: dict[tuple[str, int], int]) -> dict[str, dict[str, int]]:
+    """``(topic, partition)`` → offset as Spark's JSON form of offsets: topic → partition (a string) → offset."""
+    result: dict[str, dict[str, int]] = {}
+    for (topic, partition), offset in sorted(offsets.items()):
+        result.setdefault(topic, {})[str(partition)] = offset
+    return result
 
 
 def _plain(value: Any) -> Any:

@@ -68,7 +68,13 @@ def dead_letters_from(path: str | Path) -> dict[str, dict[int, int]]:
         msg = f"the cutover filter {path} cannot be read ({err}); write it with dmk cutover --rewind --suppress FILE"
         raise ConfigError(msg, field="suppress", expected="a dmk cutover --suppress file", actual=str(path)) from None
     raw = plan.get("dead_letters_from", {}) if isinstance(plan, dict) else {}
-    return {str(topic): {int(p): int(o) for p, o in offsets.items()} for topic, offsets in raw.items()}
+    try:
+        return {str(topic): {int(p): int(o) for p, o in offsets.items()} for topic, offsets in raw.items()}
+    except (AttributeError, TypeError, ValueError):
+        shown = str(raw)[:80]
+        msg = (f"the cutover filter {path} has a malformed dead_letters_from ({shown}): write it again with "
+               "dmk cutover --rewind --suppress FILE")
+        raise ConfigError(msg, field="suppress", expected="topic -> partition -> offset", actual=shown) from None
 
 
 def suppress_emitted(spark: Any, frame: Any, path: str | Path, spec: workloads.WorkloadSpec) -> Any:

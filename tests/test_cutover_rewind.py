@@ -454,3 +454,17 @@ def test_a_dry_run_plan_lists_what_it_would_discard_and_keeps_it(tmp_path: Path)
     assert len(list(tmp_path.glob("*/batch=*"))) == 4
     done = plan_cutover(position, legacy_output=tmp_path, discard_beyond=True)
     assert done.discarded == planned.discarded and len(list(tmp_path.glob("*/batch=*"))) == 2
+
+
+def test_the_filter_file_s_dead_letters_from_is_read_or_refused_in_one_line(tmp_path: Path) -> None:
+    from kit.errors import ConfigError
+    from modern.cutover import dead_letters_from
+
+    path = tmp_path / "suppress.json"
+    path.write_text(json.dumps({"workload": "dedup", "dead_letters_from": {"t": {"0": 12, "3": 7}}}))
+    assert dead_letters_from(path) == {"t": {0: 12, 3: 7}}
+    path.write_text(json.dumps({"workload": "dedup"}))
+    assert dead_letters_from(path) == {}
+    path.write_text(json.dumps({"workload": "dedup", "dead_letters_from": {"t": [12]}}))
+    with pytest.raises(ConfigError, match="malformed dead_letters_from .*: write it again with dmk cutover --rewind"):
+        dead_letters_from(path)
