@@ -47,10 +47,10 @@ EXPECTED: dict[str, list[tuple[int, str]]] = {
         (63, "event_time_operator"), (64, "DStream.union"),
     ],
     "legacy/workloads/nexmark_q4.py": [
-        (104, "Source.nexmark"), (104, "DStream.union"), (104, "Source.nexmark"), (105, "event_time_operator"),
-        (108, "Source.drop_late"),
+        (99, "Source.nexmark"), (99, "DStream.union"), (99, "Source.nexmark"), (100, "event_time_operator"),
+        (103, "Source.drop_late"),
     ],
-    "legacy/workloads/nexmark_q5.py": [(56, "event_time_operator"), (57, "Source.nexmark"), (59, "Source.drop_late")],
+    "legacy/workloads/nexmark_q5.py": [(51, "event_time_operator"), (52, "Source.nexmark"), (54, "Source.drop_late")],
     "legacy/workloads/nexmark_q7.py": [(52, "event_time_operator"), (53, "Source.nexmark"), (55, "Source.drop_late")],
     "legacy/workloads/nexmark_q8.py": [
         (62, "Source.nexmark"), (62, "DStream.union"), (62, "Source.nexmark"), (63, "event_time_operator"),

@@ -36,7 +36,7 @@ from kit.nexmark import ONE_TOPIC_INPUT, TABLE_TYPES, NexmarkSpec, parse_nexmark
 
 __all__ = [
     "DEAD_LETTER_COLUMNS", "NO_WATERMARK", "Source", "event_time_operator", "parse_nexmark_record", "parse_record",
-    "resolve",
+    "resolve", "sliding_window_starts",
 ]
 
 NO_WATERMARK = -(2**62)
@@ -309,6 +309,12 @@ def event_time_operator(
         rows, more_late = _keyed_stage(rows, ticks, next_key, next_step, shards)
         late = late.union(more_late)
     return rows, late
+
+
+def sliding_window_starts(t: int, size_ms: int, slide_ms: int) -> list[int]:
+    """The starts of every window ``[start, start + size_ms)`` holding ``t``, starts on multiples of ``slide_ms``."""
+    last = t - t % slide_ms
+    return [start for start in range(last, t - size_ms, -slide_ms) if start + size_ms > t]
 
 
 def _keyed_stage(events: Any, ticks: Any, key: Callable[[Any], Any], step: Callable[..., tuple[Any, list, list]],

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from kit.semantics import NEXMARK_Q4_WINDOW, WATERMARK_DELAY_MS
-from legacy.workloads import event_time_operator
+from legacy.workloads import event_time_operator, sliding_window_starts
 
 __all__ = ["build"]
 
@@ -72,11 +72,6 @@ def _winning_bids(state: dict | None, events: list[dict], watermark: int) -> tup
     return state, rows, late
 
 
-def _window_starts(t: int) -> list[int]:
-    last = t - t % SLIDE_MS
-    return [start for start in range(last, t - SIZE_MS, -SLIDE_MS) if start + SIZE_MS > t]
-
-
 def _category(row: dict) -> int:
     return int(row["category"])
 
@@ -88,7 +83,7 @@ def _averages(state: dict | None, winners: list[dict], watermark: int) -> tuple[
     """
     state = state if state is not None else {}
     for winner in winners:
-        for start in _window_starts(winner["close"]):
+        for start in sliding_window_starts(winner["close"], SIZE_MS, SLIDE_MS):
             window = state.setdefault((winner["category"], start), [0, 0, -1])
             window[0] += 1
             window[1] += winner["price"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from kit.semantics import NEXMARK_Q5_WINDOW, WATERMARK_DELAY_MS
-from legacy.workloads import event_time_operator
+from legacy.workloads import event_time_operator, sliding_window_starts
 
 __all__ = ["build"]
 
@@ -23,17 +23,12 @@ SIZE_MS, SLIDE_MS = NEXMARK_Q5_WINDOW
 
 
 # --8<-- [start:nexmark_q5]
-def _window_starts(t: int) -> list[int]:
-    last = t - t % SLIDE_MS
-    return [start for start in range(last, t - SIZE_MS, -SLIDE_MS) if start + SIZE_MS > t]
-
-
 def _hot_items(state: dict | None, bids: list[dict], watermark: int) -> tuple[dict, list, list]:
     """``event_time_operator`` step: ``state`` maps a window start to ``{auction: [count, newest kafka_ts]}``."""
     state = state if state is not None else {}
     late = []
     for bid in bids:
-        for start in _window_starts(bid["dateTime"]):
+        for start in sliding_window_starts(bid["dateTime"], SIZE_MS, SLIDE_MS):
             if start + SIZE_MS <= watermark:
                 late.append((bid, start))
                 continue
