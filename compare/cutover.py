@@ -551,7 +551,13 @@ class RewindPlan:
             # The legacy job dead-lettered the malformed records below its position: the modern query, re-reading
             # them, dead-letters only those from the position on (modern.cutover.dead_letters_from).
             "dead_letters_from": _by_topic(self.position),
-        }
+        } | ({
+            # A join's filter goes by its pairs' input records (StateCarry.row_inputs): rows made only of records
+            # below the position, or of one the legacy job dropped as too late, are the legacy job's.
+            "row_inputs": list(self.spec.carry.row_inputs),
+            "position": _by_topic(self.position),
+            "dropped": [[_plain(v) for v in row] for row in self.rewind.dropped.itertuples(index=False)],
+        } if self.spec.carry.row_inputs else {})
 
     def to_json(self) -> dict[str, Any]:
         """The rewind's report (``dmk cutover --rewind --json``)."""
@@ -568,6 +574,13 @@ class RewindPlan:
             ],
             "records_reread": sum(reread.values()),
             "suppressed_keys": len(self.rewind.suppress),
+            "dropped_records": len(self.rewind.dropped),
+            "filter": (
+                f"rows made only of records below the position, and those of {len(self.rewind.dropped)} re-read "
+                "record(s) the legacy job dropped as too late" if self.spec.carry.row_inputs else
+                f"rows at or before {self.rewind.cutoff_ms} and {len(self.rewind.suppress)} key(s) the legacy job "
+                "emitted"
+            ),
         }
 
 
@@ -655,7 +668,8 @@ def plan_rewind(plan: CutoverPlan, workload: str, bootstrap_servers: str | None,
         dataset = DriverConfig.read(out / "driver-config.json").dataset  # a kit run's replayed dataset (YSB's table)
     rule = spec.carry.rewind
     assert rule is not None, "rewound_spec returns specs with a rewind rule"
-    rewind = rule(RewindInput(events, emitted.reset_index(drop=True), position, last_from, dataset))
+    late = _late_within(layout.late(out, spec.name), plan.last_batch_ms, position)
+    rewind = rule(RewindInput(events, emitted.reset_index(drop=True), position, last_from, dataset, late))
     lost = {tp: read_from[tp] for tp in processed
             if read_from[tp] > first[tp] and rewind.starts[tp] <= read_from[tp]}
     if lost:
@@ -667,6 +681,20 @@ def plan_rewind(plan: CutoverPlan, workload: str, bootstrap_servers: str | None,
         )
         raise CutoverAmbiguous(msg, reason="rewind beyond retention")
     return RewindPlan(spec, position, rewind, read_from)
+
+
+def _late_within(directory: Path, last_batch_ms: int | None, position: dict[tuple[str, int], int]) -> pd.DataFrame:
+    """``topic, partition, offset`` of the records the legacy job dropped as too late below the position."""
+    late = read_batches(directory)
+    if late.empty:
+        return pd.DataFrame({"topic": pd.Series(dtype=str), "partition": pd.Series(dtype="int64"),
+                             "offset": pd.Series(dtype="int64")})
+    if last_batch_ms is not None:
+        late = late[late["batch"] <= last_batch_ms]
+    ends = [position.get((str(t), int(p)), -1) for t, p in zip(late["topic"], late["partition"], strict=True)]
+    late = late[late["offset"].to_numpy() < pd.Series(ends, dtype="int64").to_numpy()]
+    return late[["topic", "partition", "offset"]].astype({"partition": "int64", "offset": "int64"}).reset_index(
+        drop=True)
 
 
 def write_suppress(plan: RewindPlan, target: str | Path) -> Path:

@@ -16,6 +16,11 @@ the largest event time the legacy job had read, so once the query is past it the
 keeps no state (a filter and a join with a static table after the stateful operator), so the checkpoint does not
 depend on it.
 
+A join (``join``: :attr:`kit.workloads.StateCarry.row_inputs`) is filtered by its pairs' input records instead: its
+file holds the legacy position and the re-read records the legacy job dropped as too late, and a row goes when both
+its records lie below the position (the legacy job emitted the pair, or dropped one of its records) or one of them
+is such a late record. Keys cannot tell those apart: a re-delivered record pairs again under the same ids.
+
 Example::
 
     frame = suppress_emitted(spark, frame, "runs/suppress.json", kit.workloads.get("dedup"))
@@ -86,6 +91,8 @@ def suppress_emitted(spark: Any, frame: Any, path: str | Path, spec: workloads.W
     from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
     plan = _read(path, spec)
+    if spec.carry.row_inputs:
+        return _drop_pairs_read_before(spark, frame, plan, spec.carry.row_inputs)
     # A barrier: Spark's optimizer pushes a filter or a semi/anti join on grouping columns below the aggregation
     # (PushPredicateThroughNonJoin, PushDownLeftSemiAntiJoin), where a session_window column is still each
     # event's own [t, t + gap), not the merged session: it then dropped events, not sessions. Neither rule
@@ -98,4 +105,36 @@ def suppress_emitted(spark: Any, frame: Any, path: str | Path, spec: workloads.W
         schema = frame.select(*spec.key_columns).schema
         emitted = spark.createDataFrame([tuple(row) for row in plan["keys"]], schema)
         kept = kept.join(F.broadcast(emitted), list(spec.key_columns), "left_anti")
+    return kept.select(*frame.columns)
+
+
+def _drop_pairs_read_before(spark: Any, frame: Any, plan: dict[str, Any], sides: tuple[str, ...]) -> Any:
+    """A join's filter: drop the rows whose input records all lie below the position, or one of ``plan["dropped"]``.
+
+    A re-delivered record pairs again under the same ids, so only the records' offsets tell the legacy job's pairs
+    from later ones (:func:`kit.workloads.rewind.rewind_pairs`).
+    """
+    from functools import reduce
+    from operator import and_, or_
+
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
+
+    try:
+        position = [(str(t), int(p), int(o)) for t, offsets in plan["position"].items() for p, o in offsets.items()]
+        dropped = [(str(t), int(p), int(o)) for t, p, o in plan["dropped"]]
+    except (KeyError, AttributeError, TypeError, ValueError):
+        msg = ("the cutover filter of a join has no readable position or dropped records: write it again with "
+               "dmk cutover --rewind --suppress FILE")
+        raise ConfigError(msg, field="suppress", expected="position and dropped", actual=sorted(plan)) from None
+
+    def below(side: str) -> Any:
+        return reduce(or_, [(F.col(f"{side}_topic") == t) & (F.col(f"{side}_partition") == p)
+                            & (F.col(f"{side}_offset") < o) for t, p, o in position], F.lit(False))
+
+    kept = frame.where(~reduce(and_, [below(side) for side in sides]))
+    if dropped:
+        late = spark.createDataFrame(dropped, "topic string, partition int, offset long")
+        for side in sides:
+            named = [f"{side}_{column}" for column in ("topic", "partition", "offset")]
+            kept = kept.join(F.broadcast(late.toDF(*named)), named, "left_anti")
     return kept.select(*frame.columns)

@@ -409,14 +409,15 @@ class ModernRun:
         for workload, variant in config.jobs:
             job = resolve(workload, variant)
             job.spec.check_inputs(config.topics)
-            frame = job.build(self.spark, source).select(*job.spec.columns)
-            if job.name in config.initial_state:
-                seed = self.spark.read.parquet(str(config.initial_state[job.name]))
-                frame = continue_totals(frame, seed, job.spec)
-            if job.name in config.suppress:
+            frame = job.build(self.spark, source)
+            if job.name in config.suppress:  # before the projection: a join's filter reads its pairs' input offsets
                 from modern.cutover import suppress_emitted
 
                 frame = suppress_emitted(self.spark, frame, config.suppress[job.name], job.spec)
+            frame = frame.select(*job.spec.columns)
+            if job.name in config.initial_state:
+                seed = self.spark.read.parquet(str(config.initial_state[job.name]))
+                frame = continue_totals(frame, seed, job.spec)
             writers[job.name] = self._writer(frame, job.name, job.spec.output_mode)
         if not in_parse:
             for name in list(source.used):

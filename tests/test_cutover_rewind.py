@@ -30,13 +30,15 @@ import pandas as pd
 import pytest
 
 from compare.cutover import union_of_outputs
+from compare.inputs import input_shares
 from kit import workloads
 from kit.dataset import DatasetSpec, ad_campaigns, generate
 from kit.events import parse_event
+from kit.workloads import OracleResult
 from kit.workloads.rewind import Rewind, RewindInput, TopicPartition
 
 PARTITIONS = 4
-REWOUND = ("windowed_counts", "dedup", "ysb", "sessions")
+REWOUND = ("windowed_counts", "dedup", "ysb", "sessions", "join")
 
 
 def _dataset(seed: int, name: str = "") -> DatasetSpec:
@@ -46,15 +48,28 @@ def _dataset(seed: int, name: str = "") -> DatasetSpec:
     return DatasetSpec.from_profile("messy", records=4000, seed=seed, events_per_second=rate)
 
 
-def _events(frame: pd.DataFrame) -> pd.DataFrame:
-    """The valid records of ``frame`` as the cutover reads them: parsed, with topic, partition and offset."""
+def _placed(frame: pd.DataFrame, spec: workloads.WorkloadSpec | None = None) -> pd.DataFrame:
+    """Where the replay puts each record: ``seq`` → ``topic`` (``"t"``, or the input a join routes it to),
+    ``partition`` (``seq % 4``) and ``offset`` (its rank in that partition, in ``seq`` order)."""
+    topics = spec.route(frame).to_numpy() if spec is not None and spec.router is not None else "t"
+    placed = pd.DataFrame({"seq": frame["seq"].to_numpy(), "topic": topics,
+                           "partition": frame["seq"].to_numpy() % PARTITIONS})
+    placed["offset"] = placed.groupby(["topic", "partition"]).cumcount()
+    return placed.set_index("seq")
+
+
+def _events(frame: pd.DataFrame, spec: workloads.WorkloadSpec | None = None) -> pd.DataFrame:
+    """The valid records of ``frame`` as the cutover reads them: parsed, with topic, partition and offset (and seq)."""
+    placed = _placed(frame, spec)
     rows = []
     for seq, value in zip(frame["seq"].tolist(), frame["value"].tolist(), strict=True):
         event, _ = parse_event(value)
         if event is not None:
-            rows.append({**event, "topic": "t", "partition": seq % PARTITIONS, "offset": seq // PARTITIONS})
+            where = placed.loc[seq]
+            rows.append({**event, "topic": where["topic"], "partition": int(where["partition"]),
+                         "offset": int(where["offset"]), "seq": seq})
     columns = ["event_id", "user", "key", "ad_id", "ad_type", "event_type", "event_time", "topic", "partition",
-               "offset"]
+               "offset", "seq"]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -65,20 +80,25 @@ def _watermark_events(name: str, events: pd.DataFrame, dataset: DatasetSpec) -> 
     return events[(events["event_type"] == "view") & events["ad_id"].isin(set(ad_campaigns(dataset)))]
 
 
-def _offsets_below(k: int) -> dict[TopicPartition, int]:
-    """The per-partition position after the first ``k`` records (``seq % 4`` partitioning)."""
-    return {("t", p): len(range(p, k, PARTITIONS)) for p in range(PARTITIONS)}
+def _offsets_below(k: int, placed: pd.DataFrame | None = None) -> dict[TopicPartition, int]:
+    """The per-partition position after the first ``k`` records (``seq % 4`` partitioning; topics as ``placed``)."""
+    if placed is None:
+        return {("t", p): len(range(p, k, PARTITIONS)) for p in range(PARTITIONS)}
+    counts = placed[placed.index < k].groupby(["topic", "partition"]).size()
+    return {(str(t), p): int(counts.get((t, p), 0)) for t in sorted(set(placed["topic"])) for p in range(PARTITIONS)}
 
 
-_PARSED: dict[int, pd.DataFrame] = {}
+_PARSED: dict[tuple[int, str], pd.DataFrame] = {}
 
 
-def _parsed(frame: pd.DataFrame) -> pd.DataFrame:
+def _parsed(frame: pd.DataFrame, spec: workloads.WorkloadSpec | None = None) -> pd.DataFrame:
     # Parsed once per dataset (the frames are the same object for all of a seed's kill points).
-    if id(frame) not in _PARSED:
-        _PARSED.clear()
-        _PARSED[id(frame)] = _events(frame)
-    return _PARSED[id(frame)]
+    key = (id(frame), spec.name if spec is not None and spec.router is not None else "")
+    if key not in _PARSED:
+        if all(seen != id(frame) for seen, _ in _PARSED):
+            _PARSED.clear()
+        _PARSED[key] = _events(frame, spec)
+    return _PARSED[key]
 
 
 def _time(value: bytes) -> int:
@@ -92,7 +112,7 @@ def _last_batch_start(frame: pd.DataFrame, k: int, lag_s: float) -> int:
         return k  # the last batch held no records: its watermark came from all of them
     parsed = _parsed(frame)
     times = np.full(k, -(2**62), dtype=np.int64)
-    seqs = (parsed["offset"] * PARTITIONS + parsed["partition"]).to_numpy()
+    seqs = parsed["seq"].to_numpy()
     times[seqs[seqs < k]] = parsed["event_time"].to_numpy()[seqs < k]
     running = np.maximum.accumulate(times)
     return int(np.argmax(running >= running[-1] - lag_s * 1000)) + 1
@@ -100,32 +120,55 @@ def _last_batch_start(frame: pd.DataFrame, k: int, lag_s: float) -> int:
 
 def _drop_suppressed(spec: workloads.WorkloadSpec, rows: pd.DataFrame, rewind: Rewind) -> pd.DataFrame:
     """The output filter (``modern.cutover.suppress_emitted``), in pandas."""
+    if spec.carry.row_inputs:
+        raise AssertionError("a join's filter reads its pairs' records: _drop_pairs_read_before")
     kept = rows[rows.eval(spec.carry.row_time) > rewind.cutoff_ms]
     keys = list(spec.key_columns)
     marked = kept.merge(rewind.suppress.assign(__emitted=True), on=keys, how="left")
     return marked[marked["__emitted"].isna()].drop(columns="__emitted")
 
 
+def _drop_pairs_read_before(frame: pd.DataFrame, placed: pd.DataFrame, position: dict[TopicPartition, int],
+                            rewind: Rewind) -> pd.DataFrame:
+    """A join's output filter, in pandas: the modern pairs (the oracle's over ``frame``) without those whose two
+    records lie below the position or include a record of ``rewind.dropped``."""
+    spec = workloads.get("join")
+    pairs = workloads.join.pairs_with_inputs(frame)
+    dropped = set(map(tuple, rewind.dropped[["topic", "partition", "offset"]].itertuples(index=False)))
+    below, late = [], []
+    for side in ("impression", "click"):
+        at = placed.loc[pairs[f"{side}_seq"].to_numpy()]
+        where = list(zip(at["topic"], at["partition"], at["offset"], strict=True))
+        below.append(np.array([o < position[(t, p)] for t, p, o in where], dtype=bool))
+        late.append(np.array([w in dropped for w in where], dtype=bool))
+    kept = pairs[~(below[0] & below[1]) & ~late[0] & ~late[1]]
+    return workloads.sorted_rows(spec, kept)
+
+
 def _cut_over(name: str, frame: pd.DataFrame, dataset: DatasetSpec, k: int, lag_s: float,
               expected: pd.DataFrame) -> dict[str, object]:
     spec = workloads.get(name)
     assert spec.carry.rewind is not None
-    parsed = _parsed(frame)
-    events = parsed[parsed["offset"] * PARTITIONS + parsed["partition"] < k]
+    placed = _placed(frame, spec)
+    parsed = _parsed(frame, spec)
+    events = parsed[parsed["seq"] < k]
+    position = _offsets_below(k, placed)
     j = _last_batch_start(frame, k, lag_s)
-    prefix = spec.oracle(frame.iloc[:k], dataset).rows
-    if name != "dedup":  # windows and sessions, emitted once the legacy watermark passes their end
+    result = spec.oracle(frame.iloc[:k], dataset)
+    prefix = result.rows
+    late = placed.loc[result.late_dropped["seq"].to_numpy()].reset_index(drop=True)
+    if name not in ("dedup", "join"):  # windows and sessions, emitted once the legacy watermark passes their end
         marks = _watermark_events(name, events, dataset)
         legacy_watermark = int(marks.loc[marks["offset"] * PARTITIONS + marks["partition"] < j,
                                          "event_time"].max()) - spec.watermark_delay_ms
         emitted = prefix[prefix.eval(spec.carry.row_time) <= legacy_watermark]
     else:
         emitted = prefix
-    rewind = spec.carry.rewind(RewindInput(events, emitted, _offsets_below(k), _offsets_below(j), dataset))
-    starts = np.array([rewind.starts[("t", p)] for p in range(PARTITIONS)])
-    seqs = frame["seq"].to_numpy()
-    read = frame[seqs // PARTITIONS >= starts[seqs % PARTITIONS]]
-    assert all(rewind.starts[tp] <= at for tp, at in _offsets_below(k).items())
+    rewind = spec.carry.rewind(RewindInput(events, emitted, position, _offsets_below(j, placed), dataset, late))
+    at = placed.loc[frame["seq"].to_numpy()]
+    starts = [rewind.starts[(t, p)] for t, p in zip(at["topic"], at["partition"], strict=True)]
+    read = frame[at["offset"].to_numpy() >= np.array(starts)]
+    assert all(rewind.starts[tp] <= at for tp, at in position.items())
     for first_batch_unwatermarked in (False, True):
         modern_input = read
         if first_batch_unwatermarked:
@@ -133,11 +176,14 @@ def _cut_over(name: str, frame: pd.DataFrame, dataset: DatasetSpec, k: int, lag_
             t = [(parse_event(v)[0] or {"event_time": 0})["event_time"] for v in reread["value"]]
             modern_input = pd.concat([reread.assign(_t=t).sort_values("_t", kind="stable").drop(columns="_t"),
                                       read[read["seq"] >= k]])
-        modern = _drop_suppressed(spec, spec.oracle(modern_input, dataset).rows, rewind)
+        if spec.carry.row_inputs:
+            modern = _drop_pairs_read_before(modern_input, placed, position, rewind)
+        else:
+            modern = _drop_suppressed(spec, spec.oracle(modern_input, dataset).rows, rewind)
         union = union_of_outputs(spec, emitted.assign(batch=0), modern.assign(batch=1))
         pd.testing.assert_frame_equal(union.astype(expected.dtypes.to_dict()), expected, check_dtype=False)
-    return {"k": k, "reread": int(sum(_offsets_below(k)[tp] - r for tp, r in rewind.starts.items())),
-            "suppressed": len(rewind.suppress), "emitted": len(emitted)}
+    return {"k": k, "reread": int(sum(position[tp] - r for tp, r in rewind.starts.items())),
+            "suppressed": len(rewind.suppress) + len(rewind.dropped), "emitted": len(emitted)}
 
 
 @pytest.mark.parametrize("name", REWOUND)
@@ -181,6 +227,98 @@ def test_without_the_rewind_or_the_filter_the_union_is_wrong() -> None:
         from_position = _drop_suppressed(spec, spec.oracle(frame.iloc[k:], dataset).rows, rewind)
         not_rewound = union_of_outputs(spec, emitted.assign(batch=0), from_position.assign(batch=1))
         assert not not_rewound.equals(expected.astype(not_rewound.dtypes.to_dict()))
+
+
+def _event(seq: int, event_id: str, user: str, ad_id: str, event_type: str, seconds: int) -> dict[str, Any]:
+    value = {"event_id": event_id, "user": user, "key": "k1", "ad_id": ad_id, "ad_type": "banner",
+             "event_type": event_type, "event_time": 1_767_225_600_000 + seconds * 1000}
+    return {"seq": seq, "key": user.encode(), "value": json.dumps(value).encode(), "timestamp_ms": value["event_time"]}
+
+
+def _join_by_hand() -> tuple[pd.DataFrame, int]:
+    """Seven records, the legacy job's position after the first five (see the test below)."""
+    return pd.DataFrame([
+        _event(0, "v-a", "u1", "ad1", "view", 0),
+        _event(1, "c-x", "u9", "ad9", "click", 20),
+        _event(2, "v-b", "u9", "ad9", "view", 20),   # both inputs at 20 s: the watermark is 15 s
+        _event(3, "v-late", "u1", "ad1", "view", 10),  # at or behind it: dropped as too late
+        _event(4, "c-1", "u1", "ad1", "click", 25),  # pairs with v-a: the last record the legacy job read
+        _event(5, "c-2", "u1", "ad1", "click", 30),
+        _event(6, "c-1", "u1", "ad1", "click", 25),  # c-1 re-delivered: pairs with v-a again
+    ]), 5
+
+
+def _join_rewind(frame: pd.DataFrame, k: int) -> tuple[pd.DataFrame, dict[TopicPartition, int], OracleResult, Rewind]:
+    """Where each record lies, the position after ``k``, the legacy job's output (the oracle's), and the rewind."""
+    spec = workloads.get("join")
+    placed = _placed(frame, spec)
+    legacy = spec.oracle(frame.iloc[:k], None)  # type: ignore[arg-type]
+    late = placed.loc[legacy.late_dropped["seq"].to_numpy()].reset_index(drop=True)
+    position = _offsets_below(k, placed)
+    events = _events(frame.iloc[:k], spec)
+    rewind = spec.carry.rewind(RewindInput(events, legacy.rows, position, position, None, late))  # type: ignore[misc]
+    return placed, position, legacy, rewind
+
+
+def test_a_join_cutover_tells_pairs_apart_by_their_records_not_their_keys() -> None:
+    """By hand: a click read before the position is re-delivered after it and pairs again under the same ids, and a
+    view the legacy job dropped as too late is read again. Filtering by key loses the re-delivery's pair; without
+    the late records, a first micro-batch without a watermark adds their pairs; by records, the union is exact."""
+    spec = workloads.get("join")
+    frame, k = _join_by_hand()
+    expected = spec.oracle(frame, None).rows  # type: ignore[arg-type]
+    assert expected[["impression_id", "click_id"]].values.tolist() == [
+        ["v-a", "c-1"], ["v-a", "c-1"], ["v-a", "c-2"], ["v-b", "c-x"]]
+    placed, position, legacy, rewind = _join_rewind(frame, k)
+    assert rewind.next_watermark_ms == 1_767_225_615_000
+    assert rewind.dropped.values.tolist() == [["impressions", 3, 0]]  # v-late: seq 3, the first of partition 3
+    assert rewind.starts == {tp: 0 for tp in position}  # every view is within 60 s of a click yet to come
+
+    # The modern query's first micro-batch holds all of it, without a watermark: v-late is admitted.
+    unwatermarked = pd.concat([frame.iloc[:k].sort_values("timestamp_ms", kind="stable"), frame.iloc[k:]])
+
+    def union(modern: pd.DataFrame) -> pd.DataFrame:
+        both = union_of_outputs(spec, legacy.rows.assign(batch=0), modern.assign(batch=1))
+        return both.astype(expected.dtypes.to_dict())
+
+    by_records = _drop_pairs_read_before(unwatermarked, placed, position, rewind)
+    pd.testing.assert_frame_equal(union(by_records), expected, check_dtype=False)
+    without_late = Rewind(rewind.starts, rewind.suppress, rewind.cutoff_ms, 0, 0)
+    extra = union(_drop_pairs_read_before(unwatermarked, placed, position, without_late))
+    assert len(extra) == len(expected) + 2  # v-late with c-2 and with c-1's re-delivery
+    modern = workloads.join.pairs_with_inputs(frame)
+    emitted = set(map(tuple, legacy.rows[["impression_id", "click_id"]].values.tolist()))
+    by_key = modern[[key not in emitted for key in zip(modern["impression_id"], modern["click_id"], strict=True)]]
+    lost = union(workloads.sorted_rows(spec, by_key))
+    assert lost[["impression_id", "click_id"]].values.tolist() == [["v-a", "c-1"], ["v-a", "c-2"], ["v-b", "c-x"]]
+
+
+@pytest.mark.spark
+def test_the_modern_join_filter_reads_the_file_the_command_writes(spark: Any, tmp_path: Path) -> None:
+    """``modern.cutover.suppress_emitted`` on a join's rows with their input records (as the modern job's frame has
+    them before the runner's projection), from the file ``RewindPlan`` writes: the rows the pandas filter keeps."""
+    from compare.cutover import RewindPlan, write_suppress
+    from modern.cutover import suppress_emitted
+
+    spec = workloads.get("join")
+    frame, k = _join_by_hand()
+    placed, position, _, rewind = _join_rewind(frame, k)
+    unwatermarked = pd.concat([frame.iloc[:k].sort_values("timestamp_ms", kind="stable"), frame.iloc[k:]])
+    pairs = workloads.join.pairs_with_inputs(unwatermarked)
+    for side in ("impression", "click"):
+        at = placed.loc[pairs[f"{side}_seq"].to_numpy()]
+        columns = ("topic", "partition", "offset")
+        pairs = pairs.assign(**{f"{side}_{column}": at[column].to_numpy() for column in columns})
+    inputs = [f"{side}_{c}" for side in ("impression", "click") for c in ("topic", "partition", "offset")]
+    rows = pairs[[*spec.key_columns, *spec.value_columns, *inputs]].assign(last_input_ts=0)
+    path = write_suppress(RewindPlan(spec, position, rewind, {}), tmp_path / "suppress.json")
+    assert json.loads(path.read_text())["dropped"] == [["impressions", 3, 0]]
+    kept = suppress_emitted(spark, spark.createDataFrame(rows), path, spec).toPandas()
+    expected = _drop_pairs_read_before(unwatermarked, placed, position, rewind)
+    pd.testing.assert_frame_equal(workloads.sorted_rows(spec, kept), expected, check_dtype=False)
+    # Of the seven pairs, three have both records below the position and two more have v-late: c-2 and c-1's
+    # re-delivery with v-a are kept.
+    assert len(kept) == 2
 
 
 # -- the command, on a real topic (no Spark) -----------------------------------------------------------------------
@@ -266,8 +404,8 @@ def test_rewind_refusals_are_one_line_and_write_nothing(tmp_path: Path, capsys: 
     assert dmk([*common, "--rewind", "--workload", "examples.purchases:SPEC",
                 "--legacy-output", str(tmp_path / "legacy")]) == 2
     assert "state is stateless" in error()
-    assert dmk([*common, "--rewind", "--workload", "join", "--legacy-output", str(tmp_path / "legacy")]) == 2
-    assert "join's state is not carried" in error()
+    assert dmk([*common, "--rewind", "--workload", "nexmark_q5", "--legacy-output", str(tmp_path / "legacy")]) == 2
+    assert "nexmark_q5's state is not carried" in error()
     assert dmk([*common, "--rewind", "--workload", "dedup"]) == 2
     assert "a rewound cutover needs --legacy-output" in error()
     assert not (tmp_path / "o.json").exists() and not (tmp_path / "s.json").exists()
@@ -324,16 +462,17 @@ def _e2e_dataset(name: str) -> tuple[DatasetSpec, tuple[int, int]]:
     spec = DatasetSpec.from_profile("messy", records=4000, seed=9, events_per_second=100)
     # Windows: killed once the first have closed (a 10 s window and the 5 s delay), so that the filter's keys and
     # cutoff both matter; dedup emits at once, so any point does.
-    return spec, (6, 20) if name == "dedup" else (16, 22)
+    # A join emits a pair at once, as dedup an id.
+    return spec, (6, 20) if name in ("dedup", "join") else (16, 22)
 
 
-def _driver_config(engine: str, tmp: Path, bootstrap: str, topic: str, spec: DatasetSpec, name: str,
+def _driver_config(engine: str, tmp: Path, bootstrap: str, topics: dict[str, str], spec: DatasetSpec, name: str,
                    **options: object) -> Path:
     from kit.engine import DriverConfig
 
     out = tmp / engine
     config = DriverConfig(
-        engine=engine, app_name="dmk-cutover-rewind", bootstrap_servers=bootstrap, topics={"events": topic},
+        engine=engine, app_name="dmk-cutover-rewind", bootstrap_servers=bootstrap, topics=topics,
         out_dir=str(out), checkpoint_dir=str(tmp / f"{engine}-checkpoint"), dataset=spec, jobs=((name, "default"),),
         partitions=PARTITIONS, timeout_s=300, sys_path=(REPO,), options=options,
     )
@@ -342,9 +481,11 @@ def _driver_config(engine: str, tmp: Path, bootstrap: str, topic: str, spec: Dat
 
 
 def _batches_with_records(out: Path) -> int:
+    from kit import layout
     from kit.sink import read_batches
 
-    progress = read_batches(out / "progress.events")
+    frames = [read_batches(d) for d in layout.input_progress_dirs(out)]  # one per input: the join reads two
+    progress = pd.concat([f for f in frames if not f.empty]) if any(not f.empty for f in frames) else pd.DataFrame()
     if progress.empty:
         return 0
     sizes = (progress["until_offset"] - progress["from_offset"]).groupby(progress["batch"]).sum()
@@ -368,15 +509,21 @@ def test_rewound_cutover_of_a_killed_job(name: str, seed: int, tmp_path: Path, b
     from kit.sink import read_batches
 
     spec, kill_range = _e2e_dataset(name)
+    job = workloads.get(name)
+    topics = {source: topic_factory(PARTITIONS) for source in job.inputs}  # the join: impressions and clicks
     frame = generate(spec)
-    topic = topic_factory(PARTITIONS)
-    settings = ReplaySettings(topic=topic, partitions=PARTITIONS, partition_by="seq")
+    routed = frame.assign(topic=job.route(frame).map(topics))
+    settings = ReplaySettings(topic=topics[job.inputs[0]], partitions=PARTITIONS, partition_by="seq")
     first_part = len(frame) * 3 // 5
     kill_after = random.Random(seed).randint(*kill_range)  # completed batches with records; ~100 records each
     print(f"{name}: seed {seed}, legacy killed after {kill_after} batches with records")
-    first = replay(frame.iloc[:first_part], bootstrap_servers, settings)
+    first = replay(routed.iloc[:first_part], bootstrap_servers, settings)
 
-    config = _driver_config("legacy", tmp_path, bootstrap_servers, topic, spec, name, max_rate_per_partition=25,
+    # Each input's stream reads its share of 100 records a batch (the harness's rule): the join's inputs advance
+    # together in event time.
+    shares = input_shares(frame.assign(topic=job.route(frame)), len(frame))
+    config = _driver_config("legacy", tmp_path, bootstrap_servers, topics, spec, name, max_rate_per_partition=25,
+                            max_rate_by_input={source: max(1, round(25 * share)) for source, share in shares.items()},
                             fingerprint="cutover-rewind-test")
     legacy = _start("legacy", config)
     legacy_out = config.parent
@@ -408,11 +555,11 @@ def test_rewound_cutover_of_a_killed_job(name: str, seed: int, tmp_path: Path, b
     report.write_text(printed.getvalue())
     plan = json.loads(printed.getvalue())
     print(json.dumps(plan["rewind"], indent=1))
-    position = {int(p): o for p, o in plan["position_startingOffsets"][topic].items()}
+    position = {(t, int(p)): o for t, offsets in plan["position_startingOffsets"].items() for p, o in offsets.items()}
     assert 0 < sum(position.values()) < first_part
 
-    rest = replay(frame.iloc[first_part:], bootstrap_servers, settings)
-    config = _driver_config("modern", tmp_path, bootstrap_servers, topic, spec, name,
+    rest = replay(routed.iloc[first_part:], bootstrap_servers, settings)
+    config = _driver_config("modern", tmp_path, bootstrap_servers, topics, spec, name,
                             source_options=json.loads(options.read_text()), suppress={name: str(suppress)})
     modern = _start("modern", config)
     modern_out = config.parent
@@ -425,16 +572,20 @@ def test_rewound_cutover_of_a_killed_job(name: str, seed: int, tmp_path: Path, b
     finally:
         modern.stop()
 
-    job = workloads.get(name)
     expected = job.oracle(frame, spec).rows
     union = union_of_outputs(job, read_batches(legacy_out / name), read_batches(modern_out / name))
     pd.testing.assert_frame_equal(union.astype(expected.dtypes.to_dict()), expected, check_dtype=False)
     # Dead letters: the modern query re-reads records the legacy job dead-lettered, and writes only those from the
     # position on (the filter file's dead_letters_from); together the two outputs hold each malformed record once.
-    legacy_letters = read_batches(legacy_out / "dead_letters.events")
-    modern_letters = read_batches(modern_out / "dead_letters.events")
-    assert (modern_letters["offset"] >= modern_letters["partition"].map(position)).all()
-    letters = pd.concat([legacy_letters, modern_letters])[["partition", "offset"]].astype("int64")
+    from kit import layout
+
+    legacy_letters, modern_letters = (
+        pd.concat([read_batches(layout.dead_letters(out, source)) for source in job.inputs])
+        for out in (legacy_out, modern_out))
+    floors = [position[(t, int(p))]
+              for t, p in zip(modern_letters["topic"], modern_letters["partition"], strict=True)]
+    assert (modern_letters["offset"].to_numpy() >= np.array(floors, dtype=np.int64)).all()
+    letters = pd.concat([legacy_letters, modern_letters])[["topic", "partition", "offset"]]
     assert not letters.duplicated().any()
     assert len(letters) == len(job.oracle(frame, spec).dead_letters)
 

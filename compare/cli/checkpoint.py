@@ -145,8 +145,7 @@ def _print_rewind(report: dict[str, Any], suppress: str) -> None:
                           f"before the position {part['position']} read again", highlight=False)
     err_console.print(
         f"rewound for {report['rewound_for']}; legacy watermark {report['legacy_watermark_ms']} (next "
-        f"{report['legacy_next_watermark_ms']}); the filter in {suppress} drops rows at or before "
-        f"{report['cutoff_ms']} and {report['suppressed_keys']} key(s) the legacy job emitted", highlight=False)
+        f"{report['legacy_next_watermark_ms']}); the filter in {suppress} drops {report['filter']}", highlight=False)
 
 
 def add_checkpoint(commands: Commands) -> None:

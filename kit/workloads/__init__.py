@@ -132,6 +132,11 @@ class StateCarry:
         row_time: ``"rewound"`` only: an output row's event time, as an expression over the output columns that
             both Spark SQL and :meth:`pandas.DataFrame.eval` read (``"window_start + 10000"``: a window's end).
         rewind: ``"rewound"`` only: ``rewind(RewindInput) -> Rewind``, the workload's rule.
+        row_inputs: ``"rewound"`` only, for a workload whose output row is made from named input records (a join's
+            pair: ``("impression", "click")``): the modern job's frame carries ``<name>_topic``,
+            ``<name>_partition`` and ``<name>_offset`` for each, before the runner keeps the spec's columns, and
+            the cutover's filter drops the rows whose inputs all lie below the position (the legacy job's), not
+            rows by time and key (:func:`kit.workloads.rewind.rewind_pairs`).
     """
 
     how: Literal["stateless", "totals", "rewound", "not carried"]
@@ -139,6 +144,7 @@ class StateCarry:
     note: str = ""
     row_time: str = ""
     rewind: Callable[[RewindInput], Rewind] | None = field(default=None, repr=False)
+    row_inputs: tuple[str, ...] = ()
 
 
 NOT_CARRIED = StateCarry(

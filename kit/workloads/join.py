@@ -35,8 +35,9 @@ import numpy as np
 import pandas as pd
 
 from kit.dataset import DatasetSpec
-from kit.workloads import OracleResult, WorkloadSpec, parse_dataset, sorted_rows
+from kit.workloads import OracleResult, StateCarry, WorkloadSpec, parse_dataset, sorted_rows
 from kit.workloads._contract import read_record
+from kit.workloads.rewind import Rewind, RewindInput, rewind_pairs
 
 WITHIN_MS = 60_000
 """A click joins impressions at most this long before it (inclusive)."""
@@ -58,6 +59,20 @@ def _prior_max(times: np.ndarray, mine: np.ndarray) -> np.ndarray:
 
 def oracle(frame: pd.DataFrame, dataset: DatasetSpec) -> OracleResult:
     """Drop views and clicks at or behind the ideal min-of-inputs watermark; pair the rest on the condition."""
+    pairs, rejects, dropped = _pairs(frame)
+    return OracleResult(sorted_rows(SPEC, pairs), rejects, dropped)
+
+
+def pairs_with_inputs(frame: pd.DataFrame) -> pd.DataFrame:
+    """The oracle's pairs with the ``seq`` of their two records (``impression_seq``, ``click_seq``).
+
+    A re-delivered record pairs again under the same ids: a pair is told apart by its records (a rewound cutover's
+    filter, :func:`kit.workloads.rewind.rewind_pairs`).
+    """
+    return _pairs(frame)[0].rename(columns={"seq_x": "impression_seq", "seq_y": "click_seq"})
+
+
+def _pairs(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     events, rejects = parse_dataset(frame)
     times = events["event_time"].to_numpy(dtype=np.int64)
     is_view = (events["event_type"] == "view").to_numpy()
@@ -73,7 +88,19 @@ def oracle(frame: pd.DataFrame, dataset: DatasetSpec) -> OracleResult:
     pairs = views.merge(clicks, on=["ad_id", "user"])
     pairs = pairs[pairs["click_time"].between(pairs["impression_time"], pairs["impression_time"] + WITHIN_MS)]
     dropped = events.loc[late, ["seq"]].reset_index(drop=True)
-    return OracleResult(sorted_rows(SPEC, pairs), rejects, dropped)
+    return pairs, rejects, dropped
+
+
+def rewind(inp: RewindInput) -> Rewind:
+    """``dmk cutover --rewind``: start at the oldest view a click after the legacy job's next watermark may follow.
+
+    :func:`kit.workloads.rewind.rewind_pairs`; the filter goes by each pair's input records.
+    """
+    events = inp.events
+    views, clicks = events["event_type"] == "view", events["event_type"] == "click"
+    joined = events[views | clicks].reset_index(drop=True)
+    return rewind_pairs(joined, inp, sides=(joined["event_type"] == "view", joined["event_type"] == "click"),
+                        within_ms=WITHIN_MS, delay_ms=WATERMARK_DELAY_MS)
 
 
 SPEC = WorkloadSpec(
@@ -90,4 +117,9 @@ SPEC = WorkloadSpec(
     watermark_delay_ms=WATERMARK_DELAY_MS,
     oracle=oracle,
     router=route,
+    carry=StateCarry(
+        "rewound", row_time="click_time", rewind=rewind, row_inputs=("impression", "click"),
+        note="the buffered views and clicks are in no output row: dmk cutover --rewind starts the modern query at "
+        "the oldest view a later click may pair with, and drops the pairs of two records the legacy job had read",
+    ),
 )

@@ -11,9 +11,11 @@ and its output goes through a filter (``modern.cutover.suppress_emitted``) that 
 
 A workload's rule (:attr:`kit.workloads.StateCarry.rewind`) reads what the legacy job left
 (:class:`RewindInput`) and returns the :class:`Rewind`; ``dmk cutover --rewind`` reads the records from Kafka,
-writes the starting offsets and the filter's file. The rules here are the two kinds of state:
-:func:`rewind_windows` (open event-time windows) and :func:`rewind_seen_ids` (ids remembered within the
-watermark). ``tests/test_cutover_rewind.py`` holds them to the oracles at many kill points.
+writes the starting offsets and the filter's file. The rules here are the kinds of state:
+:func:`rewind_windows` (open event-time windows), :func:`rewind_sessions`, :func:`rewind_seen_ids` (ids
+remembered within the watermark) and :func:`rewind_pairs` (a stream-stream join's buffered rows, whose filter goes
+by the input records' offsets instead: :attr:`kit.workloads.StateCarry.row_inputs`).
+``tests/test_cutover_rewind.py`` holds them to the oracles at many kill points.
 
 Two watermarks matter, both the legacy job's own (:func:`legacy.workloads.event_time_operator`: a batch works
 with the largest event time of the batches before it, minus the delay):
@@ -37,8 +39,8 @@ from kit.errors import ConfigError
 if TYPE_CHECKING:
     from kit.dataset import DatasetSpec
 
-__all__ = ["NO_WATERMARK", "Rewind", "RewindInput", "earliest_offsets", "rewind_seen_ids", "rewind_sessions",
-           "rewind_windows", "watermark_below"]
+__all__ = ["NO_WATERMARK", "Rewind", "RewindInput", "earliest_offsets", "rewind_pairs", "rewind_seen_ids",
+           "rewind_sessions", "rewind_windows", "watermark_below"]
 
 NO_WATERMARK = -(2**62)
 """The watermark before any event: earlier than every event time (the legacy engine's value)."""
@@ -59,6 +61,8 @@ class RewindInput:
         last_batch_from: ``(topic, partition)`` → where the legacy job's last batch within the position began (its
             watermark came from the records below); partitions absent: the position.
         dataset: the replayed dataset's spec (YSB's campaign table), if known.
+        late: ``topic, partition, offset`` of the records the legacy job dropped as too late within the position
+            (its ``<job>.late`` output); None: not known.
     """
 
     events: pd.DataFrame
@@ -66,6 +70,7 @@ class RewindInput:
     position: dict[TopicPartition, int]
     last_batch_from: dict[TopicPartition, int] = field(default_factory=dict)
     dataset: DatasetSpec | None = None
+    late: pd.DataFrame | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,9 @@ class Rewind:
         watermark_ms: the legacy watermark of its last batch within the position.
         next_watermark_ms: the legacy watermark its next batch would have used.
         needed: what the re-read records are needed for, in words (for the report).
+        dropped: ``topic, partition, offset`` of re-read records the legacy job dropped as too late: the filter
+            drops every row made from one (a workload whose rows name their input records,
+            :attr:`kit.workloads.StateCarry.row_inputs`; the others drop by time and key alone).
     """
 
     starts: dict[TopicPartition, int]
@@ -89,6 +97,7 @@ class Rewind:
     watermark_ms: int
     next_watermark_ms: int
     needed: str = ""
+    dropped: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["topic", "partition", "offset"]))
 
 
 def _below(events: pd.DataFrame, bounds: dict[TopicPartition, int]) -> np.ndarray:
@@ -239,3 +248,49 @@ def rewind_sessions(events: pd.DataFrame, inp: RewindInput, *, gap_ms: int, dela
     suppress = _emitted_again(events, inp, starts, emitted_ends, key_columns)
     return Rewind(starts, suppress, watermark, watermark, next_watermark,
                   needed="the records of the sessions still open at the legacy watermark")
+
+
+def rewind_pairs(events: pd.DataFrame, inp: RewindInput, *, sides: tuple[pd.Series, pd.Series], within_ms: int,
+                 delay_ms: int) -> Rewind:
+    """The rewind of a stream-stream inner join on a time range (append mode, each pair emitted once, at once).
+
+    ``sides`` marks ``events``' rows of the earlier side (a view) and the later side (a click that follows it by
+    ``0..within_ms``). The legacy job emitted every pair of its admitted records below the position, and its
+    watermark (the smaller of the two sides' largest event times, minus the delay) only admits a record at or
+    after ``P`` whose event time is after its next watermark ``W'``. Such a later-side record pairs with
+    earlier-side records down to ``within_ms`` before it, an earlier-side one with later-side records after it: the
+    modern query starts at the oldest earlier-side record after ``W' - within_ms`` and the oldest later-side one
+    after ``W'``, so that its join state holds them again. After them its watermark is ``W'`` again (the newest
+    record of either side below ``P`` is among them).
+
+    A pair is identified by its two input records, not by its key: a re-delivered record has its original's
+    event time and ids, and pairs again. So the filter drops the modern rows whose inputs are *both* below the
+    position (the legacy job emitted them, or dropped one of their records as too late), and every row made from
+    a re-read record the legacy job dropped as late (:attr:`Rewind.dropped`; the modern query, starting without
+    a watermark, admits it): its time and key filters are off (no cutoff, no keys).
+
+    Raises:
+        ConfigError: the legacy job's late records are not known (``inp.late`` is None).
+    """
+    if inp.late is None:
+        msg = ("a rewound join needs the records the legacy job dropped as too late (its <job>.late output in the "
+               "kit's layout): pass the job's --legacy-output DIR as the kit's runner wrote it")
+        raise ConfigError(msg, field="legacy_output", expected="a <job>.late output", actual=None)
+    earlier, later = (side.to_numpy(dtype=bool) for side in sides)
+    times = events["event_time"].to_numpy(dtype=np.int64)
+
+    def mark(bounds: dict[TopicPartition, int]) -> int:
+        # min over the two sides of their largest event time below `bounds`, minus the delay (the legacy rule)
+        below = _below(events, bounds) if len(events) else np.zeros(0, bool)
+        if not (below & earlier).any() or not (below & later).any():
+            return NO_WATERMARK
+        return int(min(times[below & earlier].max(), times[below & later].max())) - delay_ms
+
+    watermark, next_watermark = mark(inp.last_batch_from or inp.position), mark(inp.position)
+    needed = (earlier & (times > next_watermark - within_ms)) | (later & (times > next_watermark))
+    starts = earliest_offsets(events[needed], inp.position)
+    late = inp.late[["topic", "partition", "offset"]]
+    dropped = late[~_below(late, starts) & _below(late, inp.position)] if len(late) else late
+    return Rewind(starts, inp.emitted.iloc[:0], NO_WATERMARK, watermark, next_watermark,
+                  needed="the rows the join still buffers at the legacy job's next watermark (they pair with later "
+                  "records)", dropped=dropped.astype({"partition": "int64", "offset": "int64"}).reset_index(drop=True))

@@ -43,6 +43,7 @@ def build(spark: Any, source: Any) -> Any:
             "user",
             F.col("event_time").alias("impression_at"),
             F.col("kafka_ts").alias("impression_kafka_ts"),
+            *_input_columns("impression"),
         )
         .withWatermark("impression_at", delay)
     )
@@ -54,6 +55,7 @@ def build(spark: Any, source: Any) -> Any:
             F.col("user").alias("click_user"),
             F.col("event_time").alias("click_at"),
             F.col("kafka_ts").alias("click_kafka_ts"),
+            *_input_columns("click"),
         )
         .withWatermark("click_at", delay)
     )
@@ -72,5 +74,14 @@ def build(spark: Any, source: Any) -> Any:
         F.unix_millis("impression_at").alias("impression_time"),
         F.unix_millis("click_at").alias("click_time"),
         F.unix_millis(F.greatest("impression_kafka_ts", "click_kafka_ts")).alias("last_input_ts"),
+        *(f"{side}_{column}" for side in ("impression", "click") for column in ("topic", "partition", "offset")),
     )
+
+
+def _input_columns(side: str) -> list[Any]:
+    # Each pair's two input records, for a rewound cutover's filter (StateCarry.row_inputs); the runner keeps only
+    # the spec's columns after it, and Spark prunes these from the join (and its state) when nothing reads them.
+    from pyspark.sql import functions as F  # noqa: N812
+
+    return [F.col(column).alias(f"{side}_{column}") for column in ("topic", "partition", "offset")]
 # --8<-- [end:join]
