@@ -22,6 +22,7 @@ import json
 import os
 import random
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -444,7 +445,9 @@ def test_a_rewind_beyond_retention_is_refused(tmp_path: Path, monkeypatch: pytes
 # -- end to end (slow): a killed legacy job, the rewound cutover, the modern query ----------------------------------
 
 REPO = str(Path(__file__).resolve().parents[1])
-E2E = [(name, seed) for name in REWOUND for seed in (101, 202, 303, 404, 505)]
+# Every rewound workload at 5 kill points from its checkpoint; windowed_counts also from each other offset store.
+E2E = [(name, seed, "checkpoint") for name in REWOUND for seed in (101, 202, 303, 404, 505)] + [
+    ("windowed_counts", 606, store) for store in ("kafka", "zookeeper", "sqlite", "postgresql")]
 
 
 def _e2e_dataset(name: str) -> tuple[DatasetSpec, tuple[int, int]]:
@@ -492,17 +495,21 @@ def _batches_with_records(out: Path) -> int:
     return int((sizes > 0).sum())
 
 
-def _start(engine: str, config: Path) -> Any:
+def _start(engine: str, config: Path, store_address: str | None = None) -> Any:
+    from compare.driver import OFFSET_STORE_ENV
     from compare.supervise import DriverProcess
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))}
+    if store_address:
+        env[OFFSET_STORE_ENV] = store_address
     return DriverProcess(engine, config, config.parent, 300, env)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("name", "seed"), E2E, ids=[f"{n}-{s}" for n, s in E2E])
-def test_rewound_cutover_of_a_killed_job(name: str, seed: int, tmp_path: Path, bootstrap_servers: str,
-                                         topic_factory) -> None:
+@pytest.mark.parametrize(("name", "seed", "store"), E2E,
+                         ids=[f"{n}-{s}" if st == "checkpoint" else f"{n}-{s}-{st}" for n, s, st in E2E])
+def test_rewound_cutover_of_a_killed_job(name: str, seed: int, store: str, tmp_path: Path, bootstrap_servers: str,
+                                         topic_factory, request: pytest.FixtureRequest) -> None:
     from compare.cli import main as dmk
     from compare.driver import CONTROL, DONE, DRAIN, READY, write_json
     from kit.replay import ReplaySettings, replay
@@ -522,10 +529,13 @@ def test_rewound_cutover_of_a_killed_job(name: str, seed: int, tmp_path: Path, b
     # Each input's stream reads its share of 100 records a batch (the harness's rule): the join's inputs advance
     # together in event time.
     shares = input_shares(frame.assign(topic=job.route(frame)), len(frame))
+    address = {"zookeeper": lambda: request.getfixturevalue("zookeeper_hosts"),
+               "postgresql": lambda: request.getfixturevalue("postgres_dsn_factory")()}.get(store, lambda: None)()
+    stored = {} if store == "checkpoint" else {"offsets": store, "job_name": f"rewind-{uuid.uuid4().hex[:8]}"}
     config = _driver_config("legacy", tmp_path, bootstrap_servers, topics, spec, name, max_rate_per_partition=25,
                             max_rate_by_input={source: max(1, round(25 * share)) for source, share in shares.items()},
-                            fingerprint="cutover-rewind-test")
-    legacy = _start("legacy", config)
+                            fingerprint="cutover-rewind-test", **stored)
+    legacy = _start("legacy", config, address)
     legacy_out = config.parent
     try:
         legacy.start()
@@ -543,9 +553,15 @@ def test_rewound_cutover_of_a_killed_job(name: str, seed: int, tmp_path: Path, b
     options, suppress = tmp_path / "modern-options.json", tmp_path / "suppress.json"
     options.write_text(json.dumps({"maxOffsetsPerTrigger": "100"}))
     report = tmp_path / "report.json"
-    args = ["cutover", "checkpoint", str(tmp_path / "legacy-checkpoint"), "--legacy-output", str(legacy_out),
-            "--discard-beyond", "--allow-pending", "--write-options", str(options), "--rewind", "--workload", name,
-            "--suppress", str(suppress), "--bootstrap-servers", bootstrap_servers, "--json"]
+    # The runbook's command for the store the legacy job kept its offsets in (docs/cutover.md).
+    if store == "checkpoint":
+        args = ["cutover", "checkpoint", str(tmp_path / "legacy-checkpoint"), "--allow-pending"]
+    else:
+        where = {"kafka": stored["job_name"], "sqlite": str(legacy_out / "offsets.sqlite")}.get(store, address)
+        args = ["cutover", store, str(where), "--consumer", str(stored["job_name"]),
+                *(arg for topic in topics.values() for arg in ("--topic", topic))]
+    args += ["--legacy-output", str(legacy_out), "--discard-beyond", "--write-options", str(options), "--rewind",
+             "--workload", name, "--suppress", str(suppress), "--bootstrap-servers", bootstrap_servers, "--json"]
     import contextlib
     import io
 
