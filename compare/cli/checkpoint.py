@@ -193,9 +193,9 @@ def add_cutover(commands: Commands) -> None:
     cut.add_argument("--seed-state", metavar="FILE", help="write the legacy job's last totals (Parquet) for the "
                      "modern query to continue (workloads whose state is totals)")
     cut.add_argument("--workload", help="the workload of --seed-state or --rewind (name or package.module:SPEC)")
-    cut.add_argument("--rewind", action="store_true", help="workloads whose state is rewound (windows, seen ids): "
-                     "start the modern query early enough to rebuild its state, and write the filter dropping "
-                     "what the legacy job already emitted (--suppress)")
+    cut.add_argument("--rewind", action="store_true", help="workloads whose state is rewound (windows, sessions, "
+                     "seen ids, join rows): start the modern query early enough to rebuild its state, and write the "
+                     "filter dropping what the legacy job already emitted (--suppress)")
     cut.add_argument("--suppress", metavar="FILE", help="--rewind: where to write the modern query's output filter "
                      "(JSON; ModernOptions.suppress)")
     cut.add_argument("--json", action="store_true", help="print the whole plan as JSON")
