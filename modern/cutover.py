@@ -119,6 +119,13 @@ def _drop_pairs_read_before(spark: Any, frame: Any, plan: dict[str, Any], sides:
 
     from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
 
+    missing = [f"{side}_{c}" for side in sides for c in ("topic", "partition", "offset")
+               if f"{side}_{c}" not in frame.columns]
+    if missing:
+        msg = (f"the cutover filter of {plan['workload']} reads each row's input records, and this job's frame has no "
+               f"{', '.join(missing)}: select them from the source's topic, partition and offset before the "
+               "projection, as modern/workloads/join.py does (StateCarry.row_inputs)")
+        raise ConfigError(msg, field="suppress", expected=missing, actual=list(frame.columns))
     try:
         position = [(str(t), int(p), int(o)) for t, offsets in plan["position"].items() for p, o in offsets.items()]
         dropped = [(str(t), int(p), int(o)) for t, p, o in plan["dropped"]]

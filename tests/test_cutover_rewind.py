@@ -320,6 +320,11 @@ def test_the_modern_join_filter_reads_the_file_the_command_writes(spark: Any, tm
     # Of the seven pairs, three have both records below the position and two more have v-late: c-2 and c-1's
     # re-delivery with v-a are kept.
     assert len(kept) == 2
+    # A join built without its input records (a job of your own) is refused in one line, naming the columns.
+    from kit.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="has no click_topic, click_partition, click_offset: select them"):
+        suppress_emitted(spark, spark.createDataFrame(rows.drop(columns=inputs[3:])), path, spec)
 
 
 # -- the command, on a real topic (no Spark) -----------------------------------------------------------------------
