@@ -272,9 +272,15 @@ def test_naive_windowed_counts_count_by_arrival_not_by_event_time(engine_run, pr
 
     assert mixed_windows > 0, "no naive window mixed records of different event-time windows"
     assert run.late("windowed_counts", "naive").empty
-    # Both profiles hold records the oracle drops as too late: the messy one's too_late records, and in both the
-    # boundary block's probes behind the watermark.
-    assert counted_too_late, "the naive job should count the too-late records"
+    # Every too-late record that arrived within an emitted window of arrivals is counted. The naive job emits every
+    # 10 s of batches, so records arriving after its last emission are in no window: on the clean profile the only
+    # too-late records are the boundary block's probes, at the very end, and whether an emission follows them
+    # depends on where the run's last batch falls (the assertion that they are always counted never held here).
+    last_end = int((naive["window_start"] + naive["window_kind"].map(dict((k, s) for k, s, _ in WINDOWS))).max())
+    covered = too_late & set(arrived.loc[arrived["batch"] <= last_end, "seq"])
+    assert counted_too_late == covered
+    if profile == "messy":  # too-late records all through the stream
+        assert counted_too_late, "the naive job should count the too-late records"
 
 
 @pytest.mark.slow
