@@ -96,9 +96,7 @@ def rewind(inp: RewindInput) -> Rewind:
 
     :func:`kit.workloads.rewind.rewind_pairs`; the filter goes by each pair's input records.
     """
-    events = inp.events
-    views, clicks = events["event_type"] == "view", events["event_type"] == "click"
-    joined = events[views | clicks].reset_index(drop=True)
+    joined = inp.events[inp.events["event_type"].isin(["view", "click"])].reset_index(drop=True)  # purchases: neither
     return rewind_pairs(joined, inp, sides=(joined["event_type"] == "view", joined["event_type"] == "click"),
                         within_ms=WITHIN_MS, delay_ms=WATERMARK_DELAY_MS)
 
