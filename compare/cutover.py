@@ -668,7 +668,7 @@ def plan_rewind(plan: CutoverPlan, workload: str, bootstrap_servers: str | None,
         dataset = DriverConfig.read(out / "driver-config.json").dataset  # a kit run's replayed dataset (YSB's table)
     rule = spec.carry.rewind
     assert rule is not None, "rewound_spec returns specs with a rewind rule"
-    late = _late_within(layout.late(out, spec.name), plan.last_batch_ms, position)
+    late = _late_within(layout.late(out, spec.name), plan.last_batch_ms)
     rewind = rule(RewindInput(events, emitted.reset_index(drop=True), position, last_from, dataset, late))
     lost = {tp: read_from[tp] for tp in processed
             if read_from[tp] > first[tp] and rewind.starts[tp] <= read_from[tp]}
@@ -683,16 +683,17 @@ def plan_rewind(plan: CutoverPlan, workload: str, bootstrap_servers: str | None,
     return RewindPlan(spec, position, rewind, read_from)
 
 
-def _late_within(directory: Path, last_batch_ms: int | None, position: dict[tuple[str, int], int]) -> pd.DataFrame:
-    """``topic, partition, offset`` of the records the legacy job dropped as too late below the position."""
+def _late_within(directory: Path, last_batch_ms: int | None) -> pd.DataFrame:
+    """``topic, partition, offset`` of the records the legacy job dropped as too late up to its last batch.
+
+    The rewind rule keeps those below the position (:func:`kit.workloads.rewind.rewind_pairs`).
+    """
     late = read_batches(directory)
     if late.empty:
         return pd.DataFrame({"topic": pd.Series(dtype=str), "partition": pd.Series(dtype="int64"),
                              "offset": pd.Series(dtype="int64")})
     if last_batch_ms is not None:
         late = late[late["batch"] <= last_batch_ms]
-    ends = [position.get((str(t), int(p)), -1) for t, p in zip(late["topic"], late["partition"], strict=True)]
-    late = late[late["offset"].to_numpy() < pd.Series(ends, dtype="int64").to_numpy()]
     return late[["topic", "partition", "offset"]].astype({"partition": "int64", "offset": "int64"}).reset_index(
         drop=True)
 

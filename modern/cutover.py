@@ -72,12 +72,21 @@ def dead_letters_from(path: str | Path) -> dict[str, dict[int, int]]:
     except (OSError, ValueError) as err:
         msg = f"the cutover filter {path} cannot be read ({err}); write it with dmk cutover --rewind --suppress FILE"
         raise ConfigError(msg, field="suppress", expected="a dmk cutover --suppress file", actual=str(path)) from None
-    raw = plan.get("dead_letters_from", {}) if isinstance(plan, dict) else {}
+    return _offsets(plan if isinstance(plan, dict) else {}, "dead_letters_from", path)
+
+
+def _offsets(plan: dict[str, Any], name: str, path: str | Path) -> dict[str, dict[int, int]]:
+    """The filter file's field ``name``, topic → partition → offset (``{}`` if absent).
+
+    Raises:
+        ConfigError: the field is not of that shape.
+    """
+    raw = plan.get(name, {})
     try:
         return {str(topic): {int(p): int(o) for p, o in offsets.items()} for topic, offsets in raw.items()}
     except (AttributeError, TypeError, ValueError):
         shown = str(raw)[:80]
-        msg = (f"the cutover filter {path} has a malformed dead_letters_from ({shown}): write it again with "
+        msg = (f"the cutover filter {path} has a malformed {name} ({shown}): write it again with "
                "dmk cutover --rewind --suppress FILE")
         raise ConfigError(msg, field="suppress", expected="topic -> partition -> offset", actual=shown) from None
 
@@ -92,7 +101,7 @@ def suppress_emitted(spark: Any, frame: Any, path: str | Path, spec: workloads.W
 
     plan = _read(path, spec)
     if spec.carry.row_inputs:
-        return _drop_pairs_read_before(spark, frame, plan, spec.carry.row_inputs)
+        return _drop_pairs_read_before(spark, frame, plan, spec.carry.row_inputs, path)
     # A barrier: Spark's optimizer pushes a filter or a semi/anti join on grouping columns below the aggregation
     # (PushPredicateThroughNonJoin, PushDownLeftSemiAntiJoin), where a session_window column is still each
     # event's own [t, t + gap), not the merged session: it then dropped events, not sessions. Neither rule
@@ -108,7 +117,8 @@ def suppress_emitted(spark: Any, frame: Any, path: str | Path, spec: workloads.W
     return kept.select(*frame.columns)
 
 
-def _drop_pairs_read_before(spark: Any, frame: Any, plan: dict[str, Any], sides: tuple[str, ...]) -> Any:
+def _drop_pairs_read_before(spark: Any, frame: Any, plan: dict[str, Any], sides: tuple[str, ...],
+                            path: str | Path) -> Any:
     """A join's filter: drop the rows whose input records all lie below the position, or one of ``plan["dropped"]``.
 
     A re-delivered record pairs again under the same ids, so only the records' offsets tell the legacy job's pairs
@@ -126,13 +136,14 @@ def _drop_pairs_read_before(spark: Any, frame: Any, plan: dict[str, Any], sides:
                f"{', '.join(missing)}: select them from the source's topic, partition and offset before the "
                "projection, as modern/workloads/join.py does (StateCarry.row_inputs)")
         raise ConfigError(msg, field="suppress", expected=missing, actual=list(frame.columns))
+    position = [(t, p, o) for t, offsets in _offsets(plan, "position", path).items() for p, o in offsets.items()]
     try:
-        position = [(str(t), int(p), int(o)) for t, offsets in plan["position"].items() for p, o in offsets.items()]
         dropped = [(str(t), int(p), int(o)) for t, p, o in plan["dropped"]]
-    except (KeyError, AttributeError, TypeError, ValueError):
-        msg = ("the cutover filter of a join has no readable position or dropped records: write it again with "
+    except (KeyError, TypeError, ValueError):
+        msg = (f"the cutover filter {path} of a join has no readable dropped records: write it again with "
                "dmk cutover --rewind --suppress FILE")
-        raise ConfigError(msg, field="suppress", expected="position and dropped", actual=sorted(plan)) from None
+        raise ConfigError(msg, field="suppress", expected="[[topic, partition, offset], ...]",
+                          actual=sorted(plan)) from None
 
     def below(side: str) -> Any:
         return reduce(or_, [(F.col(f"{side}_topic") == t) & (F.col(f"{side}_partition") == p)

@@ -61,8 +61,8 @@ class RewindInput:
         last_batch_from: ``(topic, partition)`` → where the legacy job's last batch within the position began (its
             watermark came from the records below); partitions absent: the position.
         dataset: the replayed dataset's spec (YSB's campaign table), if known.
-        late: ``topic, partition, offset`` of the records the legacy job dropped as too late within the position
-            (its ``<job>.late`` output); None: not known.
+        late: ``topic, partition, offset`` of the records the legacy job dropped as too late (its ``<job>.late``
+            output up to its last batch; a rule keeps those below the position); None: not known.
     """
 
     events: pd.DataFrame
@@ -280,11 +280,8 @@ def rewind_pairs(events: pd.DataFrame, inp: RewindInput, *, sides: tuple[pd.Seri
     times = events["event_time"].to_numpy(dtype=np.int64)
 
     def mark(bounds: dict[TopicPartition, int]) -> int:
-        # min over the two sides of their largest event time below `bounds`, minus the delay (the legacy rule)
-        below = _below(events, bounds) if len(events) else np.zeros(0, bool)
-        if not (below & earlier).any() or not (below & later).any():
-            return NO_WATERMARK
-        return int(min(times[below & earlier].max(), times[below & later].max())) - delay_ms
+        # the smaller of the two sides' watermarks (NO_WATERMARK until both have events): the legacy rule
+        return min(watermark_below(events[earlier], bounds, delay_ms), watermark_below(events[later], bounds, delay_ms))
 
     watermark, next_watermark = mark(inp.last_batch_from or inp.position), mark(inp.position)
     needed = (earlier & (times > next_watermark - within_ms)) | (later & (times > next_watermark))
