@@ -113,7 +113,7 @@ def run_engine(
     """
     tag = f"{engine}-{uuid.uuid4().hex[:6]}"
     routed = route_inputs([w if isinstance(w, workloads.WorkloadSpec) else workloads.get(w) for w, _ in jobs], frame)
-    shares = input_shares(routed, len(frame))  # by input name, before the topics are renamed
+    shares = input_shares(routed, len(frame), batch_records(spec), partitions)  # by input name, before renaming
     topics = {name: f"{tag}-{name}" for name in sorted(set(routed["topic"]))}
     routed["topic"] = routed["topic"].map(topics)
     inputs = sorted(topics)

@@ -46,7 +46,7 @@ from compare.driver import (
     write_json,
 )
 from compare.errors import EngineFailed
-from compare.inputs import capped, common_cap, input_shares
+from compare.inputs import batch_records, capped, common_cap, input_shares
 from compare.settings import CompareSettings
 from kit import layout, workloads
 from kit.broker import KafkaEndpoint
@@ -331,7 +331,7 @@ def run_engine_process(
     total = len(routed)
     replay_s = total / settings.rate_rps / copies if settings.rate_rps else 0.0
     config = driver_config(engine, settings, topics, dataset, jobs, kafka.bootstrap_servers, run_id, replay_s,
-                           input_shares(routed, records))
+                           input_shares(routed, records, batch_records(dataset), settings.partitions))
     config_path = out / layout.DRIVER_CONFIG
     config.write(config_path)
     python_path = os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)

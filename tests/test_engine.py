@@ -11,6 +11,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from compare.engines import ENGINES, get_engine, register_engine
@@ -153,25 +154,42 @@ def test_capped_with_shares_gives_each_input_its_share_of_the_batch(tmp_path: Pa
         get_engine("modern").options(_config(engine="modern", options={"max_offsets_by_input": {"events": "9"}}))
 
 
-def test_input_shares_are_each_inputs_fraction_of_the_dataset() -> None:
+def test_input_shares_are_each_inputs_fraction_of_the_dataset_raised_alike_to_cover_its_densest_batch() -> None:
     from compare.harness import dataset_spec, route_inputs
-    from compare.inputs import input_shares
+    from compare.inputs import batch_records, input_shares
     from kit.dataset import generate
     from kit.nexmark import NexmarkSpec, generate_nexmark
 
-    frame = generate(dataset_spec("messy"))
+    spec = dataset_spec("messy")
+    frame = generate(spec)
     routed = route_inputs([workloads.get("join")], frame)
-    shares = input_shares(routed, len(frame))
-    assert set(shares) == {"impressions", "clicks"} and abs(sum(shares.values()) - 1.0) < 1e-9
+    shares = input_shares(routed, len(frame), batch_records(spec))
+    fractions = {name: (routed["topic"] == name).sum() / 20_000 for name in ("impressions", "clicks")}
+    assert 0.25 < fractions["clicks"] < 0.4
+    # one factor for both inputs: the largest ratio of an input's densest 1000 dataset records to its fraction
+    factor = shares["clicks"] / fractions["clicks"]
+    assert shares == pytest.approx({name: fraction * factor for name, fraction in fractions.items()})
+    densest = {name: max(((g >= s) & (g < s + 1_000)).sum() for s in g)
+               for name, g in ((n, routed.loc[routed["topic"] == n, "seq"].to_numpy()) for n in fractions)}
+    assert factor == pytest.approx(max(densest[n] / 1_000 / fractions[n] for n in fractions)) and 1 < factor < 1.2
+    # every input then reads at least its densest batch's records: a replay at the batch's rate never leaves it behind
+    assert all(shares[n] * 1_000 >= densest[n] - 1e-9 for n in fractions)
     # a query of some tables: their share of the whole dataset, not of the rows routed to it
     nexmark = generate_nexmark(NexmarkSpec(records=5_000, seed=2, layout="three"))
-    q8 = input_shares(route_inputs([workloads.get("nexmark_q8")], nexmark), len(nexmark))
-    assert q8 == {"auctions": (nexmark["topic"] == "auctions").mean(), "persons": (nexmark["topic"] == "persons").mean()}
+    q8 = input_shares(route_inputs([workloads.get("nexmark_q8")], nexmark), len(nexmark), window=len(nexmark))
+    assert q8 == {table: (nexmark["topic"] == table).mean() for table in ("auctions", "persons")}
     assert 0.05 < q8["auctions"] < 0.07 and 0.015 < q8["persons"] < 0.025
-    assert shares["clicks"] == (routed["topic"] == "clicks").sum() / 20_000 and 0.25 < shares["clicks"] < 0.4
     # a row fed to two inputs counts for both: each input's share of the dataset, not of the replay
-    both = input_shares(route_inputs([workloads.get("join"), workloads.get("running_counts")], frame), len(frame))
-    assert both == {**shares, "events": 1.0}
+    both = input_shares(route_inputs([workloads.get("join"), workloads.get("running_counts")], frame), len(frame),
+                        batch_records(spec))
+    assert both == pytest.approx({**shares, "events": factor})
+    # an input whose records all bunch in one batch raises every input as far (here tenfold)
+    bunched = pd.DataFrame({"seq": range(100), "topic": ["a"] * 95 + ["b"] * 5})
+    assert input_shares(bunched, 100, window=10) == pytest.approx({"a": 9.5, "b": 0.5})
+    # per partition (seq % partitions, as the runs replay): each partition's densest stretch against its average
+    alternate = pd.DataFrame({"seq": range(8), "topic": ["a", "b"] * 4})  # a on partition 0 only, b on 1 only
+    assert input_shares(alternate, 8, window=8) == {"a": 0.5, "b": 0.5}
+    assert input_shares(alternate, 8, window=8, partitions=2) == {"a": 1.0, "b": 1.0}
 
 
 def test_the_harness_caps_keep_batches_within_half_the_lateness_margin() -> None:
