@@ -10,7 +10,7 @@ offset table), and refuses when that position is ambiguous — a checkpoint whos
 (their outputs may be partial). :func:`plan_cutover` checks it against the legacy job's outputs when they are
 in the kit's layout (:mod:`legacy.runner`): outputs of batches beyond the position make the cutover ambiguous
 too, until they are discarded (the modern query produces them again). :func:`seed_state` writes the legacy
-job's last totals for the modern query to continue (:func:`modern.runner.continue_totals`). For state that
+job's last totals for the modern query to continue (:mod:`modern.seed`: in its state store, checked). For state that
 cannot be seeded (open windows, sessions, ids seen), :func:`plan_rewind` computes earlier starting offsets and
 the filter (:func:`write_suppress`) that drops what the legacy job already emitted (:mod:`kit.workloads.rewind`,
 :mod:`modern.cutover`).

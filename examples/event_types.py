@@ -72,5 +72,6 @@ SPEC = WorkloadSpec(
     oracle=oracle,
     legacy=(Variant("default", "examples.event_types:legacy_counts"),),
     modern=(Variant("default", "examples.event_types:modern_counts"),),
-    carry=StateCarry("totals", sum_columns=("count",), note="counts continue from the legacy job's last counts"),
+    carry=StateCarry("totals", sum_columns=("count",), counts_events=True,
+                     note="counts continue from the legacy job's last counts"),
 )

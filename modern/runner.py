@@ -9,8 +9,10 @@ Output layout under ``out_dir`` (the same as :mod:`legacy.runner`'s, batch = bat
     progress/idle/<query>.jsonl  the idle triggers Spark reported (no new data, no micro-batch)
 
 A job given an initial state (``ModernRunConfig.initial_state``, written by ``dmk cutover --seed-state``)
-continues the legacy job's totals: :func:`continue_totals`. A job given a filter (``ModernRunConfig.suppress``,
-written by ``dmk cutover --rewind``) drops the rows the legacy job already emitted: :mod:`modern.cutover`.
+continues the legacy job's totals: in Spark's state store, seeded and checked at its first batch, for totals that
+count events (:mod:`modern.seed`), else added to its output (:func:`continue_totals`). A job given a filter
+(``ModernRunConfig.suppress``, written by ``dmk cutover --rewind``) drops the rows the legacy job already emitted:
+:mod:`modern.cutover`.
 
 Each job's query is named ``<job>`` and has its checkpoint in ``<checkpoint_dir>/<job>``, so a restarted
 driver resumes every query where it was. A job query's parse writes the malformed records it meets to the
@@ -72,7 +74,7 @@ class ModernRunConfig:
         max_offsets_by_input: input name → records per trigger of that input: a source's ``maxOffsetsPerTrigger``
             is the sum over the inputs it reads (:class:`modern.workloads.Source`). Default: none.
         initial_state: job name → a Parquet file of the legacy job's last rows (``dmk cutover --seed-state``),
-            which the job's query continues (:func:`continue_totals`). Default: none.
+            which the job's query continues (:mod:`modern.seed`, :func:`continue_totals`). Default: none.
         suppress: job name → the output filter of a rewound cutover (``dmk cutover --rewind --suppress FILE``),
             which drops the job's rows the legacy job already emitted (:func:`modern.cutover.suppress_emitted`).
             Default: none.
@@ -227,7 +229,8 @@ def late_dropped(out_dir: str | Path, name: str) -> int:
 def continue_totals(frame: Any, seed: Any, spec: workloads.WorkloadSpec) -> Any:
     """``frame`` (a streaming aggregation's output) continued from ``seed`` (the legacy job's last rows).
 
-    For a workload whose state is totals (``spec.carry.how == "totals"``): each output row gets the seed
+    For a workload whose state is totals (``spec.carry.how == "totals"``) that do not count its events (those
+    are carried in the state store instead, :mod:`modern.seed`): each output row gets the seed
     row of its key added to its :attr:`~kit.workloads.StateCarry.sum_columns`, and ``last_input_ts`` becomes
     the larger of the two. The seed is a static DataFrame joined to the stream (left outer, broadcast), so
     the query's own state store starts empty and its checkpoint stays an ordinary one; keys the modern query
@@ -363,6 +366,72 @@ def _await_initialized(queries: Mapping[str, Any], timeout_s: float) -> None:
         time.sleep(_POLL_S)
 
 
+def _committed(checkpoint: Path) -> bool:
+    """Whether the query checkpointed at ``checkpoint`` has committed a batch."""
+    commits = checkpoint / "commits"
+    return commits.is_dir() and any(p.name.isdigit() for p in commits.iterdir())
+
+
+class _SeedCheckThread(threading.Thread):
+    """Once a seeded query commits batch 0: :func:`modern.seed.check_seeded_state`, its report, the refusal.
+
+    The report is ``<out_dir>/<job>.seed_check.json``. If a key differs, the query is stopped and :attr:`error`
+    set; :meth:`ModernRun.await_offsets` raises it.
+    """
+
+    def __init__(self, run: ModernRun, job: str, spec: workloads.WorkloadSpec) -> None:
+        super().__init__(name=f"dmk-seed-check-{job}", daemon=True)
+        self.run_, self.job, self.spec = run, job, spec
+        self.stopped = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        from modern.seed import check_seeded_state, first_batch_ranges, starting_offsets
+
+        config = self.run_.config
+        checkpoint = Path(config.checkpoint_dir) / self.job
+        try:
+            progress = None
+            while progress is None and not self.stopped.is_set():
+                query = self.run_.queries.get(self.job)
+                if query is not None and (checkpoint / "commits" / "0").exists():
+                    progress = next((p for p in query.recentProgress if p.get("batchId") == 0), None)
+                if progress is None:
+                    self.stopped.wait(_POLL_S)
+            if progress is None:
+                return
+            starting = starting_offsets(config.source_options.get("startingOffsets"))
+            ranges = first_batch_ranges(progress, starting, _Beginnings(config.bootstrap_servers))
+            check = check_seeded_state(self.run_.spark, checkpoint, config.initial_state[self.job], self.spec, ranges,
+                                       config.bootstrap_servers, job=self.job)
+            (Path(config.out_dir) / f"{self.job}.seed_check.json").write_text(check.to_json(), encoding="utf-8")
+            if not check.ok:
+                msg = (
+                    f"{self.job}: the seeded state differs from the seed plus the first batch at {check.different} "
+                    f"keys (e.g. {check.differences[0]}); the query is stopped. See {self.job}.seed_check.json; "
+                    "discard the modern output and checkpoint, and cut over again from the legacy job's outputs"
+                )
+                self.error = ConfigError(msg, field="initial_state")
+                self.run_.queries[self.job].stop()
+        except Exception as err:  # noqa: BLE001 - the check could not run: as good as failed, raised by the run
+            self.error = err
+
+
+class _Beginnings(dict):
+    """topic → partition → its first offset, asked of Kafka on first use (a ``-2`` starting offset)."""
+
+    def __init__(self, bootstrap_servers: str) -> None:
+        super().__init__()
+        self.bootstrap_servers = bootstrap_servers
+
+    def __missing__(self, topic: str) -> dict[int, int]:
+        from kit.kafka import Kafka
+
+        with Kafka(self.bootstrap_servers) as kafka:
+            self[topic] = {tp.partition: o for tp, o in kafka.beginning_offsets(topic).items()}
+        return self[topic]
+
+
 class ModernRun:
     """The queries of one :class:`ModernRunConfig`; :meth:`start`, :meth:`await_offsets`, :meth:`stop`."""
 
@@ -372,6 +441,7 @@ class ModernRun:
         self.queries: dict[str, Any] = {}
         self._log: _ProgressLog | None = None
         self._poller: _ProgressPoller | None = None
+        self._seed_checks: dict[str, _SeedCheckThread] = {}
 
     def _writer(self, frame: Any, name: str, mode: str) -> Any:
         writer = (
@@ -409,14 +479,25 @@ class ModernRun:
         for workload, variant in config.jobs:
             job = resolve(workload, variant)
             job.spec.check_inputs(config.topics)
+            seed = None
+            if job.name in config.initial_state:
+                seed = self.spark.read.parquet(str(config.initial_state[job.name]))
+            if seed is not None and job.spec.carry.counts_events:  # carried in the state store, checked (modern.seed)
+                from modern.seed import seeded_totals, starting_offsets
+
+                frame = seeded_totals(seed, source, job.spec)
+                if not _committed(Path(config.checkpoint_dir) / job.name):  # a restart has no batch 0 to check
+                    starting_offsets(config.source_options.get("startingOffsets"))  # refused before it starts
+                    self._seed_checks[job.name] = _SeedCheckThread(self, job.name, job.spec)
+                writers[job.name] = self._writer(frame, job.name, job.spec.output_mode)
+                continue
             frame = job.build(self.spark, source)
             if job.name in config.suppress:  # before the projection: a join's filter reads its pairs' input offsets
                 from modern.cutover import suppress_emitted
 
                 frame = suppress_emitted(self.spark, frame, config.suppress[job.name], job.spec)
             frame = frame.select(*job.spec.columns)
-            if job.name in config.initial_state:
-                seed = self.spark.read.parquet(str(config.initial_state[job.name]))
+            if seed is not None:
                 frame = continue_totals(frame, seed, job.spec)
             writers[job.name] = self._writer(frame, job.name, job.spec.output_mode)
         if not in_parse:
@@ -450,7 +531,15 @@ class ModernRun:
         except BaseException:
             self.stop()
             raise
+        for check in self._seed_checks.values():
+            check.start()
         return self
+
+    def _seed_check_failed(self) -> None:
+        """Raise the first failed seed check's error (:mod:`modern.seed`)."""
+        for check in self._seed_checks.values():
+            if check.error is not None:
+                raise check.error
 
     def _reached(self, query: Any) -> dict[str, dict[int, int]]:
         progress = query.lastProgress
@@ -476,6 +565,7 @@ class ModernRun:
         deadline = time.monotonic() + timeout_s
         pending = dict(self.queries)
         while pending:
+            self._seed_check_failed()
             for name, query in list(pending.items()):
                 error = query.exception()
                 if error is not None:
@@ -499,9 +589,14 @@ class ModernRun:
                 )
             if pending:
                 time.sleep(0.2)
+        for check in self._seed_checks.values():  # a run is done when its seed is proven
+            check.join(max(deadline - time.monotonic(), 1.0))
+        self._seed_check_failed()
 
     def stop(self) -> None:
         """Stop every query and remove the progress listener (over Connect: poll the progress a last time)."""
+        for check in self._seed_checks.values():
+            check.stopped.set()
         if self._poller is not None:
             self._poller.stop()
             self._poller = None

@@ -149,6 +149,9 @@ def _cutover_case(tmp: Path, bootstrap: str, topic_factory, mode: str, store: st
 
     rest = replay(frame.iloc[half:], bootstrap, settings)
     modern_out = _run_modern(tmp, bootstrap, topic, spec, json.loads(options.read_text()), seed, rest.topic_end_offsets)
+    # running_counts' totals were carried in the modern query's state store, checked key for key at its first batch
+    check = json.loads((modern_out / "running_counts.seed_check.json").read_text())
+    assert check["ok"] and check["keys_seeded"] == len(pd.read_parquet(seed)) and check["first_batch_events"] > 0
 
     for name in ("running_counts", "examples.purchases:SPEC"):
         job_spec = workloads.get(name)

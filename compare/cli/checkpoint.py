@@ -191,7 +191,8 @@ def add_cutover(commands: Commands) -> None:
     cut.add_argument("--write-options", metavar="FILE", help="merge startingOffsets into this JSON file of "
                      "Kafka source options")
     cut.add_argument("--seed-state", metavar="FILE", help="write the legacy job's last totals (Parquet) for the "
-                     "modern query to continue (workloads whose state is totals)")
+                     "modern query to continue (workloads whose state is totals: its state store is seeded with "
+                     "them and checked at its first batch)")
     cut.add_argument("--workload", help="the workload of --seed-state or --rewind (name or package.module:SPEC)")
     cut.add_argument("--rewind", action="store_true", help="workloads whose state is rewound (windows, sessions, "
                      "seen ids, join rows): start the modern query early enough to rebuild its state, and write the "

@@ -137,6 +137,9 @@ class StateCarry:
             ``<name>_partition`` and ``<name>_offset`` for each, before the runner keeps the spec's columns, and
             the cutover's filter drops the rows whose inputs all lie below the position (the legacy job's), not
             rows by time and key (:func:`kit.workloads.rewind.rewind_pairs`).
+        counts_events: ``"totals"`` only: the totals are each key's count of valid events (``count``) and their
+            newest Kafka timestamp, so the modern query can hold them in Spark's state store, seeded and checked
+            (:mod:`modern.seed`); other totals are added to the modern query's output instead.
     """
 
     how: Literal["stateless", "totals", "rewound", "not carried"]
@@ -145,6 +148,7 @@ class StateCarry:
     row_time: str = ""
     rewind: Callable[[RewindInput], Rewind] | None = field(default=None, repr=False)
     row_inputs: tuple[str, ...] = ()
+    counts_events: bool = False
 
 
 NOT_CARRIED = StateCarry(

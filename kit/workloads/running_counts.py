@@ -38,7 +38,7 @@ SPEC = WorkloadSpec(
     oracle=oracle,
     trajectory=trajectory,
     carry=StateCarry(
-        "totals", sum_columns=("count",),
-        note="the legacy job's last count per key seeds the modern query, which adds its own counts to it",
+        "totals", sum_columns=("count",), counts_events=True,
+        note="the legacy job's last count per key seeds the modern query's state store, which counts on from it",
     ),
 )

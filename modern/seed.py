@@ -1,0 +1,236 @@
+"""Totals carried in Spark's state store: a cutover's seed as ``transformWithStateInPandas`` initial state, checked.
+
+``dmk cutover --seed-state FILE`` writes the legacy job's last row per key (``key, count, last_input_ts``). For a
+workload whose totals count its events (:attr:`kit.workloads.StateCarry.counts_events`: ``running_counts``,
+``examples.event_types``), the modern job's query is then :func:`seeded_totals`: the events grouped by the key
+columns into :class:`SeededTotals`, a ``transformWithStateInPandas`` processor whose ``initialState`` is the seed.
+Spark hands each seed row to ``handleInitialState`` in the query's first micro-batch and keeps it in the
+query's state store; the seed file is not read again (a restart continues from the checkpoint), and the query
+emits what ``groupBy(keys).agg(count, max(kafka_ts))`` in update mode emits, from the legacy totals on.
+
+:func:`check_seeded_state` proves the carry after that first batch: it reads the state store at batch 0 with
+Spark's state data source (``format("statestore")``, state variable :data:`STATE_VARIABLE`) and compares it key
+for key with the seed plus the batch's own events, which it reads again from Kafka (the batch's offset ranges,
+from the query's progress) and parses with :func:`kit.events.parse_event`. The runner
+(:class:`modern.runner.ModernRun`) runs it as soon as batch 0 commits, writes ``<job>.seed_check.json`` and
+stops the run with a :class:`~kit.errors.ConfigError` if any key differs.
+
+Example::
+
+    frame = seeded_totals(spark.read.parquet("runs/seed.parquet"), source, kit.workloads.get("running_counts"))
+    check = check_seeded_state(spark, "ckpt/running_counts", "runs/seed.parquet", spec, batch_ranges, "b:9092")
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+from kit import workloads
+from kit.errors import ConfigError
+from kit.events import parse_event
+
+__all__ = ["STATE_VARIABLE", "SeedCheck", "SeededTotals", "check_seeded_state", "first_batch_ranges", "seeded_totals",
+           "starting_offsets"]
+
+STATE_VARIABLE = "total"
+"""The :class:`SeededTotals` value state: ``(count, last_input_ts)`` per key."""
+
+_TOTALS = ("count", "last_input_ts")
+
+
+class SeededTotals(StatefulProcessor):
+    """Per key: how many events it had and the newest Kafka timestamp among them, from the legacy job's row on.
+
+    Args:
+        keys: the grouping key columns, in order (the output's first columns).
+    """
+
+    def __init__(self, keys: tuple[str, ...]) -> None:
+        self.keys = keys
+
+    def init(self, handle: Any) -> None:
+        """Declare the per-key state."""
+        self.total = handle.getValueState(STATE_VARIABLE, "count long, last_input_ts long")
+
+    def handleInitialState(self, key: Any, initialState: pd.DataFrame, timerValues: Any) -> None:
+        """Hold the key's seed row (first micro-batch only)."""
+        row = initialState.iloc[0]  # one seed row per key (the cutover writes the last row of each)
+        self.total.update((int(row["count"]), int(row["last_input_ts"])))
+
+    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
+        """Count the key's new events on from its total; emit the new total (update mode)."""
+        count, last = self.total.get() if self.total.exists() else (0, None)
+        for chunk in rows:
+            newest = int(chunk["last_input_ts"].max())
+            count, last = count + len(chunk), newest if last is None else max(last, newest)
+        self.total.update((count, last))
+        yield pd.DataFrame({**{k: [v] for k, v in zip(self.keys, key, strict=True)},
+                            "count": [count], "last_input_ts": [last]})
+
+
+def seeded_totals(seed: Any, source: Any, spec: workloads.WorkloadSpec) -> Any:
+    """``spec``'s totals over ``source``'s events as a :class:`SeededTotals` query started from ``seed``.
+
+    Raises:
+        ConfigError: the workload's totals do not count its events, or ``seed`` lacks a key or total column.
+    """
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
+
+    if not spec.carry.counts_events:
+        msg = (f"{spec.name}: its totals are not a count of its events, so Spark's state store cannot be seeded "
+               f"with them ({spec.carry.how}: {spec.carry.note})")
+        raise ConfigError(msg, field="initial_state", expected="a workload whose carry counts its events",
+                          actual=spec.carry.how)
+    keys = tuple(spec.key_columns)
+    needed = [*keys, *_TOTALS]
+    missing = [c for c in needed if c not in seed.columns]
+    if missing:
+        msg = (f"{spec.name}: the seed lacks the columns {missing}; it needs {needed} "
+               "(dmk cutover --seed-state writes them)")
+        raise ConfigError(msg, field="initial_state", expected=needed, actual=list(seed.columns))
+    events = source.events(spec.inputs[0]).select(*keys, F.unix_millis("kafka_ts").alias("last_input_ts"))
+    schema = ", ".join(
+        [f"{k} {events.schema[k].dataType.simpleString()}" for k in keys] + ["count long", "last_input_ts long"])
+    initial = seed.select(*keys, *(F.col(c).cast("long").alias(c) for c in _TOTALS)).groupBy(*keys)
+    return events.groupBy(*keys).transformWithStateInPandas(
+        SeededTotals(keys), schema, outputMode="Update", timeMode="None", initialState=initial
+    ).select(*spec.columns)
+
+
+@dataclass(frozen=True)
+class SeedCheck:
+    """What :func:`check_seeded_state` found: the seed against the state store at the query's first batch.
+
+    Attributes:
+        job: the query's name.
+        keys_seeded: seed rows (one per key).
+        seed_bytes: the seed file's size.
+        first_batch_events: valid events of the first batch (read again from Kafka).
+        keys_in_state: keys in the state store at batch 0.
+        differences: up to 10 keys whose state is not the seed plus the batch's events, with both values.
+        different: how many keys differ (also keys missing from either side).
+    """
+
+    job: str
+    keys_seeded: int
+    seed_bytes: int
+    first_batch_events: int
+    keys_in_state: int
+    differences: list[dict[str, Any]] = field(default_factory=list)
+    different: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """Every key's state is the seed plus its events of the first batch."""
+        return self.different == 0
+
+    def to_json(self) -> str:
+        """The check as JSON (``<job>.seed_check.json``)."""
+        return json.dumps({**asdict(self), "ok": self.ok}, indent=2, default=str)
+
+
+def starting_offsets(option: Any) -> dict[str, dict[int, int]]:
+    """A query's ``startingOffsets`` option as topic → partition → offset (``-2``: the beginning; {}: all of it).
+
+    Raises:
+        ConfigError: ``latest`` (or ``-1``): where the first batch began is then unknown, so its seed cannot be
+            checked (and the records between the legacy job's position and the query's start would be lost).
+    """
+    if option in (None, "", "earliest"):
+        return {}
+    parsed = json.loads(option) if isinstance(option, str) and option.strip().startswith("{") else option
+    if not isinstance(parsed, Mapping) or any(int(o) == -1 for parts in parsed.values() for o in parts.values()):
+        msg = (f"a seeded query must start at known offsets, got startingOffsets {option!r}: start it at the "
+               "offsets dmk cutover writes (--write-options), where the legacy job stopped")
+        raise ConfigError(msg, field="startingOffsets", expected="a JSON object of offsets, or earliest",
+                          actual=option)
+    return {topic: {int(p): int(o) for p, o in parts.items()} for topic, parts in parsed.items()}
+
+
+def first_batch_ranges(progress: Mapping[str, Any], starting: Mapping[str, Mapping[int, int]],
+                       beginnings: Mapping[str, Mapping[int, int]]) -> dict[tuple[str, int], tuple[int, int]]:
+    """``(topic, partition) → (from, until)`` read by the batch of ``progress`` (batch 0).
+
+    A first batch's progress has no ``startOffset``: it started at the query's ``starting`` offsets (``-2``: the
+    partition's beginning, from ``beginnings``).
+    """
+    from modern.kafka import offsets_from_json
+
+    def offsets(value: Any) -> Any:  # a first batch's startOffset is null, or the text "null"
+        return offsets_from_json(value) if value not in (None, "", "null") else {}
+
+    ranges = {}
+    for source in progress.get("sources") or []:
+        end, start = offsets(source.get("endOffset")), offsets(source.get("startOffset"))
+        for tp, until in end.items():
+            begin = start.get(tp, starting.get(tp.topic, {}).get(tp.partition, -2))
+            if begin < 0:  # -2: earliest (the cutover writes it for partitions the legacy job never read)
+                begin = beginnings[tp.topic][tp.partition]
+            ranges[(tp.topic, tp.partition)] = (begin, until)
+    return ranges
+
+
+def _state_at(spark: Any, checkpoint: str | Path, keys: tuple[str, ...]) -> pd.DataFrame:
+    """The :class:`SeededTotals` state at batch 0, one row per key (``format("statestore")``)."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    frame = (spark.read.format("statestore").option("stateVarName", STATE_VARIABLE).option("batchId", 0)
+             .load(str(Path(checkpoint).resolve())))
+    return frame.select(*(F.col(f"key.{k}").alias(k) for k in keys),
+                        *(F.col(f"value.{c}").alias(c) for c in _TOTALS)).toPandas()
+
+
+def _events_in(ranges: Mapping[tuple[str, int], tuple[int, int]], keys: tuple[str, ...], bootstrap_servers: str,
+               kafka_settings: Mapping[str, Any] | None) -> pd.DataFrame:
+    """The valid events of ``ranges`` per key: how many, and their newest Kafka timestamp."""
+    from kit.kafka import Kafka
+
+    rows = []
+    with Kafka(bootstrap_servers, settings=dict(kafka_settings or {})) as kafka:
+        for (topic, partition), (begin, until) in sorted(ranges.items()):
+            for record in kafka.read_range(topic, partition, begin, until):
+                event, _ = parse_event(record.value)
+                if event is not None:  # a malformed record is a dead letter, counted by no key
+                    rows.append((*(event[k] for k in keys), int(record.timestamp)))
+    events = pd.DataFrame(rows, columns=[*keys, "kafka_ts"])
+    return events.groupby(list(keys), as_index=False).agg(count=("kafka_ts", "size"),
+                                                          last_input_ts=("kafka_ts", "max"))
+
+
+def check_seeded_state(
+    spark: Any, checkpoint: str | Path, seed_path: str | Path, spec: workloads.WorkloadSpec,
+    ranges: Mapping[tuple[str, int], tuple[int, int]], bootstrap_servers: str, *, job: str = "",
+    kafka_settings: Mapping[str, Any] | None = None,
+) -> SeedCheck:
+    """Whether the state store of the query at ``checkpoint`` holds, at batch 0, the seed plus the batch's events.
+
+    ``ranges``: the batch's offset ranges (:func:`first_batch_ranges`). For each key, the expected state is the
+    seed row's count plus the batch's events of the key, and the newer of the two ``last_input_ts``.
+    """
+    keys = tuple(spec.key_columns)
+    seed = pd.read_parquet(seed_path, columns=[*keys, *_TOTALS])
+    batch = _events_in(ranges, keys, bootstrap_servers, kafka_settings)
+    expected = seed.merge(batch, on=list(keys), how="outer", suffixes=("_seed", "_batch"))
+    expected["count"] = expected["count_seed"].fillna(0) + expected["count_batch"].fillna(0)
+    expected["last_input_ts"] = expected[["last_input_ts_seed", "last_input_ts_batch"]].max(axis=1)
+    state = _state_at(spark, checkpoint, keys)
+    both = expected[[*keys, *_TOTALS]].merge(state, on=list(keys), how="outer", suffixes=("_expected", "_state"),
+                                              indicator=True)
+    wrong = both[(both["_merge"] != "both")
+                 | (both["count_expected"] != both["count_state"])
+                 | (both["last_input_ts_expected"] != both["last_input_ts_state"])]
+    differences = [
+        {**{k: row[k] for k in keys},
+         "expected": None if row["_merge"] == "right_only" else {c: int(row[f"{c}_expected"]) for c in _TOTALS},
+         "state": None if row["_merge"] == "left_only" else {c: int(row[f"{c}_state"]) for c in _TOTALS}}
+        for _, row in wrong.head(10).iterrows()
+    ]
+    return SeedCheck(job or spec.name, len(seed), Path(seed_path).stat().st_size, int(batch["count"].sum()),
+                     len(state), differences, len(wrong))

@@ -1,0 +1,124 @@
+"""Totals carried in Spark's state store (:mod:`modern.seed`): a seed becomes ``transformWithStateInPandas``
+initial state, the query counts on from it, and the check reads the state store at batch 0 key for key.
+
+The seed here is the oracle's counts of the stream's first half (what a legacy job that processed it would have
+emitted last per key), the query starts at the half's end offsets: its final rows must be the oracle's over the
+whole stream. ``tests/test_cutover.py`` does the same with a real legacy job and ``dmk cutover --seed-state``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from kit import workloads
+from kit.dataset import DatasetSpec, generate
+from kit.errors import ConfigError
+from kit.replay import ReplaySettings, replay
+from kit.sink import read_batches
+from modern.runner import ModernRun, ModernRunConfig
+
+PARTITIONS = 2
+
+
+def _seeded_run(spark, tmp: Path, bootstrap: str, topic: str, spec: DatasetSpec, seed: Path, starting: dict) -> ModernRun:
+    config = ModernRunConfig(
+        bootstrap_servers=bootstrap, topics={"events": topic}, out_dir=str(tmp / "out"),
+        checkpoint_dir=str(tmp / "ckpt"), dataset=spec, jobs=(("running_counts", "default"),),
+        source_options={"startingOffsets": json.dumps({topic: {str(p): o for p, o in starting.items()}})},
+        initial_state={"running_counts": str(seed)},
+    )
+    return ModernRun(spark, config)
+
+
+def test_a_seeded_query_counts_on_from_the_seed_and_its_state_store_proves_it(
+    spark, bootstrap_servers: str, topic_factory, tmp_path: Path
+) -> None:
+    from modern.seed import STATE_VARIABLE, check_seeded_state, first_batch_ranges
+
+    spec = dataclasses.replace(DatasetSpec.from_profile("messy", records=1500, seed=8), too_late_fraction=0.0)
+    frame = generate(spec)
+    counts = workloads.get("running_counts")
+    half = len(frame) // 2
+    topic = topic_factory(PARTITIONS)
+    settings = ReplaySettings(topic=topic, partitions=PARTITIONS, partition_by="seq")
+    first = replay(frame.iloc[:half], bootstrap_servers, settings)
+    # The legacy job's last row per key over the first half: the oracle's counts there (a last_input_ts older than
+    # every record's: the check takes the newer of the seed's and the first batch's).
+    seeded = counts.oracle(frame.iloc[:half], spec).rows.assign(last_input_ts=0).astype({"count": "int64"})
+    seed = tmp_path / "seed.parquet"
+    seeded[["key", "count", "last_input_ts"]].to_parquet(seed)
+    rest = replay(frame.iloc[half:], bootstrap_servers, settings)
+
+    run = _seeded_run(spark, tmp_path, bootstrap_servers, topic, spec, seed, first.end_offsets).start()
+    try:
+        run.await_offsets({topic: rest.end_offsets}, timeout_s=300)
+    finally:
+        run.stop()
+
+    # The query's rows continue the seed: its last row per key is the oracle's count over the whole stream.
+    rows = read_batches(tmp_path / "out" / "running_counts")
+    final = workloads.final_result(counts, rows)[["key", "count"]]
+    expected = counts.oracle(frame, spec).rows[["key", "count"]]
+    untouched = expected[~expected["key"].isin(final["key"])]  # keys with no event in the second half: the seed's
+    got = pd.concat([final, seeded[seeded["key"].isin(untouched["key"])][["key", "count"]]])
+    pd.testing.assert_frame_equal(got.sort_values("key").reset_index(drop=True),
+                                  expected.sort_values("key").reset_index(drop=True), check_dtype=False)
+
+    # The runner's check: every seed key is in the state store at batch 0, with its first-batch events added.
+    report = json.loads((tmp_path / "out" / "running_counts.seed_check.json").read_text())
+    assert report["ok"] and report["different"] == 0
+    assert report["keys_seeded"] == len(seeded) and report["first_batch_events"] > 0
+    assert report["keys_in_state"] >= len(seeded)
+    # The store's last version holds the whole stream's count of every key, those the modern query never saw too.
+    state = spark.read.format("statestore").option("stateVarName", STATE_VARIABLE).load(
+        str((tmp_path / "ckpt" / "running_counts").resolve())).selectExpr("key.key AS key", "value.count AS count")
+    pd.testing.assert_frame_equal(state.toPandas().sort_values("key").reset_index(drop=True),
+                                  expected.sort_values("key").reset_index(drop=True), check_dtype=False)
+
+    # A seed that is not what the store holds (one key's count off by one, one key gone) is caught, key for key.
+    assert report["job"] == "running_counts"
+    query_progress = [p for p in _progress(tmp_path / "out") if p["batchId"] == 0][0]
+    ranges = first_batch_ranges(query_progress, {topic: first.end_offsets}, {})
+    assert sum(u - f for f, u in ranges.values()) > 0
+    assert {p: f for (_, p), (f, _) in ranges.items()} == first.end_offsets  # batch 0 starts at the position
+    wrong = seeded.copy()
+    wrong.loc[0, "count"] += 1
+    wrong = wrong.drop(index=1)
+    tampered = tmp_path / "tampered.parquet"
+    wrong[["key", "count", "last_input_ts"]].to_parquet(tampered)
+    check = check_seeded_state(spark, tmp_path / "ckpt" / "running_counts", tampered, counts, ranges,
+                               bootstrap_servers)
+    assert not check.ok and check.different == 2
+    assert {d["key"] for d in check.differences} == {seeded.loc[0, "key"], seeded.loc[1, "key"]}
+    missing = next(d for d in check.differences if d["key"] == seeded.loc[1, "key"])
+    assert missing["state"] is not None  # in the store, not in the (tampered) seed
+
+
+def _progress(out: Path) -> list[dict]:
+    from modern.runner import read_progress
+
+    return read_progress(out, "running_counts")
+
+
+def test_a_seed_for_totals_that_are_not_event_counts_is_refused(spark) -> None:
+    from modern.seed import seeded_totals
+
+    spec = workloads.get("windowed_counts")
+    with pytest.raises(ConfigError, match="not a count of its events"):
+        seeded_totals(spark.createDataFrame(pd.DataFrame({"key": ["a"], "count": [1], "last_input_ts": [1]})),
+                      None, spec)
+
+
+def test_a_seeded_query_must_start_at_known_offsets() -> None:
+    from modern.seed import starting_offsets
+
+    assert starting_offsets(None) == starting_offsets("earliest") == {}
+    assert starting_offsets('{"t": {"0": 5, "1": -2}}') == {"t": {0: 5, 1: -2}}
+    for unknown in ("latest", '{"t": {"0": -1}}'):
+        with pytest.raises(ConfigError, match="must start at known offsets"):
+            starting_offsets(unknown)
