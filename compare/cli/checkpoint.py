@@ -16,6 +16,16 @@ if TYPE_CHECKING:
 __all__ = ["add_checkpoint", "add_cutover"]
 
 
+
+def _seed_check(workload: str) -> str:
+    """What becomes of a seed in the modern job, for the cutover's report."""
+    from kit import workloads
+
+    if workloads.get(workload).carry.counts_events:
+        return ("the modern job seeds its state store with it and checks it key for key after its first batch "
+                "(<out>/<job>.seed_check.json)")
+    return "the modern job adds it to its output rows (totals that are not event counts: no state store to check)"
+
 def cmd_checkpoint_inspect(args: argparse.Namespace) -> int:
     import re
 
@@ -94,7 +104,8 @@ def cmd_cutover(args: argparse.Namespace) -> int:
     if args.json:
         payload = plan.to_json()
         if seeded is not None:
-            payload["seed_state"] = {"path": args.seed_state, "keys": seeded}
+            payload["seed_state"] = {"path": args.seed_state, "keys": seeded,
+                                     "bytes": Path(args.seed_state).stat().st_size, "check": _seed_check(args.workload)}
         if rewound is not None:
             payload["position_startingOffsets"] = payload["startingOffsets"]
             payload["startingOffsets"] = rewound.starting_offsets()
@@ -109,7 +120,8 @@ def cmd_cutover(args: argparse.Namespace) -> int:
         err_console.print(f"discarded {len(plan.discarded)} legacy output file(s) of batches beyond it: "
                           f"{', '.join(map(str, plan.beyond))}", highlight=False)
     if seeded is not None:
-        err_console.print(f"initial state ({seeded} keys) written to {args.seed_state}", highlight=False)
+        err_console.print(f"initial state ({seeded} keys, {Path(args.seed_state).stat().st_size:,} bytes) written to "
+                          f"{args.seed_state}; {_seed_check(args.workload)}", highlight=False)
     if rewound is not None:
         _print_rewind(rewound.to_json(), args.suppress)
     if args.write_options:

