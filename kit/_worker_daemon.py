@@ -13,13 +13,18 @@ each collection walked every object of these imports, the largest part of a triv
 Frozen, they are never walked again (and their pages stay shared with the daemon).
 ``benchmarks/python_task_cost.py`` measures a Python task's cost; the figures before and after both changes are
 in benchmarks/results/changes.md §19.
+
+A worker whose socket the JVM has closed (its task no longer wanted) ends without PySpark's traceback on the
+terminal (:func:`_quiet_on_a_closed_socket`).
 """
 
 from __future__ import annotations
 
 import gc
 import importlib
+import socket
 import sys
+from collections.abc import Callable
 
 from pyspark import daemon
 
@@ -47,7 +52,28 @@ def warm() -> None:
     encode_batch(-1, frame)
 
 
+def _quiet_on_a_closed_socket(
+    worker: Callable[[socket.socket, bool], int],
+) -> Callable[[socket.socket, bool], int]:
+    """``worker`` ending quietly when the JVM has closed the task's socket (``BrokenPipeError``).
+
+    The JVM closes it when it no longer wants the task's output: a task interrupted by a stopping query or
+    StreamingContext, a ``take`` that has its rows. PySpark's daemon then kills the worker on the failed flush
+    (``spark.python.daemon.killWorkerOnFlushFailure``) and prints the traceback to the executor's stderr, which
+    on a local master is the terminal: ``dmk bench`` showed 28 of them. The worker still ends, and is not reused.
+    """
+
+    def run(sock: socket.socket, authenticated: bool) -> int:
+        try:
+            return worker(sock, authenticated)
+        except BrokenPipeError:
+            return 1  # non-zero: the daemon closes this worker instead of reusing it
+
+    return run
+
+
 if __name__ == "__main__":
+    daemon.worker = _quiet_on_a_closed_socket(daemon.worker)  # type: ignore[assignment]  # manager calls it by name
     for name in PRELOADED:
         importlib.import_module(name)
     # The worker module (``pyspark.worker``) too: PySpark imports it in each forked worker, and Spark puts
