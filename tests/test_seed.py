@@ -20,29 +20,36 @@ from kit.dataset import DatasetSpec, generate
 from kit.errors import ConfigError
 from kit.replay import ReplaySettings, replay
 from kit.sink import read_batches
-from modern.runner import ModernRun, ModernRunConfig
+from modern.runner import ModernRun, ModernRunConfig, read_progress
 
 PARTITIONS = 2
 
 
-def _seeded_run(spark, tmp: Path, bootstrap: str, topic: str, spec: DatasetSpec, seed: Path, starting: dict) -> ModernRun:
+def _seeded_run(spark, tmp: Path, bootstrap: str, topic: str, spec: DatasetSpec, job: str, seed: Path,
+                starting: dict) -> ModernRun:
     config = ModernRunConfig(
         bootstrap_servers=bootstrap, topics={"events": topic}, out_dir=str(tmp / "out"),
-        checkpoint_dir=str(tmp / "ckpt"), dataset=spec, jobs=(("running_counts", "default"),),
+        checkpoint_dir=str(tmp / "ckpt"), dataset=spec, jobs=((job, "default"),),
         source_options={"startingOffsets": json.dumps({topic: {str(p): o for p, o in starting.items()}})},
-        initial_state={"running_counts": str(seed)},
+        initial_state={workloads.get(job).name: str(seed)},
     )
     return ModernRun(spark, config)
 
 
+def _by_keys(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    return frame[[*keys, "count"]].sort_values(keys).reset_index(drop=True)
+
+
+@pytest.mark.parametrize("job", ["running_counts", "examples.event_types:SPEC"])
 def test_a_seeded_query_counts_on_from_the_seed_and_its_state_store_proves_it(
-    spark, bootstrap_servers: str, topic_factory, tmp_path: Path
+    spark, bootstrap_servers: str, topic_factory, tmp_path: Path, job: str
 ) -> None:
     from modern.seed import STATE_VARIABLE, check_seeded_state, first_batch_ranges
 
     spec = dataclasses.replace(DatasetSpec.from_profile("messy", records=1500, seed=8), too_late_fraction=0.0)
     frame = generate(spec)
-    counts = workloads.get("running_counts")
+    counts = workloads.get(job)
+    name, keys = counts.name, list(counts.key_columns)
     half = len(frame) // 2
     topic = topic_factory(PARTITIONS)
     settings = ReplaySettings(topic=topic, partitions=PARTITIONS, partition_by="seq")
@@ -51,38 +58,34 @@ def test_a_seeded_query_counts_on_from_the_seed_and_its_state_store_proves_it(
     # every record's: the check takes the newer of the seed's and the first batch's).
     seeded = counts.oracle(frame.iloc[:half], spec).rows.assign(last_input_ts=0).astype({"count": "int64"})
     seed = tmp_path / "seed.parquet"
-    seeded[["key", "count", "last_input_ts"]].to_parquet(seed)
+    seeded[[*keys, "count", "last_input_ts"]].to_parquet(seed)
     rest = replay(frame.iloc[half:], bootstrap_servers, settings)
 
-    run = _seeded_run(spark, tmp_path, bootstrap_servers, topic, spec, seed, first.end_offsets).start()
+    run = _seeded_run(spark, tmp_path, bootstrap_servers, topic, spec, job, seed, first.end_offsets).start()
     try:
         run.await_offsets({topic: rest.end_offsets}, timeout_s=300)
     finally:
         run.stop()
 
-    # The query's rows continue the seed: its last row per key is the oracle's count over the whole stream.
-    rows = read_batches(tmp_path / "out" / "running_counts")
-    final = workloads.final_result(counts, rows)[["key", "count"]]
-    expected = counts.oracle(frame, spec).rows[["key", "count"]]
-    untouched = expected[~expected["key"].isin(final["key"])]  # keys with no event in the second half: the seed's
-    got = pd.concat([final, seeded[seeded["key"].isin(untouched["key"])][["key", "count"]]])
-    pd.testing.assert_frame_equal(got.sort_values("key").reset_index(drop=True),
-                                  expected.sort_values("key").reset_index(drop=True), check_dtype=False)
+    # The query's rows continue the seed: its last row per key is the oracle's count over the whole stream, and a
+    # key it never saw keeps the seed's.
+    final = workloads.final_result(counts, read_batches(tmp_path / "out" / name))
+    expected = _by_keys(counts.oracle(frame, spec).rows, keys)
+    kept = seeded.merge(final[keys], on=keys, how="left", indicator=True).query("_merge == 'left_only'")
+    pd.testing.assert_frame_equal(_by_keys(pd.concat([final, kept]), keys), expected, check_dtype=False)
 
     # The runner's check: every seed key is in the state store at batch 0, with its first-batch events added.
-    report = json.loads((tmp_path / "out" / "running_counts.seed_check.json").read_text())
-    assert report["ok"] and report["different"] == 0
+    report = json.loads((tmp_path / "out" / f"{name}.seed_check.json").read_text())
+    assert report["ok"] and report["different"] == 0 and report["job"] == name
     assert report["keys_seeded"] == len(seeded) and report["first_batch_events"] > 0
     assert report["keys_in_state"] >= len(seeded)
     # The store's last version holds the whole stream's count of every key, those the modern query never saw too.
     state = spark.read.format("statestore").option("stateVarName", STATE_VARIABLE).load(
-        str((tmp_path / "ckpt" / "running_counts").resolve())).selectExpr("key.key AS key", "value.count AS count")
-    pd.testing.assert_frame_equal(state.toPandas().sort_values("key").reset_index(drop=True),
-                                  expected.sort_values("key").reset_index(drop=True), check_dtype=False)
+        str((tmp_path / "ckpt" / name).resolve())).selectExpr(*(f"key.{k} AS {k}" for k in keys), "value.count AS count")
+    pd.testing.assert_frame_equal(_by_keys(state.toPandas(), keys), expected, check_dtype=False)
 
     # A seed that is not what the store holds (one key's count off by one, one key gone) is caught, key for key.
-    assert report["job"] == "running_counts"
-    query_progress = [p for p in _progress(tmp_path / "out") if p["batchId"] == 0][0]
+    query_progress = [p for p in read_progress(tmp_path / "out", name) if p["batchId"] == 0][0]
     ranges = first_batch_ranges(query_progress, {topic: first.end_offsets}, {})
     assert sum(u - f for f, u in ranges.values()) > 0
     assert {p: f for (_, p), (f, _) in ranges.items()} == first.end_offsets  # batch 0 starts at the position
@@ -90,19 +93,13 @@ def test_a_seeded_query_counts_on_from_the_seed_and_its_state_store_proves_it(
     wrong.loc[0, "count"] += 1
     wrong = wrong.drop(index=1)
     tampered = tmp_path / "tampered.parquet"
-    wrong[["key", "count", "last_input_ts"]].to_parquet(tampered)
-    check = check_seeded_state(spark, tmp_path / "ckpt" / "running_counts", tampered, counts, ranges,
-                               bootstrap_servers)
+    wrong[[*keys, "count", "last_input_ts"]].to_parquet(tampered)
+    check = check_seeded_state(spark, tmp_path / "ckpt" / name, tampered, counts, ranges, bootstrap_servers)
     assert not check.ok and check.different == 2
-    assert {d["key"] for d in check.differences} == {seeded.loc[0, "key"], seeded.loc[1, "key"]}
-    missing = next(d for d in check.differences if d["key"] == seeded.loc[1, "key"])
-    assert missing["state"] is not None  # in the store, not in the (tampered) seed
-
-
-def _progress(out: Path) -> list[dict]:
-    from modern.runner import read_progress
-
-    return read_progress(out, "running_counts")
+    assert {tuple(d[k] for k in keys) for d in check.differences} == {
+        tuple(seeded.loc[i, k] for k in keys) for i in (0, 1)}
+    gone = next(d for d in check.differences if all(d[k] == seeded.loc[1, k] for k in keys))
+    assert gone["state"] is not None  # in the store, not in the (tampered) seed
 
 
 def test_a_seed_for_totals_that_are_not_event_counts_is_refused(spark) -> None:
