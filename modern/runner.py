@@ -560,7 +560,8 @@ class ModernRun:
 
         Raises:
             StreamingQueryException: a query failed (Spark's exception, with its message).
-            RunTimeout: not reached in time; says where each query was.
+            RunTimeout: not reached in time; says where each query was. Or a seeded query's check not done.
+            ConfigError: a seeded query's state store does not hold its seed (:mod:`modern.seed`).
         """
         deadline = time.monotonic() + timeout_s
         pending = dict(self.queries)
@@ -589,8 +590,12 @@ class ModernRun:
                 )
             if pending:
                 time.sleep(0.2)
-        for check in self._seed_checks.values():  # a run is done when its seed is proven
+        for name, check in self._seed_checks.items():  # a run is done when its seed is proven
             check.join(max(deadline - time.monotonic(), 1.0))
+            if check.is_alive():
+                msg = (f"{name}: the check of its seeded state did not finish within {timeout_s:.0f} s; raise the "
+                       "timeout (it reads the first batch's records again)")
+                raise RunTimeout(msg, reached={}, expected={})
         self._seed_check_failed()
 
     def stop(self) -> None:
