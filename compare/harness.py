@@ -113,7 +113,9 @@ def run_engine(
     """
     tag = f"{engine}-{uuid.uuid4().hex[:6]}"
     routed = route_inputs([w if isinstance(w, workloads.WorkloadSpec) else workloads.get(w) for w, _ in jobs], frame)
-    shares = input_shares(routed, len(frame), batch_records(spec), partitions)  # by input name, before renaming
+    chosen = get_engine(engine)
+    shares = input_shares(routed, len(frame), batch_records(spec), partitions,  # by input name, before renaming
+                          by_clock=chosen.batches_by_clock)
     topics = {name: f"{tag}-{name}" for name in sorted(set(routed["topic"]))}
     routed["topic"] = routed["topic"].map(topics)
     inputs = sorted(topics)
@@ -130,7 +132,6 @@ def run_engine(
     settings = ReplaySettings(
         topic=topics[inputs[0]], partitions=partitions, rate_rps=REPLAY_RATE_RPS * copies, partition_by="seq"
     )
-    chosen = get_engine(engine)
     config = capped(chosen, DriverConfig(
         engine=engine, bootstrap_servers=bootstrap_servers, topics=topics, out_dir=str(out_dir),
         checkpoint_dir=str(checkpoint), dataset=spec, jobs=jobs, timeout_s=timeout_s, partitions=partitions,

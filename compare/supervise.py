@@ -331,7 +331,8 @@ def run_engine_process(
     total = len(routed)
     replay_s = total / settings.rate_rps / copies if settings.rate_rps else 0.0
     config = driver_config(engine, settings, topics, dataset, jobs, kafka.bootstrap_servers, run_id, replay_s,
-                           input_shares(routed, records, batch_records(dataset), settings.partitions))
+                           input_shares(routed, records, batch_records(dataset), settings.partitions,
+                                        by_clock=engine.batches_by_clock))
     config_path = out / layout.DRIVER_CONFIG
     config.write(config_path)
     python_path = os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)

@@ -183,6 +183,8 @@ def test_input_shares_are_each_inputs_fraction_of_the_dataset_raised_alike_to_co
     both = input_shares(route_inputs([workloads.get("join"), workloads.get("running_counts")], frame), len(frame),
                         batch_records(spec))
     assert both == pytest.approx({**shares, "events": factor})
+    # an engine that starts its next batch when the last ends catches up by itself: the bare fractions
+    assert input_shares(routed, len(frame), batch_records(spec), by_clock=False) == pytest.approx(fractions)
     # an input whose records all bunch in one batch raises every input as far (here tenfold)
     bunched = pd.DataFrame({"seq": range(100), "topic": ["a"] * 95 + ["b"] * 5})
     assert input_shares(bunched, 100, window=10) == pytest.approx({"a": 9.5, "b": 0.5})
