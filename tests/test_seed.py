@@ -119,3 +119,10 @@ def test_a_seeded_query_must_start_at_known_offsets() -> None:
     for unknown in ("latest", '{"t": {"0": -1}}'):
         with pytest.raises(ConfigError, match="must start at known offsets"):
             starting_offsets(unknown)
+
+
+def test_a_job_cannot_be_both_seeded_and_rewound(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="both an initial state and a rewound cutover's filter"):
+        ModernRunConfig(bootstrap_servers="b:9092", topics={"events": "t"}, out_dir="o", checkpoint_dir="c",
+                        dataset=DatasetSpec(), jobs=(("running_counts", "default"),),
+                        initial_state={"running_counts": "s.parquet"}, suppress={"running_counts": "f.json"})
