@@ -91,13 +91,13 @@ def input_shares(
     fractions, factor = {}, 1.0
     for name, seqs in sorted(routed.groupby("topic")["seq"]):
         fractions[str(name)] = len(seqs) / max(records, 1)
+        if not by_clock:
+            continue
         average = fractions[str(name)] * window / partitions  # its records per partition in a window
         for _, on_partition in seqs.groupby(seqs % partitions):
             at = np.sort(on_partition.to_numpy())
             densest = int((np.searchsorted(at, at + window) - np.arange(len(at))).max())
             factor = max(factor, densest / average)
-    if not by_clock:
-        factor = 1.0
     return {name: fraction * factor for name, fraction in fractions.items()}
 
 

@@ -252,14 +252,9 @@ def continue_totals(frame: Any, seed: Any, spec: workloads.WorkloadSpec) -> Any:
     if carry.how != "totals":
         msg = f"{spec.name}: its state cannot be continued from the legacy job's rows ({carry.how}: {carry.note})"
         raise ConfigError(msg, field="initial_state", expected="a workload whose carry is 'totals'", actual=carry.how)
-    needed = [*spec.key_columns, *carry.sum_columns, "last_input_ts"]
-    missing = [c for c in needed if c not in seed.columns]
-    if missing:
-        msg = (
-            f"{spec.name}: the initial state lacks the columns {missing}; it needs {needed} (dmk cutover --seed-state "
-            "writes them)"
-        )
-        raise ConfigError(msg, field="initial_state", expected=needed, actual=list(seed.columns))
+    from modern.seed import check_seed_columns
+
+    check_seed_columns(seed.columns, spec)
     if not seed.take(1):
         return frame  # nothing to continue from (the legacy job completed no batch with records)
     prior = seed.select(
@@ -386,14 +381,15 @@ class _SeedCheckThread(threading.Thread):
     set; :meth:`ModernRun.await_offsets` raises it.
     """
 
-    def __init__(self, run: ModernRun, job: str, spec: workloads.WorkloadSpec) -> None:
+    def __init__(self, run: ModernRun, job: str, spec: workloads.WorkloadSpec,
+                 starting: Mapping[str, Mapping[int, int]]) -> None:
         super().__init__(name=f"dmk-seed-check-{job}", daemon=True)
-        self.run_, self.job, self.spec = run, job, spec
+        self.run_, self.job, self.spec, self.starting = run, job, spec, starting
         self.stopped = threading.Event()
         self.error: BaseException | None = None
 
     def run(self) -> None:
-        from modern.seed import check_seeded_state, first_batch_ranges, starting_offsets
+        from modern.seed import check_seeded_state, first_batch_ranges
 
         config = self.run_.config
         checkpoint = Path(config.checkpoint_dir) / self.job
@@ -407,8 +403,7 @@ class _SeedCheckThread(threading.Thread):
                     self.stopped.wait(_POLL_S)
             if progress is None:
                 return
-            starting = starting_offsets(config.source_options.get("startingOffsets"))
-            ranges = first_batch_ranges(progress, starting, _Beginnings(config.bootstrap_servers))
+            ranges = first_batch_ranges(progress, self.starting, _Beginnings(config.bootstrap_servers))
             check = check_seeded_state(self.run_.spark, checkpoint, config.initial_state[self.job], self.spec, ranges,
                                        config.bootstrap_servers, job=self.job)
             (Path(config.out_dir) / f"{self.job}.seed_check.json").write_text(check.to_json(), encoding="utf-8")
@@ -494,8 +489,9 @@ class ModernRun:
 
                 frame = seeded_totals(seed, source, job.spec)
                 if not _committed(Path(config.checkpoint_dir) / job.name):  # a restart has no batch 0 to check
-                    starting_offsets(config.source_options.get("startingOffsets"))  # refused before it starts
-                    self._seed_checks[job.name] = _SeedCheckThread(self, job.name, job.spec)
+                    # refused here, before the query starts
+                    starting = starting_offsets(config.source_options.get("startingOffsets"))
+                    self._seed_checks[job.name] = _SeedCheckThread(self, job.name, job.spec, starting)
                 writers[job.name] = self._writer(frame, job.name, job.spec.output_mode)
                 continue
             frame = job.build(self.spark, source)

@@ -36,8 +36,8 @@ from kit import workloads
 from kit.errors import ConfigError
 from kit.events import parse_event
 
-__all__ = ["STATE_VARIABLE", "SeedCheck", "SeededTotals", "check_seeded_state", "first_batch_ranges", "seeded_totals",
-           "starting_offsets"]
+__all__ = ["STATE_VARIABLE", "SeedCheck", "SeededTotals", "check_seed_columns", "check_seeded_state",
+           "first_batch_ranges", "seeded_totals", "starting_offsets"]
 
 STATE_VARIABLE = "total"
 """The :class:`SeededTotals` value state: ``(count, last_input_ts)`` per key."""
@@ -75,6 +75,20 @@ class SeededTotals(StatefulProcessor):
                             "count": [count], "last_input_ts": [last]})
 
 
+def check_seed_columns(columns: list[str], spec: workloads.WorkloadSpec) -> None:
+    """Refuse a seed without ``spec``'s key columns, its total columns and ``last_input_ts``.
+
+    Raises:
+        ConfigError: naming the missing columns and what writes them.
+    """
+    needed = [*spec.key_columns, *spec.carry.sum_columns, "last_input_ts"]
+    missing = [c for c in needed if c not in columns]
+    if missing:
+        msg = (f"{spec.name}: the initial state lacks the columns {missing}; it needs {needed} "
+               "(dmk cutover --seed-state writes them)")
+        raise ConfigError(msg, field="initial_state", expected=needed, actual=list(columns))
+
+
 def seeded_totals(seed: Any, source: Any, spec: workloads.WorkloadSpec) -> Any:
     """``spec``'s totals over ``source``'s events as a :class:`SeededTotals` query started from ``seed``.
 
@@ -89,12 +103,7 @@ def seeded_totals(seed: Any, source: Any, spec: workloads.WorkloadSpec) -> Any:
         raise ConfigError(msg, field="initial_state", expected="a workload whose carry counts its events",
                           actual=spec.carry.how)
     keys = tuple(spec.key_columns)
-    needed = [*keys, *_TOTALS]
-    missing = [c for c in needed if c not in seed.columns]
-    if missing:
-        msg = (f"{spec.name}: the seed lacks the columns {missing}; it needs {needed} "
-               "(dmk cutover --seed-state writes them)")
-        raise ConfigError(msg, field="initial_state", expected=needed, actual=list(seed.columns))
+    check_seed_columns(seed.columns, spec)
     events = source.events(spec.inputs[0]).select(*keys, F.unix_millis("kafka_ts").alias("last_input_ts"))
     schema = ", ".join(
         [f"{k} {events.schema[k].dataType.simpleString()}" for k in keys] + ["count long", "last_input_ts long"])

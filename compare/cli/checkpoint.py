@@ -16,7 +16,6 @@ if TYPE_CHECKING:
 __all__ = ["add_checkpoint", "add_cutover"]
 
 
-
 def _seed_check(workload: str) -> str:
     """What becomes of a seed in the modern job, for the cutover's report."""
     from kit import workloads
@@ -25,6 +24,7 @@ def _seed_check(workload: str) -> str:
         return ("the modern job seeds its state store with it and checks it key for key after its first batch "
                 "(<out>/<job>.seed_check.json)")
     return "the modern job adds it to its output rows (totals that are not event counts: no state store to check)"
+
 
 def cmd_checkpoint_inspect(args: argparse.Namespace) -> int:
     import re
