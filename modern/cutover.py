@@ -138,12 +138,13 @@ def _drop_pairs_read_before(spark: Any, frame: Any, plan: dict[str, Any], sides:
         raise ConfigError(msg, field="suppress", expected=missing, actual=list(frame.columns))
     position = [(t, p, o) for t, offsets in _offsets(plan, "position", path).items() for p, o in offsets.items()]
     try:
-        dropped = [(str(t), int(p), int(o)) for t, p, o in plan["dropped"]]
+        dropped: list[tuple[str, int, int]] | None = [(str(t), int(p), int(o)) for t, p, o in plan["dropped"]]
     except (KeyError, TypeError, ValueError):
-        msg = (f"the cutover filter {path} of a join has no readable dropped records: write it again with "
-               "dmk cutover --rewind --suppress FILE")
-        raise ConfigError(msg, field="suppress", expected="[[topic, partition, offset], ...]",
-                          actual=sorted(plan)) from None
+        dropped = None
+    if "position" not in plan or dropped is None:  # without the position every pair is kept, the legacy job's too
+        msg = (f"the cutover filter {path} of a join has no readable position or dropped records: write it again "
+               "with dmk cutover --rewind --suppress FILE")
+        raise ConfigError(msg, field="suppress", expected="position and dropped", actual=sorted(plan))
 
     def below(side: str) -> Any:
         return reduce(or_, [(F.col(f"{side}_topic") == t) & (F.col(f"{side}_partition") == p)

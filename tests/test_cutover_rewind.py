@@ -325,6 +325,12 @@ def test_the_modern_join_filter_reads_the_file_the_command_writes(spark: Any, tm
 
     with pytest.raises(ConfigError, match="has no click_topic, click_partition, click_offset: select them"):
         suppress_emitted(spark, spark.createDataFrame(rows.drop(columns=inputs[3:])), path, spec)
+    # A filter without its position (or its dropped records) would keep the legacy job's pairs: refused.
+    for field in ("position", "dropped"):
+        broken = tmp_path / f"without-{field}.json"
+        broken.write_text(json.dumps({k: v for k, v in json.loads(path.read_text()).items() if k != field}))
+        with pytest.raises(ConfigError, match="has no readable position or dropped records"):
+            suppress_emitted(spark, spark.createDataFrame(rows), broken, spec)
 
 
 # -- the command, on a real topic (no Spark) -----------------------------------------------------------------------
