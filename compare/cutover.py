@@ -48,6 +48,7 @@ __all__ = [
     "SOURCES",
     "RewindPlan",
     "carried_spec",
+    "ids_seed",
     "plan_cutover",
     "plan_rewind",
     "read_position",
@@ -408,23 +409,26 @@ def carried_spec(workload: str) -> workloads.WorkloadSpec:
     """The spec of ``workload``, whose state :func:`seed_state` can carry.
 
     Raises:
-        ConfigError: the workload's state is not totals (its ``carry`` says why and what to do instead).
+        ConfigError: the workload's state is neither totals nor ids seeded from its output (its ``carry`` says why
+            and what to do instead).
     """
     spec = workloads.get(workload)
-    if spec.carry.how != "totals":
+    if spec.carry.how != "totals" and not spec.carry.seeds_ids:
         msg = f"{spec.name}'s state is {spec.carry.how}: {spec.carry.note}"
-        raise ConfigError(msg, field="workload", expected="a workload whose state is totals", actual=spec.carry.how)
+        raise ConfigError(msg, field="workload", expected="a workload whose state is totals or ids seen",
+                          actual=spec.carry.how)
     return spec
 
 
 def seed_state(plan: CutoverPlan, workload: str, target: str | Path) -> int:
-    """Write the legacy job's last rows of ``workload`` as the modern query's initial state; returns the key count.
+    """Write the legacy job's state of ``workload`` as the modern query's initial state; returns the key count.
 
-    The rows are each key's last within the position; the modern query reads them as
+    Totals: each key's last row within the position. Ids seen (:attr:`kit.workloads.StateCarry.seeds_ids`,
+    ``dedup``): :func:`ids_seed` of the rows within the position. The modern query reads the file as
     ``ModernRunConfig.initial_state``.
 
     Raises:
-        ConfigError: no ``legacy_output`` in the plan, or the workload's state is not totals
+        ConfigError: no ``legacy_output`` in the plan, or the workload's state cannot be seeded
             (:func:`carried_spec`).
     """
     spec = carried_spec(workload)
@@ -434,16 +438,39 @@ def seed_state(plan: CutoverPlan, workload: str, target: str | Path) -> int:
     rows = read_batches(Path(plan.legacy_output) / spec.name)
     if not rows.empty and plan.last_batch_ms is not None:
         rows = rows[rows["batch"] <= plan.last_batch_ms]
-    columns = [*spec.key_columns, *spec.carry.sum_columns, "last_input_ts"]
-    if rows.empty:
-        last = pd.DataFrame({c: pd.Series(dtype="int64") for c in columns})
+    if spec.carry.seeds_ids:
+        last = ids_seed(spec, rows)
     else:
-        last = rows.sort_values("batch", kind="stable").drop_duplicates(list(spec.key_columns), keep="last")
-        last = last[columns].sort_values(list(spec.key_columns))
+        columns = [*spec.key_columns, *spec.carry.sum_columns, "last_input_ts"]
+        if rows.empty:
+            last = pd.DataFrame({c: pd.Series(dtype="int64") for c in columns})
+        else:
+            last = rows.sort_values("batch", kind="stable").drop_duplicates(list(spec.key_columns), keep="last")
+            last = last[columns].sort_values(list(spec.key_columns))
     path = Path(target)
     path.parent.mkdir(parents=True, exist_ok=True)
     last.reset_index(drop=True).to_parquet(path, index=False)
     return len(last)
+
+
+def ids_seed(spec: workloads.WorkloadSpec, emitted: pd.DataFrame) -> pd.DataFrame:
+    """The ids a deduplication's legacy job still remembers, from its ``emitted`` rows: ``<keys>, seen_at``.
+
+    The legacy job emitted each id once, at its first delivery; a re-delivery carries its event time. Its next
+    batch judges records against its next watermark ``W'``: the largest event time below the position minus the
+    delay, which is the largest ``row_time`` it emitted minus the delay (every event it did not drop as late either
+    was emitted or repeats one that was, with the same event time). A record at or before ``W'`` is too late
+    whatever its id, so the ids that still matter are those seen after ``W'``: the seed. ``seen_at`` is their
+    ``row_time``; the modern query takes ``W'`` back from the seed (its newest ``seen_at`` minus the delay,
+    :func:`modern.seed.seed_watermark`). Columns: the spec's key columns and ``seen_at`` (ms).
+    """
+    keys = list(spec.key_columns)
+    if emitted.empty:
+        return pd.DataFrame({**{k: pd.Series(dtype="object") for k in keys}, "seen_at": pd.Series(dtype="int64")})
+    seen_at = emitted.eval(spec.carry.row_time).astype("int64")
+    assert spec.watermark_delay_ms is not None, "a workload that seeds ids has a watermark"
+    remembered = emitted.assign(seen_at=seen_at)[seen_at > int(seen_at.max()) - spec.watermark_delay_ms]
+    return remembered[[*keys, "seen_at"]].drop_duplicates(keys).sort_values(keys).reset_index(drop=True)
 
 
 def write_options(plan: CutoverPlan | RewindPlan, target: str | Path) -> dict[str, Any]:

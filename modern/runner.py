@@ -9,8 +9,9 @@ Output layout under ``out_dir`` (the same as :mod:`legacy.runner`'s, batch = bat
     progress/idle/<query>.jsonl  the idle triggers Spark reported (no new data, no micro-batch)
 
 A job given an initial state (``ModernRunConfig.initial_state``, written by ``dmk cutover --seed-state``)
-continues the legacy job's totals: in Spark's state store, seeded and checked at its first batch, for totals that
-count events (:mod:`modern.seed`), else added to its output (:func:`continue_totals`). A job given a filter
+continues the legacy job's state: in Spark's state store, seeded and checked at its first batch, for totals that
+count events and for a deduplication's ids seen (:mod:`modern.seed`), else totals added to its output
+(:func:`continue_totals`). A job given a filter
 (``ModernRunConfig.suppress``, written by ``dmk cutover --rewind``) drops the rows the legacy job already emitted:
 :mod:`modern.cutover`.
 
@@ -73,8 +74,8 @@ class ModernRunConfig:
             none.
         max_offsets_by_input: input name → records per trigger of that input: a source's ``maxOffsetsPerTrigger``
             is the sum over the inputs it reads (:class:`modern.workloads.Source`). Default: none.
-        initial_state: job name → a Parquet file of the legacy job's last rows (``dmk cutover --seed-state``),
-            which the job's query continues (:mod:`modern.seed`, :func:`continue_totals`). Default: none.
+        initial_state: job name → a Parquet file of the legacy job's state (``dmk cutover --seed-state``), which
+            the job's query continues (:mod:`modern.seed`, :func:`continue_totals`). Default: none.
         suppress: job name → the output filter of a rewound cutover (``dmk cutover --rewind --suppress FILE``),
             which drops the job's rows the legacy job already emitted (:func:`modern.cutover.suppress_emitted`).
             Default: none.
@@ -98,7 +99,7 @@ class ModernRunConfig:
         both = sorted(set(self.initial_state) & set(self.suppress))
         if both:  # dmk cutover refuses --seed-state with --rewind; a config written by hand could still say it
             msg = (f"{both} have both an initial state and a rewound cutover's filter: a job's state is either "
-                   "carried (totals, --seed-state) or rewound (--rewind); keep one")
+                   "carried (--seed-state) or rewound (--rewind); keep one")
             raise ConfigError(msg, field="initial_state", expected="jobs apart from suppress's", actual=both)
 
 
@@ -484,10 +485,10 @@ class ModernRun:
             seed = None
             if job.name in config.initial_state:
                 seed = self.spark.read.parquet(str(config.initial_state[job.name]))
-            if seed is not None and job.spec.carry.counts_events:  # carried in the state store, checked (modern.seed)
-                from modern.seed import seeded_totals, starting_offsets
+            if seed is not None and job.spec.carry.seeded:  # carried in the state store, checked (modern.seed)
+                from modern.seed import seeded_query, starting_offsets
 
-                frame = seeded_totals(seed, source, job.spec)
+                frame = seeded_query(seed, source, job.spec)
                 if not _committed(Path(config.checkpoint_dir) / job.name):  # a restart has no batch 0 to check
                     # refused here, before the query starts
                     starting = starting_offsets(config.source_options.get("startingOffsets"))

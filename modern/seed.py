@@ -1,23 +1,29 @@
-"""Totals carried in Spark's state store: a cutover's seed as ``transformWithStateInPandas`` initial state, checked.
+"""State carried in Spark's state store: a cutover's seed as ``transformWithStateInPandas`` initial state, checked.
 
-``dmk cutover --seed-state FILE`` writes the legacy job's last row per key (``key, count, last_input_ts``). For a
-workload whose totals count its events (:attr:`kit.workloads.StateCarry.counts_events`: ``running_counts``,
-``examples.event_types``), the modern job's query is then :func:`seeded_totals`: the events grouped by the key
-columns into :class:`SeededTotals`, a ``transformWithStateInPandas`` processor whose ``initialState`` is the seed.
-Spark hands each seed row to ``handleInitialState`` in the query's first micro-batch and keeps it in the
-query's state store; the seed file is not read again (a restart continues from the checkpoint), and the query
-emits what ``groupBy(keys).agg(count, max(kafka_ts))`` in update mode emits, from the legacy totals on.
+``dmk cutover --seed-state FILE`` writes the legacy job's state from its outputs, and the modern job's query
+(:func:`seeded_query`) takes it as the ``initialState`` of a ``transformWithStateInPandas`` processor. Spark hands
+each seed row to ``handleInitialState`` in the query's first micro-batch and keeps it in the query's state store;
+the seed file is not read again (a restart continues from the checkpoint). Two kinds of state are seeded:
+
+- **totals** that count a workload's events (:attr:`kit.workloads.StateCarry.counts_events`: ``running_counts``,
+  ``examples.event_types``): the seed is each key's last row (``key, count, last_input_ts``); the query is
+  :func:`seeded_totals`, the events grouped by the key columns into :class:`SeededTotals`, which emits what
+  ``groupBy(keys).agg(count, max(kafka_ts))`` in update mode emits, from the legacy totals on;
+- **ids seen** by a deduplication (:attr:`~kit.workloads.StateCarry.seeds_ids`: ``dedup``): the seed is the ids
+  the legacy job can still be sent again (``event_id, seen_at``, :func:`compare.cutover.ids_seed`); the query is
+  :func:`seeded_first_deliveries`, ``dedup``'s :class:`~modern.workloads.dedup.FirstDelivery` remembering them,
+  behind the legacy job's watermark (:func:`seed_watermark`: a first micro-batch has none of its own).
 
 :func:`check_seeded_state` proves the carry after that first batch: it reads the state store at batch 0 with
-Spark's state data source (``format("statestore")``, state variable :data:`STATE_VARIABLE`) and compares it key
-for key with the seed plus the batch's own events, which it reads again from Kafka (the batch's offset ranges,
-from the query's progress) and parses with :func:`kit.events.parse_event`. The runner
-(:class:`modern.runner.ModernRun`) runs it as soon as batch 0 commits, writes ``<job>.seed_check.json`` and
-stops the run with a :class:`~kit.errors.ConfigError` if any key differs.
+Spark's state data source (``format("statestore")``, the kind's state variable) and compares it key for key with
+the seed plus the batch's own events, which it reads again from Kafka (the batch's offset ranges, from the query's
+progress) and parses with :func:`kit.events.parse_event`. The runner (:class:`modern.runner.ModernRun`) runs it as
+soon as batch 0 commits, writes ``<job>.seed_check.json`` and stops the run with a
+:class:`~kit.errors.ConfigError` if any key differs.
 
 Example::
 
-    frame = seeded_totals(spark.read.parquet("runs/seed.parquet"), source, kit.workloads.get("running_counts"))
+    frame = seeded_query(spark.read.parquet("runs/seed.parquet"), source, kit.workloads.get("running_counts"))
     check = check_seeded_state(spark, "ckpt/running_counts", "runs/seed.parquet", spec, batch_ranges, "b:9092")
 """
 
@@ -36,13 +42,18 @@ from kit import workloads
 from kit.errors import ConfigError
 from kit.events import parse_event
 
-__all__ = ["STATE_VARIABLE", "SeedCheck", "SeededTotals", "check_seed_columns", "check_seeded_state",
-           "first_batch_ranges", "seeded_totals", "starting_offsets"]
+__all__ = ["IDS_VARIABLE", "STATE_VARIABLE", "SeedCheck", "SeededTotals", "check_seed_columns", "check_seeded_state",
+           "first_batch_ranges", "seed_watermark", "seeded_first_deliveries", "seeded_query", "seeded_totals",
+           "starting_offsets"]
 
 STATE_VARIABLE = "total"
 """The :class:`SeededTotals` value state: ``(count, last_input_ts)`` per key."""
 
+IDS_VARIABLE = "forget_at"
+"""The :class:`~modern.workloads.dedup.FirstDelivery` value state: when the id may be forgotten (event time, ms)."""
+
 _TOTALS = ("count", "last_input_ts")
+_SEEN_AT = "seen_at"
 
 
 class SeededTotals(StatefulProcessor):
@@ -76,17 +87,69 @@ class SeededTotals(StatefulProcessor):
 
 
 def check_seed_columns(columns: list[str], spec: workloads.WorkloadSpec) -> None:
-    """Refuse a seed without ``spec``'s key columns, its total columns and ``last_input_ts``.
+    """Refuse a seed without the columns ``spec``'s carry needs.
+
+    Those are its key columns, and its total columns and ``last_input_ts`` (totals) or ``seen_at`` (ids seen).
 
     Raises:
         ConfigError: naming the missing columns and what writes them.
     """
-    needed = [*spec.key_columns, *spec.carry.sum_columns, "last_input_ts"]
+    values = [_SEEN_AT] if spec.carry.seeds_ids else [*spec.carry.sum_columns, "last_input_ts"]
+    needed = [*spec.key_columns, *values]
     missing = [c for c in needed if c not in columns]
     if missing:
         msg = (f"{spec.name}: the initial state lacks the columns {missing}; it needs {needed} "
                "(dmk cutover --seed-state writes them)")
         raise ConfigError(msg, field="initial_state", expected=needed, actual=list(columns))
+
+
+def seeded_query(seed: Any, source: Any, spec: workloads.WorkloadSpec) -> Any:
+    """``spec``'s modern query over ``source`` started from ``seed`` in its state store (its carry's kind).
+
+    Raises:
+        ConfigError: the workload's state cannot be seeded (:attr:`kit.workloads.StateCarry.seeded`), or ``seed``
+            lacks a column.
+    """
+    if spec.carry.seeds_ids:
+        return seeded_first_deliveries(seed, source, spec)
+    return seeded_totals(seed, source, spec)
+
+
+def seed_watermark(newest_seen_at: int | None, spec: workloads.WorkloadSpec) -> int | None:
+    """The legacy job's next watermark, from the newest ``seen_at`` of an ids seed (None: an empty seed).
+
+    The seed holds the id of the newest event the legacy job processed (:func:`compare.cutover.ids_seed`), so
+    its ``seen_at`` minus the delay is the watermark the legacy job's next batch would have used.
+    """
+    if newest_seen_at is None:
+        return None
+    assert spec.watermark_delay_ms is not None, "a workload that seeds ids has a watermark"
+    return int(newest_seen_at) - spec.watermark_delay_ms
+
+
+def seeded_first_deliveries(seed: Any, source: Any, spec: workloads.WorkloadSpec) -> Any:
+    """``dedup`` over ``source``'s events as :class:`~modern.workloads.dedup.FirstDelivery` remembering ``seed``.
+
+    A query's first micro-batch has no watermark: a record the legacy job would have dropped as too late (at or
+    before its next watermark, :func:`seed_watermark`) would pass. So the events are filtered on that watermark
+    too, for good: once the query's own watermark passes it, the filter drops nothing the watermark keeps.
+
+    Raises:
+        ConfigError: ``seed`` lacks a key column or ``seen_at``.
+    """
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
+
+    from modern.workloads.dedup import first_deliveries
+
+    check_seed_columns(seed.columns, spec)
+    keys = tuple(spec.key_columns)
+    newest = seed.agg(F.max(_SEEN_AT)).first()[0]
+    floor = seed_watermark(newest, spec)
+    events = source.events(spec.inputs[0]).withWatermark("event_time", f"{spec.watermark_delay_ms} milliseconds")
+    if floor is not None:
+        events = events.where(F.col("event_time_ms") > F.lit(floor))
+    initial = seed.select(*keys, F.col(_SEEN_AT).cast("long").alias(_SEEN_AT)).groupBy(*keys)
+    return first_deliveries(events, initial).select(*spec.columns)
 
 
 def seeded_totals(seed: Any, source: Any, spec: workloads.WorkloadSpec) -> Any:
@@ -123,6 +186,8 @@ class SeedCheck:
         seed_bytes: the seed file's size.
         first_batch_events: valid events of the first batch (read again from Kafka).
         keys_in_state: keys in the state store at batch 0.
+        first_batch_late: ids seen only: events of the first batch at or before the legacy job's next watermark,
+            which the query drops as too late, as the legacy job would have.
         differences: up to 10 keys whose state is not the seed plus the batch's events, with both values.
         different: how many keys differ (also keys missing from either side).
     """
@@ -134,6 +199,7 @@ class SeedCheck:
     keys_in_state: int
     differences: list[dict[str, Any]] = field(default_factory=list)
     different: int = 0
+    first_batch_late: int = 0
 
     @property
     def ok(self) -> bool:
@@ -186,19 +252,20 @@ def first_batch_ranges(progress: Mapping[str, Any], starting: Mapping[str, Mappi
     return ranges
 
 
-def _state_at(spark: Any, checkpoint: str | Path, keys: tuple[str, ...]) -> pd.DataFrame:
-    """The :class:`SeededTotals` state at batch 0, one row per key (``format("statestore")``)."""
+def _state_at(spark: Any, checkpoint: str | Path, keys: tuple[str, ...], variable: str,
+              values: tuple[str, ...]) -> pd.DataFrame:
+    """The state variable ``variable`` at batch 0, one row per key (``format("statestore")``)."""
     from pyspark.sql import functions as F  # noqa: N812
 
-    frame = (spark.read.format("statestore").option("stateVarName", STATE_VARIABLE).option("batchId", 0)
+    frame = (spark.read.format("statestore").option("stateVarName", variable).option("batchId", 0)
              .load(str(Path(checkpoint).resolve())))
     return frame.select(*(F.col(f"key.{k}").alias(k) for k in keys),
-                        *(F.col(f"value.{c}").alias(c) for c in _TOTALS)).toPandas()
+                        *(F.col(f"value.{c}").alias(c) for c in values)).toPandas()
 
 
 def _events_in(ranges: Mapping[tuple[str, int], tuple[int, int]], keys: tuple[str, ...], bootstrap_servers: str,
                kafka_settings: Mapping[str, Any] | None) -> pd.DataFrame:
-    """The valid events of ``ranges`` per key: how many, and their newest Kafka timestamp."""
+    """The valid events of ``ranges`` in arrival order: ``keys``, ``event_time`` (ms) and ``kafka_ts``."""
     from kit.kafka import Kafka
 
     rows = []
@@ -207,10 +274,29 @@ def _events_in(ranges: Mapping[tuple[str, int], tuple[int, int]], keys: tuple[st
             for record in kafka.read_range(topic, partition, begin, until):
                 event, _ = parse_event(record.value)
                 if event is not None:  # a malformed record is a dead letter, counted by no key
-                    rows.append((*(event[k] for k in keys), int(record.timestamp)))
-    events = pd.DataFrame(rows, columns=[*keys, "kafka_ts"])
-    return events.groupby(list(keys), as_index=False).agg(count=("kafka_ts", "size"),
-                                                          last_input_ts=("kafka_ts", "max"))
+                    rows.append((*(event[k] for k in keys), int(event["event_time"]), int(record.timestamp)))
+    return pd.DataFrame(rows, columns=[*keys, "event_time", "kafka_ts"])
+
+
+def _expected_totals(seed: pd.DataFrame, batch: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Each key's count: the seed's plus the batch's events; ``last_input_ts`` the newer of the two."""
+    counted = batch.groupby(keys, as_index=False).agg(count=("kafka_ts", "size"), last_input_ts=("kafka_ts", "max"))
+    expected = seed.merge(counted, on=keys, how="outer", suffixes=("_seed", "_batch"))
+    expected["count"] = expected["count_seed"].fillna(0) + expected["count_batch"].fillna(0)
+    expected["last_input_ts"] = expected[["last_input_ts_seed", "last_input_ts_batch"]].max(axis=1)
+    return expected[[*keys, *_TOTALS]]
+
+
+def _expected_ids(seed: pd.DataFrame, batch: pd.DataFrame, keys: list[str], delay_ms: int) -> pd.DataFrame:
+    """Each id's ``forget_at``: the seed's ids, and the batch's ids past the legacy watermark not in it.
+
+    A batch's id is seen at its first delivery's event time (a re-delivery has the same).
+    """
+    newer = batch.drop_duplicates(keys, keep="first")
+    newer = newer[~newer.set_index(keys).index.isin(seed.set_index(keys).index)]
+    both = pd.concat([seed.rename(columns={_SEEN_AT: "event_time"})[[*keys, "event_time"]],
+                      newer[[*keys, "event_time"]]], ignore_index=True)
+    return both.assign(forget_at=both["event_time"] + delay_ms)[[*keys, IDS_VARIABLE]]
 
 
 def check_seeded_state(
@@ -220,26 +306,37 @@ def check_seeded_state(
 ) -> SeedCheck:
     """Whether the state store of the query at ``checkpoint`` holds, at batch 0, the seed plus the batch's events.
 
-    ``ranges``: the batch's offset ranges (:func:`first_batch_ranges`). For each key, the expected state is the
-    seed row's count plus the batch's events of the key, and the newer of the two ``last_input_ts``.
+    ``ranges``: the batch's offset ranges (:func:`first_batch_ranges`). Totals: each key's expected state is the
+    seed row's count plus the batch's events of the key, and the newer of the two ``last_input_ts``. Ids seen:
+    every seed id at its ``seen_at`` plus the delay, and every id the batch brought past the legacy job's
+    watermark (no timer fires in a first batch: it has no watermark).
     """
     keys = tuple(spec.key_columns)
-    seed = pd.read_parquet(seed_path, columns=[*keys, *_TOTALS])
     batch = _events_in(ranges, keys, bootstrap_servers, kafka_settings)
-    expected = seed.merge(batch, on=list(keys), how="outer", suffixes=("_seed", "_batch"))
-    expected["count"] = expected["count_seed"].fillna(0) + expected["count_batch"].fillna(0)
-    expected["last_input_ts"] = expected[["last_input_ts_seed", "last_input_ts_batch"]].max(axis=1)
-    state = _state_at(spark, checkpoint, keys)
-    both = expected[[*keys, *_TOTALS]].merge(state, on=list(keys), how="outer", suffixes=("_expected", "_state"),
-                                              indicator=True)
+    late = 0
+    values: tuple[str, ...]
+    if spec.carry.seeds_ids:
+        assert spec.watermark_delay_ms is not None, "a workload that seeds ids has a watermark"
+        seed = pd.read_parquet(seed_path, columns=[*keys, _SEEN_AT])
+        floor = seed_watermark(None if seed.empty else int(seed[_SEEN_AT].max()), spec)
+        behind = batch["event_time"] <= floor if floor is not None else pd.Series(False, index=batch.index)
+        late = int(behind.sum())
+        batch = batch[~behind]
+        variable, values = IDS_VARIABLE, (IDS_VARIABLE,)
+        expected = _expected_ids(seed, batch, list(keys), spec.watermark_delay_ms)
+    else:
+        seed = pd.read_parquet(seed_path, columns=[*keys, *_TOTALS])
+        variable, values = STATE_VARIABLE, _TOTALS
+        expected = _expected_totals(seed, batch, list(keys))
+    state = _state_at(spark, checkpoint, keys, variable, values)
+    both = expected.merge(state, on=list(keys), how="outer", suffixes=("_expected", "_state"), indicator=True)
     wrong = both[(both["_merge"] != "both")
-                 | (both["count_expected"] != both["count_state"])
-                 | (both["last_input_ts_expected"] != both["last_input_ts_state"])]
+                 | pd.concat([both[f"{c}_expected"] != both[f"{c}_state"] for c in values], axis=1).any(axis=1)]
     differences = [
         {**{k: row[k] for k in keys},
-         "expected": None if row["_merge"] == "right_only" else {c: int(row[f"{c}_expected"]) for c in _TOTALS},
-         "state": None if row["_merge"] == "left_only" else {c: int(row[f"{c}_state"]) for c in _TOTALS}}
+         "expected": None if row["_merge"] == "right_only" else {c: int(row[f"{c}_expected"]) for c in values},
+         "state": None if row["_merge"] == "left_only" else {c: int(row[f"{c}_state"]) for c in values}}
         for _, row in wrong.head(10).iterrows()
     ]
-    return SeedCheck(job or spec.name, len(seed), Path(seed_path).stat().st_size, int(batch["count"].sum()),
-                     len(state), differences, len(wrong))
+    return SeedCheck(job or spec.name, len(seed), Path(seed_path).stat().st_size, len(batch), len(state),
+                     differences, len(wrong), late)

@@ -310,7 +310,7 @@ def test_cli_errors_are_one_line_with_exit_code_2(tmp_path: Path, capsys: pytest
     assert "--seed-state needs --workload" in error()
 
 
-def test_only_totals_are_carried(tmp_path: Path) -> None:
+def test_only_totals_and_ids_seen_are_carried(tmp_path: Path) -> None:
     from compare.cutover import CutoverPlan, seed_state
     from kit.errors import ConfigError
     from modern.runner import continue_totals
@@ -318,8 +318,17 @@ def test_only_totals_are_carried(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="windowed_counts: its state cannot be continued"):
         continue_totals(None, None, workloads.get("windowed_counts"))
     plan = CutoverPlan(_position({0: 5}), legacy_output=str(tmp_path))
-    with pytest.raises(ConfigError, match="dedup's state is rewound"):
-        seed_state(plan, "dedup", tmp_path / "seed.parquet")
+    with pytest.raises(ConfigError, match="sessions's state is rewound"):
+        seed_state(plan, "sessions", tmp_path / "seed.parquet")
+    # dedup: the ids emitted past the legacy job's next watermark (its newest event time 20,000 minus 5 s), within
+    # the position (batch 3000 is beyond it).
+    ids = pd.DataFrame({"event_id": ["a", "b", "c", "d"], "user": "u", "key": "k",
+                        "event_time": [9_000, 15_000, 15_001, 20_000], "last_input_ts": 0})
+    write_batch(tmp_path / "dedup", 1000, ids.iloc[:2])
+    write_batch(tmp_path / "dedup", 2000, ids.iloc[2:])
+    write_batch(tmp_path / "dedup", 3000, ids.assign(event_id=["e", "f", "g", "h"], event_time=30_000))
+    assert seed_state(dataclasses.replace(plan, last_batch_ms=2000), "dedup", tmp_path / "ids.parquet") == 2
+    assert pd.read_parquet(tmp_path / "ids.parquet").values.tolist() == [["c", 15_001], ["d", 20_000]]
     write_batch(tmp_path / "running_counts", 1000, pd.DataFrame({"key": ["a", "b"], "count": [1, 2], "last_input_ts": [5, 6]}))
     write_batch(tmp_path / "running_counts", 2000, pd.DataFrame({"key": ["a"], "count": [3], "last_input_ts": [7]}))
     write_batch(tmp_path / "running_counts", 3000, pd.DataFrame({"key": ["a"], "count": [9], "last_input_ts": [8]}))

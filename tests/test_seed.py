@@ -1,5 +1,6 @@
-"""Totals carried in Spark's state store (:mod:`modern.seed`): a seed becomes ``transformWithStateInPandas``
-initial state, the query counts on from it, and the check reads the state store at batch 0 key for key.
+"""State carried in Spark's state store (:mod:`modern.seed`): a seed becomes ``transformWithStateInPandas``
+initial state, the query counts on from it (totals) or drops what the legacy job saw (dedup's ids), and the check
+reads the state store at batch 0 key for key.
 
 The seed here is the oracle's counts of the stream's first half (what a legacy job that processed it would have
 emitted last per key), the query starts at the half's end offsets: its final rows must be the oracle's over the
@@ -10,8 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import random
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -19,6 +22,7 @@ from kit import workloads
 from kit.dataset import DatasetSpec, generate
 from kit.errors import ConfigError
 from kit.replay import ReplaySettings, replay
+from kit.semantics import WATERMARK_DELAY_MS
 from kit.sink import read_batches
 from modern.runner import ModernRun, ModernRunConfig, read_progress
 
@@ -26,11 +30,11 @@ PARTITIONS = 2
 
 
 def _seeded_run(spark, tmp: Path, bootstrap: str, topic: str, spec: DatasetSpec, job: str, seed: Path,
-                starting: dict) -> ModernRun:
+                starting: dict, **options: str) -> ModernRun:
     config = ModernRunConfig(
         bootstrap_servers=bootstrap, topics={"events": topic}, out_dir=str(tmp / "out"),
         checkpoint_dir=str(tmp / "ckpt"), dataset=spec, jobs=((job, "default"),),
-        source_options={"startingOffsets": json.dumps({topic: {str(p): o for p, o in starting.items()}})},
+        source_options={"startingOffsets": json.dumps({topic: {str(p): o for p, o in starting.items()}}), **options},
         initial_state={workloads.get(job).name: str(seed)},
     )
     return ModernRun(spark, config)
@@ -126,3 +130,132 @@ def test_a_job_cannot_be_both_seeded_and_rewound(tmp_path: Path) -> None:
         ModernRunConfig(bootstrap_servers="b:9092", topics={"events": "t"}, out_dir="o", checkpoint_dir="c",
                         dataset=DatasetSpec(), jobs=(("running_counts", "default"),),
                         initial_state={"running_counts": "s.parquet"}, suppress={"running_counts": "f.json"})
+
+
+# -- ids seen (dedup): the legacy job's emitted ids past its next watermark ---------------------------------------
+
+
+def _dedup_model(events: pd.DataFrame, seed: pd.DataFrame, floor: int | None, delay_ms: int,
+                 batch: int = 100) -> pd.DataFrame:
+    """The seeded query in pandas, over ``events`` (parsed, in replay order, from the position on).
+
+    Its micro-batches hold ``batch`` events; a micro-batch's watermark is the largest event time of the ones before
+    minus the delay (the first has none), and a record is late at or before the larger of that and the seed's
+    watermark ``floor``. The first delivery of an id the seed does not hold is emitted.
+    """
+    times = events["event_time"].to_numpy(dtype="int64")
+    batches = np.arange(len(times)) // batch
+    newest = pd.Series(times).groupby(batches).max().cummax().shift(fill_value=-(2**62)).to_numpy()
+    watermark = newest[batches] - delay_ms
+    if floor is not None:
+        watermark = np.maximum(watermark, floor)
+    kept = events[times > watermark]
+    kept = kept[~kept["event_id"].isin(seed["event_id"])]
+    return kept.drop_duplicates("event_id", keep="first")
+
+
+def test_an_ids_seed_continues_the_legacy_output_at_many_kill_points() -> None:
+    from compare.cutover import ids_seed
+    from kit.workloads import parse_dataset, sorted_rows
+    from modern.seed import seed_watermark
+
+    spec = workloads.get("dedup")
+    dataset = DatasetSpec.from_profile("messy", records=4000, seed=9, events_per_second=100)
+    frame = generate(dataset)
+    events, _ = parse_dataset(frame)
+    expected = spec.oracle(frame, dataset).rows
+    remembered = 0
+    for k in sorted(random.Random(5).sample(range(1, len(frame)), 12)):
+        legacy = spec.oracle(frame.iloc[:k], dataset).rows  # what a legacy job killed after k records emitted
+        seed = ids_seed(spec, legacy)
+        floor = seed_watermark(int(seed["seen_at"].max()) if len(seed) else None, spec)
+        after = events[events["seq"] >= k]
+        modern = _dedup_model(after, seed, floor, WATERMARK_DELAY_MS)
+        union = pd.concat([legacy, sorted_rows(spec, modern)])
+        pd.testing.assert_frame_equal(sorted_rows(spec, union), expected, check_dtype=False)
+        remembered += int(after["event_id"].isin(seed["event_id"]).sum())
+        # The seed is the ids the legacy job can still be sent again, not every id it emitted.
+        assert len(seed) < len(legacy) or k < 600
+    assert remembered > 0  # re-deliveries after the position that only the seed drops
+
+
+def test_without_the_seed_or_its_watermark_the_union_is_wrong() -> None:
+    from compare.cutover import ids_seed
+    from kit.workloads import parse_dataset, sorted_rows
+    from modern.seed import seed_watermark
+
+    spec = workloads.get("dedup")
+    dataset = DatasetSpec.from_profile("messy", records=4000, seed=9, events_per_second=100)
+    frame = generate(dataset)
+    events, _ = parse_dataset(frame)
+    expected = spec.oracle(frame, dataset).rows
+    wrong = {"no seed": 0, "no watermark": 0}
+    for k in range(200, len(frame), 200):
+        legacy = spec.oracle(frame.iloc[:k], dataset).rows
+        seed = ids_seed(spec, legacy)
+        floor = seed_watermark(int(seed["seen_at"].max()), spec)
+        after = events[events["seq"] >= k]
+        for case, model in (("no seed", _dedup_model(after, seed.iloc[:0], floor, WATERMARK_DELAY_MS)),
+                            ("no watermark", _dedup_model(after, seed, None, WATERMARK_DELAY_MS))):
+            union = sorted_rows(spec, pd.concat([legacy, sorted_rows(spec, model)]))
+            wrong[case] += not union.equals(expected.astype(union.dtypes.to_dict()))
+    assert wrong["no seed"] > 0 and wrong["no watermark"] > 0, wrong
+
+
+def test_a_seeded_dedup_drops_what_the_legacy_job_saw_and_its_state_store_proves_it(
+    spark, bootstrap_servers: str, topic_factory, tmp_path: Path
+) -> None:
+    from compare.cutover import ids_seed
+    from modern.seed import IDS_VARIABLE, check_seeded_state, first_batch_ranges
+
+    # Seed 18: 4 re-deliveries of seed ids after the half (only the seed drops them) and 4 too-late records in the
+    # first micro-batch (only the seed's watermark drops them: the batch has none of its own).
+    spec = DatasetSpec.from_profile("messy", records=3000, seed=18, events_per_second=100)
+    frame = generate(spec)
+    dedup = workloads.get("dedup")
+    half = len(frame) // 2
+    topic = topic_factory(PARTITIONS)
+    settings = ReplaySettings(topic=topic, partitions=PARTITIONS, partition_by="seq")
+    first = replay(frame.iloc[:half], bootstrap_servers, settings)
+    legacy = dedup.oracle(frame.iloc[:half], spec).rows  # the legacy job's rows over the first half
+    seed_rows = ids_seed(dedup, legacy)
+    seed = tmp_path / "seed.parquet"
+    seed_rows.to_parquet(seed)
+    rest = replay(frame.iloc[half:], bootstrap_servers, settings)
+
+    run = _seeded_run(spark, tmp_path, bootstrap_servers, topic, spec, "dedup", seed, first.end_offsets,
+                      maxOffsetsPerTrigger="300").start()
+    try:
+        run.await_offsets({topic: rest.end_offsets}, timeout_s=300)
+    finally:
+        run.stop()
+
+    # Legacy before + modern after is the oracle over the whole stream: no id twice, none lost, no too-late record.
+    modern = workloads.final_result(dedup, read_batches(tmp_path / "out" / "dedup"))
+    union = workloads.final_result(dedup, pd.concat([legacy, modern]))
+    pd.testing.assert_frame_equal(union, dedup.oracle(frame, spec).rows, check_dtype=False)
+
+    report = json.loads((tmp_path / "out" / "dedup.seed_check.json").read_text())
+    assert report["ok"] and report["keys_seeded"] == len(seed_rows) > 0
+    assert report["first_batch_events"] > 0 and report["keys_in_state"] > len(seed_rows)
+    assert report["first_batch_late"] == (frame.iloc[half:half + 300]["kind"] == "too_late").sum() > 0
+    # Every seed id is in the store at batch 0, forgotten at its event time plus the delay.
+    state = spark.read.format("statestore").option("stateVarName", IDS_VARIABLE).option("batchId", 0).load(
+        str((tmp_path / "ckpt" / "dedup").resolve())).selectExpr("key.event_id AS event_id",
+                                                                  f"value.{IDS_VARIABLE} AS forget_at").toPandas()
+    held = seed_rows.merge(state, on="event_id")
+    assert len(held) == len(seed_rows)
+    assert (held["forget_at"] == held["seen_at"] + WATERMARK_DELAY_MS).all()
+
+    # A tampered seed (one id seen at another time, one id the legacy job never emitted) is caught, key for key.
+    query_progress = [p for p in read_progress(tmp_path / "out", "dedup") if p["batchId"] == 0][0]
+    ranges = first_batch_ranges(query_progress, {topic: first.end_offsets}, {})
+    changed = seed_rows[seed_rows["seen_at"] < seed_rows["seen_at"].max()].index[0]
+    wrong = seed_rows.copy()
+    wrong.loc[changed, "seen_at"] += 1
+    wrong = pd.concat([wrong, pd.DataFrame({"event_id": ["never-emitted"], "seen_at": [wrong["seen_at"].min()]})])
+    tampered = tmp_path / "tampered.parquet"
+    wrong.to_parquet(tampered)
+    check = check_seeded_state(spark, tmp_path / "ckpt" / "dedup", tampered, dedup, ranges, bootstrap_servers)
+    assert not check.ok and check.different == 2
+    assert {d["event_id"] for d in check.differences} == {seed_rows.loc[changed, "event_id"], "never-emitted"}

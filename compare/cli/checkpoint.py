@@ -20,9 +20,12 @@ def _seed_check(workload: str) -> str:
     """What becomes of a seed in the modern job, for the cutover's report."""
     from kit import workloads
 
-    if workloads.get(workload).carry.counts_events:
-        return ("the modern job seeds its state store with it and checks it key for key after its first batch "
-                "(<out>/<job>.seed_check.json)")
+    carry = workloads.get(workload).carry
+    if carry.seeded:
+        dropped = (", behind the legacy job's watermark (too-late records dropped as the legacy job would)"
+                   if carry.seeds_ids else "")
+        return (f"the modern job seeds its state store with it{dropped} and checks it key for key after its first "
+                "batch (<out>/<job>.seed_check.json)")
     return "the modern job adds it to its output rows (totals that are not event counts: no state store to check)"
 
 
@@ -75,7 +78,7 @@ def cmd_cutover(args: argparse.Namespace) -> int:
     from kit.errors import ConfigError
 
     if args.seed_state and not args.workload:
-        msg = "--seed-state needs --workload: the legacy job whose totals seed the modern query"
+        msg = "--seed-state needs --workload: the legacy job whose state seeds the modern query"
         raise ConfigError(msg, field="workload", expected="a workload name or package.module:SPEC", actual=None)
     if args.seed_state:
         carried_spec(args.workload)  # refuse before --discard-beyond deletes anything
@@ -147,7 +150,7 @@ def _check_rewind_args(args: argparse.Namespace) -> None:
         )
         raise ConfigError(msg, field="rewind", expected=list(needs), actual=missing)
     if args.seed_state:
-        msg = "--rewind and --seed-state carry state two ways: a workload's state is either totals or rewound"
+        msg = "--rewind and --seed-state carry state two ways: choose one (dedup's ids can take either)"
         raise ConfigError(msg, field="rewind", expected="one of them", actual="both")
 
 
@@ -202,9 +205,9 @@ def add_cutover(commands: Commands) -> None:
                      help="checkpoint: start at the earliest pending batch that holds records")
     cut.add_argument("--write-options", metavar="FILE", help="merge startingOffsets into this JSON file of "
                      "Kafka source options")
-    cut.add_argument("--seed-state", metavar="FILE", help="write the legacy job's last totals (Parquet) for the "
-                     "modern query to continue (workloads whose state is totals: its state store is seeded with "
-                     "them and checked at its first batch)")
+    cut.add_argument("--seed-state", metavar="FILE", help="write the legacy job's state (Parquet) for the "
+                     "modern query to continue (workloads whose state is totals, and dedup's ids seen: its state "
+                     "store is seeded with it and checked at its first batch)")
     cut.add_argument("--workload", help="the workload of --seed-state or --rewind (name or package.module:SPEC)")
     cut.add_argument("--rewind", action="store_true", help="workloads whose state is rewound (windows, sessions, "
                      "seen ids, join rows): start the modern query early enough to rebuild its state, and write the "

@@ -140,6 +140,11 @@ class StateCarry:
         counts_events: ``"totals"`` only: the totals are each key's count of valid events (``count``) and their
             newest Kafka timestamp, so the modern query can hold them in Spark's state store, seeded and checked
             (:mod:`modern.seed`); other totals are added to the modern query's output instead.
+        seeds_ids: ``"rewound"`` workloads whose state is the ids of their output rows
+            (:attr:`WorkloadSpec.key_columns`), each remembered until the watermark passes its :attr:`row_time`
+            plus the delay (``dedup``): every id the state holds was emitted, so ``dmk cutover --seed-state`` can
+            carry them from the legacy job's outputs instead of rewinding, into the modern query's state store,
+            seeded and checked (:mod:`modern.seed`).
     """
 
     how: Literal["stateless", "totals", "rewound", "not carried"]
@@ -149,6 +154,12 @@ class StateCarry:
     rewind: Callable[[RewindInput], Rewind] | None = field(default=None, repr=False)
     row_inputs: tuple[str, ...] = ()
     counts_events: bool = False
+    seeds_ids: bool = False
+
+    @property
+    def seeded(self) -> bool:
+        """Whether the modern query's state store can be seeded from the legacy job's outputs (:mod:`modern.seed`)."""
+        return self.counts_events or self.seeds_ids
 
 
 NOT_CARRIED = StateCarry(

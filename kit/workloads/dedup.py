@@ -63,9 +63,11 @@ SPEC = WorkloadSpec(
     watermark_delay_ms=WATERMARK_DELAY_MS,
     oracle=oracle,
     carry=StateCarry(
-        "rewound", row_time="event_time", rewind=rewind,
-        note="the ids seen are in no output row: dmk cutover --rewind starts the modern query at the oldest event "
-        "past the legacy watermark, so that it sees those ids again, and drops the rows the legacy job emitted",
+        "rewound", row_time="event_time", rewind=rewind, seeds_ids=True,
+        note="every id the state holds was emitted once: dmk cutover --seed-state carries the ids the legacy job can "
+        "still be sent again (event time past its next watermark) into the modern query's state store; --rewind "
+        "instead starts the modern query at the oldest event past the legacy watermark, so that it sees those ids "
+        "again, and drops the rows the legacy job emitted",
     ),
     modern=(
         Variant("default", "build", note="withWatermark + dropDuplicatesWithinWatermark(['event_id'])"),

@@ -27,7 +27,7 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from kit.semantics import WATERMARK_DELAY_MS
 
-__all__ = ["FirstDelivery", "build", "build_transform_with_state"]
+__all__ = ["FirstDelivery", "build", "build_transform_with_state", "first_deliveries"]
 
 
 # --8<-- [start:dedup]
@@ -64,6 +64,17 @@ class FirstDelivery(StatefulProcessor):
         self.handle = handle
         self.seen = handle.getValueState("forget_at", "forget_at long")
 
+    def handleInitialState(self, key: Any, initialState: pd.DataFrame, timerValues: Any) -> None:
+        # A cutover's seed (modern.seed): an id the legacy job emitted, seen at event time seen_at.
+        self._remember(int(initialState["seen_at"].iloc[0]))
+
+    def _remember(self, event_time: int) -> None:
+        forget_at = event_time + self.delay_ms
+        self.seen.update((forget_at,))
+        # dropDuplicatesWithinWatermark evicts an id when the watermark reaches forget_at; Spark fires a
+        # timer when it is *before* the watermark, hence the millisecond less.
+        self.handle.registerTimer(forget_at - 1)
+
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
         if self.seen.exists():  # a re-delivery within the horizon (Spark does not need the rows read)
             return iter([])
@@ -75,11 +86,7 @@ class FirstDelivery(StatefulProcessor):
             delivered = delivered.sort_values(["topic", "partition", "offset"])
         first = delivered.iloc[0]
         event_time = int(first["event_time_ms"])
-        forget_at = event_time + self.delay_ms
-        self.seen.update((forget_at,))
-        # dropDuplicatesWithinWatermark evicts an id when the watermark reaches forget_at; Spark fires a
-        # timer when it is *before* the watermark, hence the millisecond less.
-        self.handle.registerTimer(forget_at - 1)
+        self._remember(event_time)
         return iter([pd.DataFrame({
             "event_id": [first["event_id"]], "user": [first["user"]], "key": [first["key"]],
             "event_time": [event_time], "last_input_ts": [int(first["last_input_ts"])],
@@ -91,15 +98,25 @@ class FirstDelivery(StatefulProcessor):
 
 
 def build_transform_with_state(spark: Any, source: Any) -> Any:
-    from pyspark.sql import functions as F  # noqa: N812
-
     # The operator drops the rows at or behind the watermark by its column (event_time, a timestamp), as
     # dropDuplicatesWithinWatermark does; the processor reads the milliseconds.
     events = source.events().withWatermark("event_time", f"{WATERMARK_DELAY_MS} milliseconds")
+    return first_deliveries(events)
+
+
+def first_deliveries(events: Any, initial_state: Any = None) -> Any:
+    """:class:`FirstDelivery` per ``event_id`` of watermarked ``events``.
+
+    ``initial_state``: ids already seen (``event_id, seen_at``, grouped by ``event_id``: a cutover's seed,
+    :mod:`modern.seed`).
+    """
+    from pyspark.sql import functions as F  # noqa: N812
+
     return events.select(
         "event_id", "user", "key", "event_time", "event_time_ms", "topic", "partition", "offset",
         F.unix_millis("kafka_ts").alias("last_input_ts"),
     ).groupBy("event_id").transformWithStateInPandas(
-        FirstDelivery(WATERMARK_DELAY_MS), _OUTPUT, outputMode="Append", timeMode="EventTime"
+        FirstDelivery(WATERMARK_DELAY_MS), _OUTPUT, outputMode="Append", timeMode="EventTime",
+        initialState=initial_state,
     )
 # --8<-- [end:dedup.transform_with_state]
