@@ -453,12 +453,14 @@ def test_a_rewind_beyond_retention_is_refused(tmp_path: Path, monkeypatch: pytes
         plan_rewind(plan, "dedup", "b:1")
 
 
-# -- end to end (slow): a killed legacy job, the rewound cutover, the modern query ----------------------------------
+# -- end to end (slow): a killed legacy job, the rewound (or seeded) cutover, the modern query -----------------------
 
 REPO = str(Path(__file__).resolve().parents[1])
-# Every rewound workload at 5 kill points from its checkpoint; windowed_counts also from each other offset store.
-E2E = [(name, seed, "checkpoint") for name in REWOUND for seed in (101, 202, 303, 404, 505)] + [
-    ("windowed_counts", 606, store) for store in ("kafka", "zookeeper", "sqlite", "postgresql")]
+# Every rewound workload at 5 kill points from its checkpoint; windowed_counts also from each other offset store;
+# dedup also carried (--seed-state: its ids seen in the modern query's state store) at 5 kill points, and from SQLite.
+E2E = [(name, seed, "checkpoint", "rewind") for name in REWOUND for seed in (101, 202, 303, 404, 505)] + [
+    ("windowed_counts", 606, store, "rewind") for store in ("kafka", "zookeeper", "sqlite", "postgresql")] + [
+    ("dedup", seed, "checkpoint", "seed") for seed in (111, 222, 333, 444, 555)] + [("dedup", 666, "sqlite", "seed")]
 
 
 def _e2e_dataset(name: str) -> tuple[DatasetSpec, tuple[int, int]]:
@@ -476,8 +478,9 @@ def _e2e_dataset(name: str) -> tuple[DatasetSpec, tuple[int, int]]:
     spec = DatasetSpec.from_profile("messy", records=4000, seed=9, events_per_second=100)
     # Windows: killed once the first have closed (a 10 s window and the 5 s delay), so that the filter's keys and
     # cutoff both matter; dedup emits at once, so any point does.
-    # A join emits a pair at once, as dedup an id.
-    return spec, (6, 20) if name in ("dedup", "join") else (16, 22)
+    # A join emits a pair at once, as dedup an id; its inputs are read at their raised shares (compare.inputs), about
+    # 200 records a batch, so its first part (3/5 of the records) takes 13 batches.
+    return spec, {"dedup": (6, 20), "join": (6, 11)}.get(name, (16, 22))
 
 
 def _driver_config(engine: str, tmp: Path, bootstrap: str, topics: dict[str, str], spec: DatasetSpec, name: str,
@@ -517,10 +520,11 @@ def _start(engine: str, config: Path, store_address: str | None = None) -> Any:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("name", "seed", "store"), E2E,
-                         ids=[f"{n}-{s}" if st == "checkpoint" else f"{n}-{s}-{st}" for n, s, st in E2E])
-def test_rewound_cutover_of_a_killed_job(name: str, seed: int, store: str, tmp_path: Path, bootstrap_servers: str,
-                                         topic_factory, request: pytest.FixtureRequest) -> None:
+@pytest.mark.parametrize(("name", "seed", "store", "carry"), E2E,
+                         ids=["-".join([n, str(s), *([st] if st != "checkpoint" else []),
+                                        *(["seeded"] if c == "seed" else [])]) for n, s, st, c in E2E])
+def test_rewound_cutover_of_a_killed_job(name: str, seed: int, store: str, carry: str, tmp_path: Path,
+                                         bootstrap_servers: str, topic_factory, request: pytest.FixtureRequest) -> None:
     from compare.cli import main as dmk
     from compare.driver import CONTROL, DONE, DRAIN, READY, write_json
     from kit.replay import ReplaySettings, replay
@@ -539,7 +543,7 @@ def test_rewound_cutover_of_a_killed_job(name: str, seed: int, store: str, tmp_p
 
     # Each input's stream reads its share of 100 records a batch (the harness's rule): the join's inputs advance
     # together in event time.
-    shares = input_shares(frame.assign(topic=job.route(frame)), len(frame))
+    shares = input_shares(frame.assign(topic=job.route(frame)), len(frame), 100, PARTITIONS)
     address = {"zookeeper": lambda: request.getfixturevalue("zookeeper_hosts"),
                "postgresql": lambda: request.getfixturevalue("postgres_dsn_factory")()}.get(store, lambda: None)()
     stored = {} if store == "checkpoint" else {"offsets": store, "job_name": f"rewind-{uuid.uuid4().hex[:8]}"}
@@ -571,8 +575,10 @@ def test_rewound_cutover_of_a_killed_job(name: str, seed: int, store: str, tmp_p
         where = {"kafka": stored["job_name"], "sqlite": str(legacy_out / "offsets.sqlite")}.get(store, address)
         args = ["cutover", store, str(where), "--consumer", str(stored["job_name"]),
                 *(arg for topic in topics.values() for arg in ("--topic", topic))]
-    args += ["--legacy-output", str(legacy_out), "--discard-beyond", "--write-options", str(options), "--rewind",
-             "--workload", name, "--suppress", str(suppress), "--bootstrap-servers", bootstrap_servers, "--json"]
+    args += ["--legacy-output", str(legacy_out), "--discard-beyond", "--write-options", str(options),
+             "--workload", name, "--bootstrap-servers", bootstrap_servers, "--json"]
+    seed_file = tmp_path / "seed.parquet"
+    args += ["--seed-state", str(seed_file)] if carry == "seed" else ["--rewind", "--suppress", str(suppress)]
     import contextlib
     import io
 
@@ -581,13 +587,16 @@ def test_rewound_cutover_of_a_killed_job(name: str, seed: int, store: str, tmp_p
         assert dmk(args) == 0
     report.write_text(printed.getvalue())
     plan = json.loads(printed.getvalue())
-    print(json.dumps(plan["rewind"], indent=1))
-    position = {(t, int(p)): o for t, offsets in plan["position_startingOffsets"].items() for p, o in offsets.items()}
+    print(json.dumps(plan.get("rewind") or plan["seed_state"], indent=1))
+    position = {(t, int(p)): o
+                for t, offsets in plan.get("position_startingOffsets", plan["startingOffsets"]).items()
+                for p, o in offsets.items()}
     assert 0 < sum(position.values()) < first_part
 
     rest = replay(routed.iloc[first_part:], bootstrap_servers, settings)
+    carried = {"initial_state": {name: str(seed_file)}} if carry == "seed" else {"suppress": {name: str(suppress)}}
     config = _driver_config("modern", tmp_path, bootstrap_servers, topics, spec, name,
-                            source_options=json.loads(options.read_text()), suppress={name: str(suppress)})
+                            source_options=json.loads(options.read_text()), **carried)
     modern = _start("modern", config)
     modern_out = config.parent
     try:
@@ -599,6 +608,10 @@ def test_rewound_cutover_of_a_killed_job(name: str, seed: int, store: str, tmp_p
     finally:
         modern.stop()
 
+    if carry == "seed":  # the runner's check: the state store at batch 0 is the seed plus the batch's new ids
+        check = json.loads((modern_out / f"{name}.seed_check.json").read_text())
+        print(json.dumps(check, indent=1))
+        assert check["ok"] and check["keys_seeded"] == plan["seed_state"]["keys"] > 0
     expected = job.oracle(frame, spec).rows
     union = union_of_outputs(job, read_batches(legacy_out / name), read_batches(modern_out / name))
     pd.testing.assert_frame_equal(union.astype(expected.dtypes.to_dict()), expected, check_dtype=False)
