@@ -42,9 +42,9 @@ from kit import workloads
 from kit.errors import ConfigError
 from kit.events import parse_event
 
-__all__ = ["IDS_VARIABLE", "STATE_VARIABLE", "SeedCheck", "SeededTotals", "check_seed_columns", "check_seeded_state",
-           "first_batch_ranges", "seed_watermark", "seeded_first_deliveries", "seeded_query", "seeded_totals",
-           "starting_offsets"]
+__all__ = ["IDS_VARIABLE", "STATE_VARIABLE", "SeedCheck", "SeededTotals", "check_seed_columns", "check_seed_types",
+           "check_seeded_state", "first_batch_ranges", "seed_watermark", "seeded_first_deliveries", "seeded_query",
+           "seeded_totals", "starting_offsets"]
 
 STATE_VARIABLE = "total"
 """The :class:`SeededTotals` value state: ``(count, last_input_ts)`` per key."""
@@ -103,6 +103,29 @@ def check_seed_columns(columns: list[str], spec: workloads.WorkloadSpec) -> None
         raise ConfigError(msg, field="initial_state", expected=needed, actual=list(columns))
 
 
+_INTEGRAL = ("tinyint", "smallint", "int", "bigint")
+
+
+def check_seed_types(seed: Any, events: Any, spec: workloads.WorkloadSpec) -> None:
+    """Refuse a seed the query's state cannot hold, before the query starts (nothing is written to its checkpoint).
+
+    That is a key column of another type than the events' own, or a total or ``seen_at`` that is not an integer.
+
+    Raises:
+        ConfigError: naming the column, its type in the seed and the type the state holds.
+    """
+    values = [_SEEN_AT] if spec.carry.seeds_ids else [*spec.carry.sum_columns, "last_input_ts"]
+    types = {f.name: f.dataType.simpleString() for f in seed.schema.fields}
+    wrong = [(k, types[k], events.schema[k].dataType.simpleString()) for k in spec.key_columns
+             if types[k] != events.schema[k].dataType.simpleString()]
+    wrong += [(c, types[c], "bigint") for c in values if types[c] not in _INTEGRAL]
+    if wrong:
+        column, actual, expected = wrong[0]
+        msg = (f"{spec.name}: the initial state's column {column!r} is {actual}, but the query's state holds "
+               f"{expected} there; write the seed again with dmk cutover --seed-state from the legacy job's outputs")
+        raise ConfigError(msg, field="initial_state", expected=expected, actual=f"{column}: {actual}")
+
+
 def seeded_query(seed: Any, source: Any, spec: workloads.WorkloadSpec) -> Any:
     """``spec``'s modern query over ``source`` started from ``seed`` in its state store (its carry's kind).
 
@@ -143,9 +166,9 @@ def seeded_first_deliveries(seed: Any, source: Any, spec: workloads.WorkloadSpec
 
     check_seed_columns(seed.columns, spec)
     keys = tuple(spec.key_columns)
-    newest = seed.agg(F.max(_SEEN_AT)).first()[0]
-    floor = seed_watermark(newest, spec)
     events = source.events(spec.inputs[0]).withWatermark("event_time", f"{spec.watermark_delay_ms} milliseconds")
+    check_seed_types(seed, events, spec)
+    floor = seed_watermark(seed.agg(F.max(_SEEN_AT)).first()[0], spec)
     if floor is not None:
         events = events.where(F.col("event_time_ms") > F.lit(floor))
     initial = seed.select(*keys, F.col(_SEEN_AT).cast("long").alias(_SEEN_AT)).groupBy(*keys)
@@ -168,6 +191,7 @@ def seeded_totals(seed: Any, source: Any, spec: workloads.WorkloadSpec) -> Any:
     keys = tuple(spec.key_columns)
     check_seed_columns(seed.columns, spec)
     events = source.events(spec.inputs[0]).select(*keys, F.unix_millis("kafka_ts").alias("last_input_ts"))
+    check_seed_types(seed, events, spec)
     schema = ", ".join(
         [f"{k} {events.schema[k].dataType.simpleString()}" for k in keys] + ["count long", "last_input_ts long"])
     initial = seed.select(*keys, *(F.col(c).cast("long").alias(c) for c in _TOTALS)).groupBy(*keys)

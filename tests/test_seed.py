@@ -259,3 +259,20 @@ def test_a_seeded_dedup_drops_what_the_legacy_job_saw_and_its_state_store_proves
     check = check_seeded_state(spark, tmp_path / "ckpt" / "dedup", tampered, dedup, ranges, bootstrap_servers)
     assert not check.ok and check.different == 2
     assert {d["event_id"] for d in check.differences} == {seed_rows.loc[changed, "event_id"], "never-emitted"}
+
+
+@pytest.mark.parametrize(("job", "seed", "column"), [
+    ("dedup", pd.DataFrame({"event_id": ["e1"], "seen_at": ["yesterday"]}), "'seen_at' is string"),
+    ("running_counts", pd.DataFrame({"key": [7], "count": [1], "last_input_ts": [5]}), "'key' is bigint"),
+    ("running_counts", pd.DataFrame({"key": ["a"], "count": [1.5], "last_input_ts": [5]}), "'count' is double"),
+])
+def test_a_seed_the_state_cannot_hold_is_refused_before_the_query_starts(
+    spark, bootstrap_servers: str, topic_factory, tmp_path: Path, job: str, seed: pd.DataFrame, column: str
+) -> None:
+    spec = DatasetSpec.from_profile("clean", records=100, seed=1)
+    path = tmp_path / "seed.parquet"
+    seed.to_parquet(path)
+    run = _seeded_run(spark, tmp_path, bootstrap_servers, topic_factory(PARTITIONS), spec, job, path, {0: 0, 1: 0})
+    with pytest.raises(ConfigError, match=f"initial state's column {column}, but the query's state holds"):
+        run.start()
+    assert not run.queries and not (tmp_path / "ckpt").exists()  # nothing written to the modern checkpoint
