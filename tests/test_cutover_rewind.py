@@ -457,10 +457,12 @@ def test_a_rewind_beyond_retention_is_refused(tmp_path: Path, monkeypatch: pytes
 
 REPO = str(Path(__file__).resolve().parents[1])
 # Every rewound workload at 5 kill points from its checkpoint; windowed_counts also from each other offset store;
-# dedup also carried (--seed-state: its ids seen in the modern query's state store) at 5 kill points, and from SQLite.
+# the carried ones (--seed-state: running_counts' totals, dedup's ids seen, in the modern query's state store) at 5
+# kill points, and from SQLite (tests/test_cutover.py carries running_counts from every store).
 E2E = [(name, seed, "checkpoint", "rewind") for name in REWOUND for seed in (101, 202, 303, 404, 505)] + [
     ("windowed_counts", 606, store, "rewind") for store in ("kafka", "zookeeper", "sqlite", "postgresql")] + [
-    ("dedup", seed, "checkpoint", "seed") for seed in (111, 222, 333, 444, 555)] + [("dedup", 666, "sqlite", "seed")]
+    (name, seed, "checkpoint", "seed") for name in ("running_counts", "dedup") for seed in (111, 222, 333, 444, 555)
+] + [("dedup", 666, "sqlite", "seed")]
 
 
 def _e2e_dataset(name: str) -> tuple[DatasetSpec, tuple[int, int]]:
@@ -480,7 +482,7 @@ def _e2e_dataset(name: str) -> tuple[DatasetSpec, tuple[int, int]]:
     # cutoff both matter; dedup emits at once, so any point does.
     # A join emits a pair at once, as dedup an id; its inputs are read at their raised shares (compare.inputs), about
     # 200 records a batch, so its first part (3/5 of the records) takes 13 batches.
-    return spec, {"dedup": (6, 20), "join": (6, 11)}.get(name, (16, 22))
+    return spec, {"running_counts": (2, 20), "dedup": (6, 20), "join": (6, 11)}.get(name, (16, 22))
 
 
 def _driver_config(engine: str, tmp: Path, bootstrap: str, topics: dict[str, str], spec: DatasetSpec, name: str,
@@ -523,8 +525,8 @@ def _start(engine: str, config: Path, store_address: str | None = None) -> Any:
 @pytest.mark.parametrize(("name", "seed", "store", "carry"), E2E,
                          ids=["-".join([n, str(s), *([st] if st != "checkpoint" else []),
                                         *(["seeded"] if c == "seed" else [])]) for n, s, st, c in E2E])
-def test_rewound_cutover_of_a_killed_job(name: str, seed: int, store: str, carry: str, tmp_path: Path,
-                                         bootstrap_servers: str, topic_factory, request: pytest.FixtureRequest) -> None:
+def test_cutover_of_a_killed_job(name: str, seed: int, store: str, carry: str, tmp_path: Path, bootstrap_servers: str,
+                                 topic_factory, request: pytest.FixtureRequest) -> None:
     from compare.cli import main as dmk
     from compare.driver import CONTROL, DONE, DRAIN, READY, write_json
     from kit.replay import ReplaySettings, replay
