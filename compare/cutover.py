@@ -54,6 +54,7 @@ __all__ = [
     "read_position",
     "rewound_spec",
     "seed_state",
+    "state_seed",
     "union_of_outputs",
     "write_options",
     "write_suppress",
@@ -413,23 +414,41 @@ def carried_spec(workload: str) -> workloads.WorkloadSpec:
             and what to do instead).
     """
     spec = workloads.get(workload)
-    if spec.carry.how != "totals" and not spec.carry.seeds_ids:
+    if spec.carry.how != "totals" and not spec.carry.seeded:
         msg = f"{spec.name}'s state is {spec.carry.how}: {spec.carry.note}"
-        raise ConfigError(msg, field="workload", expected="a workload whose state is totals or ids seen",
+        raise ConfigError(msg, field="workload", expected="a workload whose state is totals, ids seen or sessions",
                           actual=spec.carry.how)
     return spec
 
 
-def seed_state(plan: CutoverPlan, workload: str, target: str | Path) -> int:
-    """Write the legacy job's state of ``workload`` as the modern query's initial state; returns the key count.
+def seed_state(plan: CutoverPlan, workload: str, target: str | Path, bootstrap_servers: str | None = None, *,
+               dataset: Any = None, rows: pd.DataFrame | None = None) -> int:
+    """Write :func:`state_seed` (or ``rows``, computed before) to ``target`` as Parquet; returns its key count.
+
+    A key is one of the spec's key columns' values in the seed (a user's several open sessions are one key).
+    """
+    seed = state_seed(plan, workload, bootstrap_servers, dataset=dataset) if rows is None else rows
+    path = Path(target)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    seed.reset_index(drop=True).to_parquet(path, index=False)
+    keys = [c for c in workloads.get(workload).key_columns if c in seed.columns]
+    return len(seed.drop_duplicates(keys))
+
+
+def state_seed(plan: CutoverPlan, workload: str, bootstrap_servers: str | None = None, *,
+               dataset: Any = None) -> pd.DataFrame:
+    """The legacy job's state of ``workload`` at ``plan``'s position, as the modern query's initial state.
 
     Totals: each key's last row within the position. Ids seen (:attr:`kit.workloads.StateCarry.seeds_ids`,
-    ``dedup``): :func:`ids_seed` of the rows within the position. The modern query reads the file as
-    ``ModernRunConfig.initial_state``.
+    ``dedup``): :func:`ids_seed` of the rows within the position. Sessions
+    (:attr:`~kit.workloads.StateCarry.seed_from_input`): the sessions it held open, from the records it processed,
+    read again from Kafka (``bootstrap_servers``; ``dataset`` as for :func:`plan_rewind`). The modern query reads
+    it as ``ModernRunConfig.initial_state``.
 
     Raises:
-        ConfigError: no ``legacy_output`` in the plan, or the workload's state cannot be seeded
-            (:func:`carried_spec`).
+        ConfigError: no ``legacy_output`` in the plan, the workload's state cannot be seeded (:func:`carried_spec`),
+            or a sessions seed without Kafka, or one its rule refuses.
+        CutoverAmbiguous: a sessions seed needs records the topic no longer holds.
     """
     spec = carried_spec(workload)
     if plan.legacy_output is None:
@@ -438,7 +457,19 @@ def seed_state(plan: CutoverPlan, workload: str, target: str | Path) -> int:
     rows = read_batches(Path(plan.legacy_output) / spec.name)
     if not rows.empty and plan.last_batch_ms is not None:
         rows = rows[rows["batch"] <= plan.last_batch_ms]
-    if spec.carry.seeds_ids:
+    if spec.carry.seed_from_input is not None:
+        left, read_from, first = _legacy_left(plan, spec, bootstrap_servers, dataset, "--seed-state")
+        gone = {tp: o for tp, o in read_from.items() if o > first[tp]}
+        if gone:
+            where = ", ".join(f"{t}-{p}: before {o}" for (t, p), o in sorted(gone.items()))
+            msg = (
+                f"the topic no longer holds records the legacy job processed ({where}), so the {spec.name} state "
+                "cannot be rebuilt from them: cut over with --rewind, which reads only the records of the state "
+                "still open"
+            )
+            raise CutoverAmbiguous(msg, reason="seed beyond retention")
+        last = spec.carry.seed_from_input(left)
+    elif spec.carry.seeds_ids:
         last = ids_seed(spec, rows)
     else:
         columns = [*spec.key_columns, *spec.carry.sum_columns, "last_input_ts"]
@@ -447,10 +478,7 @@ def seed_state(plan: CutoverPlan, workload: str, target: str | Path) -> int:
         else:
             last = rows.sort_values("batch", kind="stable").drop_duplicates(list(spec.key_columns), keep="last")
             last = last[columns].sort_values(list(spec.key_columns))
-    path = Path(target)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    last.reset_index(drop=True).to_parquet(path, index=False)
-    return len(last)
+    return last.reset_index(drop=True)
 
 
 def ids_seed(spec: workloads.WorkloadSpec, emitted: pd.DataFrame) -> pd.DataFrame:
@@ -635,9 +663,10 @@ def _read_events(bootstrap_servers: str, ranges: dict[tuple[str, int], tuple[int
             for record in kafka.read_range(topic, partition, start, until):
                 event, _ = parse_event(record.value)
                 if event is not None:
-                    rows.append({**event, "topic": topic, "partition": partition, "offset": record.offset})
+                    rows.append({**event, "topic": topic, "partition": partition, "offset": record.offset,
+                                 "kafka_ts": record.timestamp})
     columns = ["event_id", "user", "key", "ad_id", "ad_type", "event_type", "event_time", "topic", "partition",
-               "offset"]
+               "offset", "kafka_ts"]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -649,26 +678,22 @@ def _beginnings(bootstrap_servers: str, tps: list[tuple[str, int]]) -> dict[tupl
     return {(tp.topic, tp.partition): offset for tp, offset in found.items()}
 
 
-def plan_rewind(plan: CutoverPlan, workload: str, bootstrap_servers: str | None, *,
-                dataset: Any = None) -> RewindPlan:
-    """The rewound cutover of ``workload`` from ``plan``'s position (``dmk cutover --rewind``).
+def _legacy_left(plan: CutoverPlan, spec: workloads.WorkloadSpec, bootstrap_servers: str | None, dataset: Any,
+                 flag: str) -> tuple[RewindInput, dict[tuple[str, int], int], dict[tuple[str, int], int]]:
+    """What the legacy job left at ``plan``'s position, for a rewind rule or a seed read from its input.
 
-    Reads the legacy job's outputs and batches (``plan.legacy_output``) and the records it processed (Kafka, from
-    its first batch or the topic's earliest retained offset up to the position), and applies the workload's rule
-    (``spec.carry.rewind``, :mod:`kit.workloads.rewind`). ``dataset``: the replayed dataset's spec, for a rule that
-    reads it (YSB's campaign table); default: the one of the legacy output's ``driver-config.json``, if any.
+    Returns the :class:`RewindInput`, where each partition it processed was read from (its first batch, or the
+    topic's earliest retained offset), and where its first batch began.
 
     Raises:
-        ConfigError: the workload is not rewound (:func:`rewound_spec`), or no legacy outputs or Kafka address.
-        CutoverAmbiguous: the modern query would need records the topic no longer holds.
+        ConfigError: no legacy outputs or Kafka address (``flag`` names the option that needs them).
     """
-    spec = rewound_spec(workload)
     if plan.legacy_output is None:
-        msg = ("--rewind reads what the legacy job emitted and where its batches began: pass --legacy-output DIR "
+        msg = (f"{flag} reads what the legacy job emitted and where its batches began: pass --legacy-output DIR "
                "(its outputs in the kit's layout)")
         raise ConfigError(msg, field="legacy_output", expected="a directory", actual=None)
     if not bootstrap_servers:
-        msg = "--rewind reads the records the legacy job processed from Kafka: pass --bootstrap-servers HOST:PORT"
+        msg = f"{flag} reads the records the legacy job processed from Kafka: pass --bootstrap-servers HOST:PORT"
         raise ConfigError(msg, field="bootstrap_servers", expected="host:port", actual=None)
     out = Path(plan.legacy_output)
     position = {tp: offset for tp, offset in plan.position.offsets.items()}
@@ -693,10 +718,30 @@ def plan_rewind(plan: CutoverPlan, workload: str, bootstrap_servers: str | None,
         from kit.engine import DriverConfig
 
         dataset = DriverConfig.read(out / "driver-config.json").dataset  # a kit run's replayed dataset (YSB's table)
+    late = _late_within(layout.late(out, spec.name), plan.last_batch_ms)
+    left = RewindInput(events, emitted.reset_index(drop=True), position, last_from, dataset, late)
+    return left, read_from, first
+
+
+def plan_rewind(plan: CutoverPlan, workload: str, bootstrap_servers: str | None, *,
+                dataset: Any = None) -> RewindPlan:
+    """The rewound cutover of ``workload`` from ``plan``'s position (``dmk cutover --rewind``).
+
+    Reads the legacy job's outputs and batches (``plan.legacy_output``) and the records it processed (Kafka, from
+    its first batch or the topic's earliest retained offset up to the position), and applies the workload's rule
+    (``spec.carry.rewind``, :mod:`kit.workloads.rewind`). ``dataset``: the replayed dataset's spec, for a rule that
+    reads it (YSB's campaign table); default: the one of the legacy output's ``driver-config.json``, if any.
+
+    Raises:
+        ConfigError: the workload is not rewound (:func:`rewound_spec`), or no legacy outputs or Kafka address.
+        CutoverAmbiguous: the modern query would need records the topic no longer holds.
+    """
+    spec = rewound_spec(workload)
+    left, read_from, first = _legacy_left(plan, spec, bootstrap_servers, dataset, "--rewind")
     rule = spec.carry.rewind
     assert rule is not None, "rewound_spec returns specs with a rewind rule"
-    late = _late_within(layout.late(out, spec.name), plan.last_batch_ms)
-    rewind = rule(RewindInput(events, emitted.reset_index(drop=True), position, last_from, dataset, late))
+    rewind = rule(left)
+    processed = list(read_from)
     lost = {tp: read_from[tp] for tp in processed
             if read_from[tp] > first[tp] and rewind.starts[tp] <= read_from[tp]}
     if lost:
@@ -707,7 +752,7 @@ def plan_rewind(plan: CutoverPlan, workload: str, bootstrap_servers: str | None,
             "and stop it again), or raise the topic's retention.ms before the next cutover."
         )
         raise CutoverAmbiguous(msg, reason="rewind beyond retention")
-    return RewindPlan(spec, position, rewind, read_from)
+    return RewindPlan(spec, left.position, rewind, read_from)
 
 
 def _late_within(directory: Path, last_batch_ms: int | None) -> pd.DataFrame:

@@ -406,7 +406,8 @@ class _SeedCheckThread(threading.Thread):
                 return
             ranges = first_batch_ranges(progress, self.starting, _Beginnings(config.bootstrap_servers))
             check = check_seeded_state(self.run_.spark, checkpoint, config.initial_state[self.job], self.spec, ranges,
-                                       config.bootstrap_servers, job=self.job)
+                                       config.bootstrap_servers, job=self.job,
+                                       gap_ms=getattr(config.dataset, "session_gap_ms", None))
             (Path(config.out_dir) / f"{self.job}.seed_check.json").write_text(check.to_json(), encoding="utf-8")
             if not check.ok:
                 msg = (

@@ -52,6 +52,9 @@ STATE_VARIABLE = "total"
 IDS_VARIABLE = "forget_at"
 """The :class:`~modern.workloads.dedup.FirstDelivery` value state: when the id may be forgotten (event time, ms)."""
 
+SESSIONS_VARIABLE = "open_sessions"
+"""The :class:`~modern.workloads.sessions.Sessionizer` list state: a user's open sessions."""
+
 _TOTALS = ("count", "last_input_ts")
 _SEEN_AT = "seen_at"
 
@@ -94,8 +97,7 @@ def check_seed_columns(columns: list[str], spec: workloads.WorkloadSpec) -> None
     Raises:
         ConfigError: naming the missing columns and what writes them.
     """
-    values = [_SEEN_AT] if spec.carry.seeds_ids else [*spec.carry.sum_columns, "last_input_ts"]
-    needed = [*spec.key_columns, *values]
+    needed = _seed_columns(spec)
     missing = [c for c in needed if c not in columns]
     if missing:
         msg = (f"{spec.name}: the initial state lacks the columns {missing}; it needs {needed} "
@@ -106,6 +108,21 @@ def check_seed_columns(columns: list[str], spec: workloads.WorkloadSpec) -> None
 _INTEGRAL = ("tinyint", "smallint", "int", "bigint")
 
 
+def _seed_keys(spec: workloads.WorkloadSpec) -> list[str]:
+    """The grouping key of the seeded state: the spec's key columns, the user for sessions."""
+    return ["user"] if spec.carry.seed_from_input is not None else list(spec.key_columns)
+
+
+def _seed_columns(spec: workloads.WorkloadSpec) -> list[str]:
+    """The columns a seed of ``spec``'s state has (:func:`compare.cutover.state_seed` writes them)."""
+    if spec.carry.seed_from_input is not None:
+        from kit.workloads.rewind import SESSION_STATE
+
+        return ["user", *SESSION_STATE]
+    values = [_SEEN_AT] if spec.carry.seeds_ids else [*spec.carry.sum_columns, "last_input_ts"]
+    return [*spec.key_columns, *values]
+
+
 def check_seed_types(seed: Any, events: Any, spec: workloads.WorkloadSpec) -> None:
     """Refuse a seed the query's state cannot hold, before the query starts (nothing is written to its checkpoint).
 
@@ -114,9 +131,10 @@ def check_seed_types(seed: Any, events: Any, spec: workloads.WorkloadSpec) -> No
     Raises:
         ConfigError: naming the column, its type in the seed and the type the state holds.
     """
-    values = [_SEEN_AT] if spec.carry.seeds_ids else [*spec.carry.sum_columns, "last_input_ts"]
+    keys = _seed_keys(spec)
+    values = [c for c in _seed_columns(spec) if c not in keys]
     types = {f.name: f.dataType.simpleString() for f in seed.schema.fields}
-    wrong = [(k, types[k], events.schema[k].dataType.simpleString()) for k in spec.key_columns
+    wrong = [(k, types[k], events.schema[k].dataType.simpleString()) for k in keys
              if types[k] != events.schema[k].dataType.simpleString()]
     wrong += [(c, types[c], "bigint") for c in values if types[c] not in _INTEGRAL]
     if wrong:
@@ -135,19 +153,22 @@ def seeded_query(seed: Any, source: Any, spec: workloads.WorkloadSpec) -> Any:
     """
     if spec.carry.seeds_ids:
         return seeded_first_deliveries(seed, source, spec)
+    if spec.carry.seed_from_input is not None:
+        return seeded_sessions(seed, source, spec)
     return seeded_totals(seed, source, spec)
 
 
-def seed_watermark(newest_seen_at: int | None, spec: workloads.WorkloadSpec) -> int | None:
-    """The legacy job's next watermark, from the newest ``seen_at`` of an ids seed (None: an empty seed).
+def seed_watermark(newest: int | None, spec: workloads.WorkloadSpec) -> int | None:
+    """The legacy job's next watermark, from the newest event time in a seed (None: an empty seed).
 
-    The seed holds the id of the newest event the legacy job processed (:func:`compare.cutover.ids_seed`), so
-    its ``seen_at`` minus the delay is the watermark the legacy job's next batch would have used.
+    An ids seed holds the id of the newest event the legacy job processed (:func:`compare.cutover.ids_seed`), a
+    sessions seed the open session that event is in: its ``seen_at``, or the session's ``last``, minus the delay is
+    the watermark the legacy job's next batch would have used.
     """
-    if newest_seen_at is None:
+    if newest is None:
         return None
-    assert spec.watermark_delay_ms is not None, "a workload that seeds ids has a watermark"
-    return int(newest_seen_at) - spec.watermark_delay_ms
+    assert spec.watermark_delay_ms is not None, "a workload whose state is seeded by event time has a watermark"
+    return int(newest) - spec.watermark_delay_ms
 
 
 def seeded_first_deliveries(seed: Any, source: Any, spec: workloads.WorkloadSpec) -> Any:
@@ -200,13 +221,40 @@ def seeded_totals(seed: Any, source: Any, spec: workloads.WorkloadSpec) -> Any:
     ).select(*spec.columns)
 
 
+def seeded_sessions(seed: Any, source: Any, spec: workloads.WorkloadSpec) -> Any:
+    """``sessions`` over ``source``'s events as :class:`~modern.workloads.sessions.Sessionizer` holding ``seed``.
+
+    The seed holds the legacy job's newest event (its session is still open), so its newest ``last`` minus the delay
+    is the watermark its next batch would have used; a record whose session would end at or before it is too late,
+    and the events are filtered on it as :func:`seeded_first_deliveries` does.
+
+    Raises:
+        ConfigError: ``seed`` lacks a column or holds one of another type.
+    """
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
+
+    from modern.workloads.sessions import sessions_by_processor
+
+    check_seed_columns(seed.columns, spec)
+    events = source.events(spec.inputs[0])
+    check_seed_types(seed, events, spec)
+    gap = source.dataset.session_gap_ms
+    floor = seed_watermark(seed.agg(F.max("last")).first()[0], spec)
+    if floor is not None:
+        events = events.where(F.col("event_time_ms") + F.lit(gap) > F.lit(floor))
+    from kit.workloads.rewind import SESSION_STATE
+
+    initial = seed.select("user", *(F.col(c).cast("long").alias(c) for c in SESSION_STATE)).groupBy("user")
+    return sessions_by_processor(events, gap, initial).select(*spec.columns)
+
+
 @dataclass(frozen=True)
 class SeedCheck:
     """What :func:`check_seeded_state` found: the seed against the state store at the query's first batch.
 
     Attributes:
         job: the query's name.
-        keys_seeded: seed rows (one per key).
+        keys_seeded: keys in the seed (a user's open sessions are one key).
         seed_bytes: the seed file's size.
         first_batch_events: valid events of the first batch (read again from Kafka).
         keys_in_state: keys in the state store at batch 0.
@@ -323,44 +371,96 @@ def _expected_ids(seed: pd.DataFrame, batch: pd.DataFrame, keys: list[str], dela
     return both.assign(forget_at=both["event_time"] + delay_ms)[[*keys, IDS_VARIABLE]]
 
 
+def _expected_sessions(seed: pd.DataFrame, batch: pd.DataFrame, gap_ms: int) -> pd.DataFrame:
+    """Each user's open sessions: the seed's, with the batch's events merged in (none closes in a first batch)."""
+    from kit.semantics import merge_session
+    from kit.workloads.rewind import SESSION_STATE
+
+    by_user: dict[str, list[list[int]]] = {}
+    for row in seed[["user", *SESSION_STATE]].itertuples(index=False):
+        by_user.setdefault(row[0], []).append([int(v) for v in row[1:]])
+    for user, t, kafka_ts in batch[["user", "event_time", "kafka_ts"]].itertuples(index=False):
+        by_user[user] = merge_session(by_user.get(user, []), int(t), int(kafka_ts), gap_ms)
+    return pd.DataFrame({"user": list(by_user), "sessions": [_sessions_text(s) for s in by_user.values()]})
+
+
+def _sessions_text(sessions: Any) -> str:
+    """A user's sessions, in order, as one comparable value (``start-last:events@kafka_ts`` each)."""
+    return " ".join(f"{s[0]}-{s[1]}:{s[2]}@{s[3]}" for s in sorted(tuple(int(v) for v in s) for s in sessions))
+
+
+def _session_state_at(spark: Any, checkpoint: str | Path) -> pd.DataFrame:
+    """The :class:`~modern.workloads.sessions.Sessionizer` list state at batch 0: ``user, sessions`` per user."""
+    from kit.workloads.rewind import SESSION_STATE
+
+    frame = (spark.read.format("statestore").option("stateVarName", SESSIONS_VARIABLE).option("batchId", 0)
+             .load(str(Path(checkpoint).resolve())))
+    element = next(f.name for f in frame.schema.fields if f.name not in ("key", "partition_id"))
+    rows = frame.selectExpr("key.user AS user", *(f"{element}.{c} AS {c}" for c in SESSION_STATE)).toPandas()
+    grouped = rows.groupby("user")[list(SESSION_STATE)]
+    return pd.DataFrame([(user, _sessions_text(part.to_numpy().tolist())) for user, part in grouped],
+                        columns=["user", "sessions"])
+
+
+def _plain(value: Any) -> Any:
+    """A state value for the report: an int, or text as it is (a user's sessions)."""
+    return value if isinstance(value, str) else int(value)
+
+
 def check_seeded_state(
     spark: Any, checkpoint: str | Path, seed_path: str | Path, spec: workloads.WorkloadSpec,
     ranges: Mapping[tuple[str, int], tuple[int, int]], bootstrap_servers: str, *, job: str = "",
-    kafka_settings: Mapping[str, Any] | None = None,
+    kafka_settings: Mapping[str, Any] | None = None, gap_ms: int | None = None,
 ) -> SeedCheck:
     """Whether the state store of the query at ``checkpoint`` holds, at batch 0, the seed plus the batch's events.
 
     ``ranges``: the batch's offset ranges (:func:`first_batch_ranges`). Totals: each key's expected state is the
     seed row's count plus the batch's events of the key, and the newer of the two ``last_input_ts``. Ids seen:
     every seed id at its ``seen_at`` plus the delay, and every id the batch brought past the legacy job's
-    watermark (no timer fires in a first batch: it has no watermark).
+    watermark (no timer fires in a first batch: it has no watermark). Sessions (``gap_ms`` the session gap): each
+    user's seed sessions with the batch's events past the legacy job's watermark merged in.
     """
-    keys = tuple(spec.key_columns)
+    keys = tuple(_seed_keys(spec))
     batch = _events_in(ranges, keys, bootstrap_servers, kafka_settings)
     late = 0
     values: tuple[str, ...]
-    if spec.carry.seeds_ids:
+    if spec.carry.seed_from_input is not None:
+        from kit.workloads.rewind import SESSION_STATE
+
+        if gap_ms is None:
+            msg = "checking a sessions seed needs the session gap (gap_ms)"
+            raise ValueError(msg)
+        seed = pd.read_parquet(seed_path, columns=["user", *SESSION_STATE])
+        floor = seed_watermark(None if seed.empty else int(seed["last"].max()), spec)
+        behind = batch["event_time"] + gap_ms <= floor if floor is not None else pd.Series(False, index=batch.index)
+        late = int(behind.sum())
+        batch = batch[~behind]
+        values = ("sessions",)
+        expected = _expected_sessions(seed, batch, gap_ms)
+        state = _session_state_at(spark, checkpoint)
+    elif spec.carry.seeds_ids:
         assert spec.watermark_delay_ms is not None, "a workload that seeds ids has a watermark"
         seed = pd.read_parquet(seed_path, columns=[*keys, _SEEN_AT])
         floor = seed_watermark(None if seed.empty else int(seed[_SEEN_AT].max()), spec)
         behind = batch["event_time"] <= floor if floor is not None else pd.Series(False, index=batch.index)
         late = int(behind.sum())
         batch = batch[~behind]
-        variable, values = IDS_VARIABLE, (IDS_VARIABLE,)
+        values = (IDS_VARIABLE,)
         expected = _expected_ids(seed, batch, list(keys), spec.watermark_delay_ms)
+        state = _state_at(spark, checkpoint, keys, IDS_VARIABLE, values)
     else:
         seed = pd.read_parquet(seed_path, columns=[*keys, *_TOTALS])
-        variable, values = STATE_VARIABLE, _TOTALS
+        values = _TOTALS
         expected = _expected_totals(seed, batch, list(keys))
-    state = _state_at(spark, checkpoint, keys, variable, values)
+        state = _state_at(spark, checkpoint, keys, STATE_VARIABLE, values)
     both = expected.merge(state, on=list(keys), how="outer", suffixes=("_expected", "_state"), indicator=True)
     wrong = both[(both["_merge"] != "both")
                  | pd.concat([both[f"{c}_expected"] != both[f"{c}_state"] for c in values], axis=1).any(axis=1)]
     differences = [
         {**{k: row[k] for k in keys},
-         "expected": None if row["_merge"] == "right_only" else {c: int(row[f"{c}_expected"]) for c in values},
-         "state": None if row["_merge"] == "left_only" else {c: int(row[f"{c}_state"]) for c in values}}
+         "expected": None if row["_merge"] == "right_only" else {c: _plain(row[f"{c}_expected"]) for c in values},
+         "state": None if row["_merge"] == "left_only" else {c: _plain(row[f"{c}_state"]) for c in values}}
         for _, row in wrong.head(10).iterrows()
     ]
-    return SeedCheck(job or spec.name, len(seed), Path(seed_path).stat().st_size, len(batch), len(state),
-                     differences, len(wrong), late)
+    return SeedCheck(job or spec.name, len(seed.drop_duplicates(list(keys))), Path(seed_path).stat().st_size,
+                     len(batch), len(state), differences, len(wrong), late)

@@ -310,7 +310,7 @@ def test_cli_errors_are_one_line_with_exit_code_2(tmp_path: Path, capsys: pytest
     assert "--seed-state needs --workload" in error()
 
 
-def test_only_totals_and_ids_seen_are_carried(tmp_path: Path) -> None:
+def test_what_seed_state_carries(tmp_path: Path) -> None:
     from compare.cutover import CutoverPlan, seed_state
     from kit.errors import ConfigError
     from modern.runner import continue_totals
@@ -318,8 +318,12 @@ def test_only_totals_and_ids_seen_are_carried(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="windowed_counts: its state cannot be continued"):
         continue_totals(None, None, workloads.get("windowed_counts"))
     plan = CutoverPlan(_position({0: 5}), legacy_output=str(tmp_path))
-    with pytest.raises(ConfigError, match="sessions's state is rewound"):
+    with pytest.raises(ConfigError, match="windowed_counts's state is rewound"):
+        seed_state(plan, "windowed_counts", tmp_path / "seed.parquet")
+    # Sessions are rebuilt from the records the legacy job processed: Kafka is needed, and nothing is written.
+    with pytest.raises(ConfigError, match="--seed-state reads the records the legacy job processed from Kafka"):
         seed_state(plan, "sessions", tmp_path / "seed.parquet")
+    assert not (tmp_path / "seed.parquet").exists()
     # dedup: the ids emitted past the legacy job's next watermark (its newest event time 20,000 minus 5 s), within
     # the position (batch 3000 is beyond it).
     ids = pd.DataFrame({"event_id": ["a", "b", "c", "d"], "user": "u", "key": "k",

@@ -18,6 +18,7 @@ Without Spark, each engine is played by the oracle itself:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -34,6 +35,7 @@ from compare.cutover import union_of_outputs
 from compare.inputs import input_shares
 from kit import workloads
 from kit.dataset import DatasetSpec, ad_campaigns, generate
+from kit.errors import ConfigError
 from kit.events import parse_event
 from kit.workloads import OracleResult
 from kit.workloads.rewind import Rewind, RewindInput, TopicPartition
@@ -63,14 +65,15 @@ def _events(frame: pd.DataFrame, spec: workloads.WorkloadSpec | None = None) -> 
     """The valid records of ``frame`` as the cutover reads them: parsed, with topic, partition and offset (and seq)."""
     placed = _placed(frame, spec)
     rows = []
-    for seq, value in zip(frame["seq"].tolist(), frame["value"].tolist(), strict=True):
+    for seq, value, kafka_ts in zip(frame["seq"].tolist(), frame["value"].tolist(), frame["timestamp_ms"].tolist(),
+                                    strict=True):
         event, _ = parse_event(value)
         if event is not None:
             where = placed.loc[seq]
             rows.append({**event, "topic": where["topic"], "partition": int(where["partition"]),
-                         "offset": int(where["offset"]), "seq": seq})
+                         "offset": int(where["offset"]), "kafka_ts": kafka_ts, "seq": seq})
     columns = ["event_id", "user", "key", "ad_id", "ad_type", "event_type", "event_time", "topic", "partition",
-               "offset", "seq"]
+               "offset", "kafka_ts", "seq"]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -203,6 +206,66 @@ def test_rewound_cutover_equals_the_oracle_at_many_kill_points(name: str) -> Non
     # The cases exercised something: records re-read, and (for the windows) emitted rows suppressed.
     assert all(case["reread"] > 0 for case in seen)
     assert sum(int(case["suppressed"]) for case in seen) > 0  # type: ignore[call-overload]
+
+
+def _seeded_sessions(events: pd.DataFrame, seed: pd.DataFrame, gap_ms: int, delay_ms: int) -> pd.DataFrame:
+    """The seeded ``sessions`` query in pandas, over ``events`` (parsed, replay order, from the position on).
+
+    A record is late when its session would end at or before the larger of the seed's watermark (its newest
+    ``last`` minus the delay) and its own (the largest event time before it minus the delay); the rest join the
+    seed's sessions (:func:`kit.semantics.merge_session`), and the sessions the final watermark closed are emitted.
+    """
+    from kit.semantics import merge_session
+
+    floor = int(seed["last"].max()) - delay_ms if len(seed) else -(2**62)
+    sessions: dict[str, list[list[int]]] = {}
+    for user, *state in seed[["user", "start", "last", "events", "kafka_ts"]].itertuples(index=False):
+        sessions.setdefault(user, []).append([int(v) for v in state])
+    newest = -(2**62)
+    for user, t, kafka_ts in events[["user", "event_time", "kafka_ts"]].itertuples(index=False):
+        if t + gap_ms > max(floor, newest - delay_ms):
+            sessions[user] = merge_session(sessions.get(user, []), int(t), int(kafka_ts), gap_ms)
+        newest = max(newest, int(t))
+    final = max(floor + delay_ms, newest) - delay_ms
+    rows = [(user, s[0], s[1] + gap_ms, s[2]) for user, open_ in sessions.items() for s in open_
+            if s[1] + gap_ms <= final]
+    return pd.DataFrame(rows, columns=["user", "session_start", "session_end", "events"])
+
+
+def test_a_sessions_seed_continues_the_legacy_output_at_many_kill_points() -> None:
+    """``dmk cutover --seed-state`` for ``sessions``: the legacy job's open sessions, rebuilt from the records it
+    processed and checked against what it emitted, let the modern query continue from the position itself."""
+    spec = workloads.get("sessions")
+    assert spec.carry.seed_from_input is not None
+    seeded = 0
+    for seed in (3, 11):
+        dataset = _dataset(seed, "sessions")
+        frame = generate(dataset)
+        expected = spec.oracle(frame, dataset).rows
+        parsed = _parsed(frame)
+        points = sorted(random.Random(seed).sample(range(200, len(frame) - 200), 5))
+        print(f"sessions: seed {seed}, kill points {points}")
+        for k in points:
+            for lag_s in (0.0, 1.0):
+                placed = _placed(frame)
+                events = parsed[parsed["seq"] < k]
+                j = _last_batch_start(frame, k, lag_s)
+                result = spec.oracle(frame.iloc[:k], dataset)
+                watermark = int(events.loc[events["seq"] < j, "event_time"].max()) - spec.watermark_delay_ms
+                emitted = result.rows[result.rows["session_end"] <= watermark]
+                late = placed.loc[result.late_dropped["seq"].to_numpy()].reset_index(drop=True)
+                inp = RewindInput(events, emitted, _offsets_below(k), _offsets_below(j), dataset, late)
+                sessions = spec.carry.seed_from_input(inp)
+                seeded += len(sessions)
+                modern = _seeded_sessions(parsed[parsed["seq"] >= k], sessions, dataset.session_gap_ms,
+                                          spec.watermark_delay_ms)
+                union = union_of_outputs(spec, emitted.assign(batch=0), modern.assign(batch=1))
+                pd.testing.assert_frame_equal(union.astype(expected.dtypes.to_dict()), expected, check_dtype=False)
+                # A legacy output that is not the sessions of these records is refused: the seed would be wrong.
+                if len(emitted):
+                    with pytest.raises(ConfigError, match="not those of the records it processed"):
+                        spec.carry.seed_from_input(dataclasses.replace(inp, emitted=emitted.iloc[1:]))
+    assert seeded > 0
 
 
 def test_without_the_rewind_or_the_filter_the_union_is_wrong() -> None:
@@ -457,12 +520,13 @@ def test_a_rewind_beyond_retention_is_refused(tmp_path: Path, monkeypatch: pytes
 
 REPO = str(Path(__file__).resolve().parents[1])
 # Every rewound workload at 5 kill points from its checkpoint; windowed_counts also from each other offset store;
-# the carried ones (--seed-state: running_counts' totals, dedup's ids seen, in the modern query's state store) at 5
-# kill points, and from SQLite (tests/test_cutover.py carries running_counts from every store).
+# the carried ones (--seed-state: running_counts' totals, dedup's ids seen, sessions' open sessions, in the modern
+# query's state store) at 5 kill points, and from SQLite (tests/test_cutover.py carries running_counts from every store).
 E2E = [(name, seed, "checkpoint", "rewind") for name in REWOUND for seed in (101, 202, 303, 404, 505)] + [
     ("windowed_counts", 606, store, "rewind") for store in ("kafka", "zookeeper", "sqlite", "postgresql")] + [
-    (name, seed, "checkpoint", "seed") for name in ("running_counts", "dedup") for seed in (111, 222, 333, 444, 555)
-] + [("dedup", 666, "sqlite", "seed")]
+    (name, seed, "checkpoint", "seed") for name in ("running_counts", "dedup", "sessions")
+    for seed in (111, 222, 333, 444, 555)
+] + [(name, 666, "sqlite", "seed") for name in ("dedup", "sessions")]
 
 
 def _e2e_dataset(name: str) -> tuple[DatasetSpec, tuple[int, int]]:

@@ -276,3 +276,58 @@ def test_a_seed_the_state_cannot_hold_is_refused_before_the_query_starts(
     with pytest.raises(ConfigError, match=f"initial state's column {column}, but the query's state holds"):
         run.start()
     assert not run.queries and not (tmp_path / "ckpt").exists()  # nothing written to the modern checkpoint
+
+
+def test_a_seeded_sessions_query_continues_the_legacy_sessions_and_its_state_store_proves_it(
+    spark, bootstrap_servers: str, topic_factory, tmp_path: Path
+) -> None:
+    from kit.workloads import parse_dataset
+    from kit.workloads.rewind import RewindInput
+    from modern.seed import check_seeded_state, first_batch_ranges
+
+    spec = DatasetSpec.from_profile("messy", records=3000, seed=18, events_per_second=50)
+    frame = generate(spec)
+    sessions = workloads.get("sessions")
+    half = len(frame) // 2
+    topic = topic_factory(PARTITIONS)
+    settings = ReplaySettings(topic=topic, partitions=PARTITIONS, partition_by="seq")
+    first = replay(frame.iloc[:half], bootstrap_servers, settings)
+    # What a legacy job that processed the first half left: its records (placed as the replay placed them), the
+    # sessions its watermark closed, none dropped as late (no record is 35 s behind here).
+    events, _ = parse_dataset(frame.iloc[:half])
+    events = events.assign(topic=topic, partition=events["seq"] % PARTITIONS, offset=events["seq"] // PARTITIONS,
+                           kafka_ts=frame["timestamp_ms"].to_numpy()[events["seq"].to_numpy()])
+    legacy = sessions.oracle(frame.iloc[:half], spec)
+    emitted = legacy.rows[legacy.rows["session_end"] <= events["event_time"].max() - WATERMARK_DELAY_MS]
+    position = {(topic, p): o for p, o in first.end_offsets.items()}
+    late = pd.DataFrame(columns=["topic", "partition", "offset"])
+    seed_rows = sessions.carry.seed_from_input(RewindInput(events, emitted, position, position, spec, late))
+    seed = tmp_path / "seed.parquet"
+    seed_rows.to_parquet(seed)
+    rest = replay(frame.iloc[half:], bootstrap_servers, settings)
+
+    run = _seeded_run(spark, tmp_path, bootstrap_servers, topic, spec, "sessions", seed, first.end_offsets,
+                      maxOffsetsPerTrigger="300").start()
+    try:
+        run.await_offsets({topic: rest.end_offsets}, timeout_s=300)
+    finally:
+        run.stop()
+
+    modern = workloads.final_result(sessions, read_batches(tmp_path / "out" / "sessions"))
+    union = workloads.final_result(sessions, pd.concat([emitted, modern]))
+    expected = sessions.oracle(frame, spec).rows
+    assert len(expected) > len(emitted) > 0  # sessions closed on both sides of the cutover
+    pd.testing.assert_frame_equal(union, expected, check_dtype=False)
+    report = json.loads((tmp_path / "out" / "sessions.seed_check.json").read_text())
+    assert report["ok"] and report["keys_seeded"] == seed_rows["user"].nunique() > 0
+
+    # A tampered seed (one session with an event more) is caught: that user's sessions differ.
+    query_progress = [p for p in read_progress(tmp_path / "out", "sessions") if p["batchId"] == 0][0]
+    ranges = first_batch_ranges(query_progress, {topic: first.end_offsets}, {})
+    wrong = seed_rows.copy()
+    wrong.loc[0, "events"] += 1
+    tampered = tmp_path / "tampered.parquet"
+    wrong.to_parquet(tampered)
+    check = check_seeded_state(spark, tmp_path / "ckpt" / "sessions", tampered, sessions, ranges, bootstrap_servers,
+                               gap_ms=spec.session_gap_ms)
+    assert not check.ok and check.different == 1 and check.differences[0]["user"] == seed_rows.loc[0, "user"]

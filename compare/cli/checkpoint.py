@@ -23,7 +23,7 @@ def _seed_check(workload: str) -> str:
     carry = workloads.get(workload).carry
     if carry.seeded:
         dropped = (", behind the legacy job's watermark (too-late records dropped as the legacy job would)"
-                   if carry.seeds_ids else "")
+                   if carry.seeds_ids or carry.seed_from_input is not None else "")
         return (f"the modern job seeds its state store with it{dropped} and checks it key for key after its first "
                 "batch (<out>/<job>.seed_check.json)")
     return "the modern job adds it to its output rows (totals that are not event counts: no state store to check)"
@@ -72,6 +72,7 @@ def cmd_cutover(args: argparse.Namespace) -> int:
         read_position,
         rewound_spec,
         seed_state,
+        state_seed,
         write_options,
         write_suppress,
     )
@@ -93,13 +94,16 @@ def cmd_cutover(args: argparse.Namespace) -> int:
         spark_context("dmk-cutover", args.master)  # the checkpoint is read with Spark's classes
     position = read_position(source, allow_pending=args.allow_pending)
     # Everything is computed (and refused) before anything is written or discarded.
-    rewound = None
-    if args.rewind:
+    rewound = seed = None
+    if args.rewind or args.seed_state:
         planned = plan_cutover(position, legacy_output=args.legacy_output, discard_beyond=args.discard_beyond,
                                dry_run=True)
-        rewound = plan_rewind(planned, args.workload, args.bootstrap_servers)
+        if args.rewind:
+            rewound = plan_rewind(planned, args.workload, args.bootstrap_servers)
+        else:  # a sessions seed reads Kafka and checks the legacy output: refused before anything is discarded
+            seed = state_seed(planned, args.workload, args.bootstrap_servers)
     plan = plan_cutover(position, legacy_output=args.legacy_output, discard_beyond=args.discard_beyond)
-    seeded = seed_state(plan, args.workload, args.seed_state) if args.seed_state else None
+    seeded = seed_state(plan, args.workload, args.seed_state, rows=seed) if args.seed_state else None
     if rewound is not None:
         write_suppress(rewound, args.suppress)
     if args.write_options:
@@ -206,8 +210,8 @@ def add_cutover(commands: Commands) -> None:
     cut.add_argument("--write-options", metavar="FILE", help="merge startingOffsets into this JSON file of "
                      "Kafka source options")
     cut.add_argument("--seed-state", metavar="FILE", help="write the legacy job's state (Parquet) for the "
-                     "modern query to continue (workloads whose state is totals, and dedup's ids seen: its state "
-                     "store is seeded with it and checked at its first batch)")
+                     "modern query to continue (totals, dedup's ids seen, open sessions with --bootstrap-servers: "
+                     "its state store is seeded with it and checked at its first batch)")
     cut.add_argument("--workload", help="the workload of --seed-state or --rewind (name or package.module:SPEC)")
     cut.add_argument("--rewind", action="store_true", help="workloads whose state is rewound (windows, sessions, "
                      "seen ids, join rows): start the modern query early enough to rebuild its state, and write the "

@@ -145,6 +145,11 @@ class StateCarry:
             plus the delay (``dedup``): every id the state holds was emitted, so ``dmk cutover --seed-state`` can
             carry them from the legacy job's outputs instead of rewinding, into the modern query's state store,
             seeded and checked (:mod:`modern.seed`).
+        seed_from_input: ``"rewound"`` workloads whose state is each user's open event-time sessions (``sessions``):
+            ``seed_from_input(RewindInput)`` gives them (:data:`kit.workloads.rewind.SESSION_STATE` per session), so
+            ``dmk cutover --seed-state`` can carry them instead of rewinding: the records the legacy job processed
+            (read again from Kafka, without those it dropped as late) sessionized, the sessions its watermark had
+            closed checked against its output (:func:`kit.workloads.rewind.open_sessions`).
     """
 
     how: Literal["stateless", "totals", "rewound", "not carried"]
@@ -155,11 +160,12 @@ class StateCarry:
     row_inputs: tuple[str, ...] = ()
     counts_events: bool = False
     seeds_ids: bool = False
+    seed_from_input: Callable[[RewindInput], pd.DataFrame] | None = field(default=None, repr=False)
 
     @property
     def seeded(self) -> bool:
-        """Whether the modern query's state store can be seeded from the legacy job's outputs (:mod:`modern.seed`)."""
-        return self.counts_events or self.seeds_ids
+        """Whether the modern query's state store can be seeded with the legacy job's state (:mod:`modern.seed`)."""
+        return self.counts_events or self.seeds_ids or self.seed_from_input is not None
 
 
 NOT_CARRIED = StateCarry(

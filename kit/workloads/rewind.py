@@ -39,8 +39,8 @@ from kit.errors import ConfigError
 if TYPE_CHECKING:
     from kit.dataset import DatasetSpec
 
-__all__ = ["NO_WATERMARK", "Rewind", "RewindInput", "earliest_offsets", "rewind_pairs", "rewind_seen_ids",
-           "rewind_sessions", "rewind_windows", "watermark_below"]
+__all__ = ["NO_WATERMARK", "SESSION_STATE", "Rewind", "RewindInput", "earliest_offsets", "open_sessions",
+           "rewind_pairs", "rewind_seen_ids", "rewind_sessions", "rewind_windows", "watermark_below"]
 
 NO_WATERMARK = -(2**62)
 """The watermark before any event: earlier than every event time (the legacy engine's value)."""
@@ -248,6 +248,60 @@ def rewind_sessions(events: pd.DataFrame, inp: RewindInput, *, gap_ms: int, dela
     suppress = _emitted_again(events, inp, starts, emitted_ends, key_columns)
     return Rewind(starts, suppress, watermark, watermark, next_watermark,
                   needed="the records of the sessions still open at the legacy watermark")
+
+
+SESSION_STATE = ("start", "last", "events", "kafka_ts")
+"""An open session's state, as :func:`kit.semantics.merge_session` keeps it: its first and last event times, how
+many events, their newest Kafka timestamp."""
+
+
+def open_sessions(events: pd.DataFrame, inp: RewindInput, *, gap_ms: int, delay_ms: int) -> pd.DataFrame:
+    """The sessions the legacy job held open at the position: ``user`` and :data:`SESSION_STATE` per session.
+
+    ``events`` (with ``kafka_ts``) are the records it processed, without those it dropped as late
+    (``inp.late``, required: a late record within a gap of an open session would otherwise join it). Sessionized
+    per user (a new session after a silence longer than the gap, as ``session_window`` merges), those ending at or
+    before the watermark ``W`` of its last batch are the ones it emitted, and those after ``W`` are its state.
+
+    The sessions ending by ``W`` must be exactly the legacy output's rows (user, start, end, events): otherwise
+    these records are not what the legacy job's state was built from, and the seed would be wrong.
+
+    Raises:
+        ConfigError: the legacy job's late records are unknown, or the sessions by ``W`` are not its output.
+    """
+    if inp.late is None:
+        msg = ("seeding sessions needs the records the legacy job dropped as late (its <job>.late output in the "
+               "kit's layout); without it, cut over with --rewind")
+        raise ConfigError(msg, field="legacy_output", expected="a <job>.late output", actual=None)
+    watermark = watermark_below(events, inp.last_batch_from or inp.position, delay_ms)
+    dropped = events.merge(inp.late[["topic", "partition", "offset"]].drop_duplicates(), how="left", indicator=True,
+                           on=["topic", "partition", "offset"])["_merge"].eq("both").to_numpy()
+    kept = events[~dropped].sort_values(["user", "event_time"], kind="stable")
+    silence = kept.groupby("user")["event_time"].diff()
+    sessions = kept.assign(session=(silence.isna() | (silence > gap_ms)).cumsum()).groupby("session").agg(
+        user=("user", "first"), start=("event_time", "min"), last=("event_time", "max"),
+        events=("event_time", "size"), kafka_ts=("kafka_ts", "max"))
+    ends = sessions["last"] + gap_ms
+    closed = sessions[ends <= watermark].assign(session_end=ends[ends <= watermark])
+    numbers = {"session_start": "int64", "session_end": "int64", "events": "int64"}
+    mine = closed.rename(columns={"start": "session_start"})[["user", *numbers]].astype(numbers)
+    theirs = inp.emitted[["user", *numbers]].astype(numbers)
+    diff = mine.merge(theirs, how="outer", indicator=True)
+    unmatched = diff[diff["_merge"] != "both"]
+    if len(unmatched):
+        first = unmatched.iloc[0]
+        side = "the records give" if first["_merge"] == "left_only" else "the legacy output holds"
+        msg = (
+            f"the sessions the legacy job closed are not those of the records it processed: {len(unmatched)} differ, "
+            f"e.g. {side} user {first['user']!r} from {int(first['session_start'])} to {int(first['session_end'])}; "
+            "its state cannot be rebuilt from them (records gone from the topic, or another job's output): cut over "
+            "with --rewind"
+        )
+        raise ConfigError(msg, field="legacy_output", expected="the sessions of the processed records",
+                          actual=len(unmatched))
+    still_open = sessions[ends > watermark]
+    return still_open[["user", *SESSION_STATE]].astype({c: "int64" for c in SESSION_STATE}).sort_values(
+        ["user", "start"]).reset_index(drop=True)
 
 
 def rewind_pairs(events: pd.DataFrame, inp: RewindInput, *, sides: tuple[pd.Series, pd.Series], within_ms: int,

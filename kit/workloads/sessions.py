@@ -29,9 +29,9 @@ import pandas as pd
 from kit.dataset import DatasetSpec
 from kit.errors import ConfigError
 from kit.workloads import OracleResult, StateCarry, Variant, WorkloadSpec, parse_dataset, sorted_rows
-from kit.workloads.rewind import Rewind, RewindInput, rewind_sessions
+from kit.workloads.rewind import Rewind, RewindInput, open_sessions, rewind_sessions
 
-__all__ = ["SPEC", "WATERMARK_DELAY_MS", "oracle", "rewind"]
+__all__ = ["SPEC", "WATERMARK_DELAY_MS", "oracle", "rewind", "seed"]
 
 WATERMARK_DELAY_MS = 5_000
 """The allowed lateness: ``SPEC.watermark_delay_ms`` as an int (the field is None for workloads without event time)."""
@@ -74,6 +74,19 @@ def rewind(inp: RewindInput) -> Rewind:
                            key_columns=SPEC.key_columns)
 
 
+def seed(inp: RewindInput) -> pd.DataFrame:
+    """``dmk cutover --seed-state``: the sessions the legacy job held open (:func:`kit.workloads.rewind.open_sessions`).
+
+    Raises:
+        ConfigError: no dataset spec (the session gap is the dataset's), or what ``open_sessions`` refuses.
+    """
+    if inp.dataset is None:
+        msg = ("sessions' seed needs the session gap, a setting of the replayed dataset: the legacy output's "
+               "driver-config.json names the dataset")
+        raise ConfigError(msg, field="dataset", expected="the replayed dataset's spec", actual=None)
+    return open_sessions(inp.events, inp, gap_ms=inp.dataset.session_gap_ms, delay_ms=WATERMARK_DELAY_MS)
+
+
 SPEC = WorkloadSpec(
     name="sessions",
     summary="per-user event-time sessions, 30 s gap (event_time_operator vs session_window)",
@@ -89,9 +102,11 @@ SPEC = WorkloadSpec(
         f"the {dataset.session_gap_ms / 1000:g} s session gap and the 5 s watermark delay",
     ),
     carry=StateCarry(
-        "rewound", row_time="session_end", rewind=rewind,
-        note="open sessions are in no output row: dmk cutover --rewind starts the modern query at the oldest record "
-        "of a session the legacy watermark had not closed and drops the sessions the legacy job emitted",
+        "rewound", row_time="session_end", rewind=rewind, seed_from_input=seed,
+        note="open sessions are in no output row: dmk cutover --seed-state rebuilds them from the records the legacy "
+        "job processed (checked against the sessions it emitted) into the modern query's state store; --rewind "
+        "instead starts the modern query at the oldest record of a session the legacy watermark had not closed and "
+        "drops the sessions the legacy job emitted",
     ),
     modern=(
         Variant("default", "build", note="groupBy(user, session_window(event_time, gap)).count(), append mode"),

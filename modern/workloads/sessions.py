@@ -33,7 +33,7 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from kit.semantics import WATERMARK_DELAY_MS, merge_session
 
-__all__ = ["Sessionizer", "build", "build_transform_with_state", "build_with_state"]
+__all__ = ["Sessionizer", "build", "build_transform_with_state", "build_with_state", "sessions_by_processor"]
 
 
 # --8<-- [start:sessions]
@@ -132,6 +132,13 @@ class Sessionizer(StatefulProcessor):
         # One row per open session: [start, last event, events, last kafka_ts], as merge_session keeps them.
         self.open = handle.getListState("open_sessions", "start long, last long, events long, kafka_ts long")
 
+    def handleInitialState(self, key: Any, initialState: pd.DataFrame, timerValues: Any) -> None:
+        # A cutover's seed (modern.seed): sessions the legacy job held open, kept with their timer. A first
+        # micro-batch has no watermark, so none of them closes here.
+        sessions = [list(s) for s in self.open.get()]
+        sessions += initialState[["start", "last", "events", "kafka_ts"]].astype("int64").values.tolist()
+        self._close(key[0], sessions, timerValues.getCurrentWatermarkInMs(), expiring=None)
+
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
         sessions = [list(s) for s in self.open.get()]
         for batch in rows:
@@ -179,19 +186,27 @@ class Sessionizer(StatefulProcessor):
 
 
 def build_transform_with_state(spark: Any, source: Any) -> Any:
+    return sessions_by_processor(source.events(), source.dataset.session_gap_ms)
+
+
+def sessions_by_processor(events: Any, gap_ms: int, initial_state: Any = None) -> Any:
+    """:class:`Sessionizer` per user of ``events``.
+
+    ``initial_state``: sessions already open (``user, start, last, events, kafka_ts``, grouped by ``user``: a
+    cutover's seed, :mod:`modern.seed`).
+    """
     from pyspark.sql import functions as F  # noqa: N812
 
-    gap_ms, delay_ms = source.dataset.session_gap_ms, WATERMARK_DELAY_MS
     # As in build_with_state: the watermark is declared on event_time + gap with the gap added to the delay,
     # so its value is max(event_time) - delay and the operator drops exactly the rows session_window drops.
-    events = source.events().select(
+    events = events.select(
         "user",
         "event_time_ms",
         F.unix_millis("kafka_ts").alias("kafka_ts_ms"),
         F.timestamp_millis(F.col("event_time_ms") + gap_ms).alias("session_reach"),
     )
-    events = events.withWatermark("session_reach", f"{delay_ms + gap_ms} milliseconds")
+    events = events.withWatermark("session_reach", f"{WATERMARK_DELAY_MS + gap_ms} milliseconds")
     return events.groupBy("user").transformWithStateInPandas(
-        Sessionizer(gap_ms), _OUTPUT, outputMode="Append", timeMode="EventTime"
+        Sessionizer(gap_ms), _OUTPUT, outputMode="Append", timeMode="EventTime", initialState=initial_state
     )
 # --8<-- [end:sessions.transform_with_state]
