@@ -1,9 +1,12 @@
 """State carried in Spark's state store: a cutover's seed as ``transformWithStateInPandas`` initial state, checked.
 
-``dmk cutover --seed-state FILE`` writes the legacy job's state from its outputs, and the modern job's query
+``dmk cutover --seed-state FILE`` writes the legacy job's state (from its outputs, or for sessions from the records
+it processed), and the modern job's query
 (:func:`seeded_query`) takes it as the ``initialState`` of a ``transformWithStateInPandas`` processor. Spark hands
 each seed row to ``handleInitialState`` in the query's first micro-batch and keeps it in the query's state store;
-the seed file is not read again (a restart continues from the checkpoint). Two kinds of state are seeded:
+Spark does not use the seed's rows after that batch (a restart continues from the checkpoint; a seeded ids or sessions
+query still reads the seed's newest event time when it starts, so keep the file while the job's config names it).
+Three kinds of state are seeded:
 
 - **totals** that count a workload's events (:attr:`kit.workloads.StateCarry.counts_events`: ``running_counts``,
   ``examples.event_types``): the seed is each key's last row (``key, count, last_input_ts``); the query is
@@ -12,7 +15,11 @@ the seed file is not read again (a restart continues from the checkpoint). Two k
 - **ids seen** by a deduplication (:attr:`~kit.workloads.StateCarry.seeds_ids`: ``dedup``): the seed is the ids
   the legacy job can still be sent again (``event_id, seen_at``, :func:`compare.cutover.ids_seed`); the query is
   :func:`seeded_first_deliveries`, ``dedup``'s :class:`~modern.workloads.dedup.FirstDelivery` remembering them,
-  behind the legacy job's watermark (:func:`seed_watermark`: a first micro-batch has none of its own).
+  behind the legacy job's watermark (:func:`seed_watermark`: a first micro-batch has none of its own);
+- **open sessions** (:attr:`~kit.workloads.StateCarry.seed_from_input`: ``sessions``): the seed is each user's
+  open sessions (``user, start, last, events, kafka_ts``, :func:`kit.workloads.rewind.open_sessions`); the query is
+  :func:`seeded_sessions`, ``sessions``' :class:`~modern.workloads.sessions.Sessionizer` holding them, behind the
+  legacy job's watermark as for ids.
 
 :func:`check_seeded_state` proves the carry after that first batch: it reads the state store at batch 0 with
 Spark's state data source (``format("statestore")``, the kind's state variable) and compares it key for key with
