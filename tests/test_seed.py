@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +41,26 @@ def _seeded_run(spark, tmp: Path, bootstrap: str, topic: str, spec: DatasetSpec,
     return ModernRun(spark, config)
 
 
+def _seeded_at_half(spark, tmp: Path, bootstrap: str, topic: str, spec: DatasetSpec, job: str,
+                    seed_of: Callable[[pd.DataFrame, dict], pd.DataFrame], **options: str) -> tuple[pd.DataFrame, dict]:
+    """Replay the first half, seed from it (``seed_of(first half, its end offsets)``), replay the rest and run the
+    seeded query from the half's end offsets to the end. Returns the seed rows and the half's end offsets."""
+    frame = generate(spec)
+    half = len(frame) // 2
+    settings = ReplaySettings(topic=topic, partitions=PARTITIONS, partition_by="seq")
+    first = replay(frame.iloc[:half], bootstrap, settings)
+    seed_rows = seed_of(frame.iloc[:half], first.end_offsets)
+    seed_rows.to_parquet(tmp / "seed.parquet")
+    rest = replay(frame.iloc[half:], bootstrap, settings)
+    run = _seeded_run(spark, tmp, bootstrap, topic, spec, job, tmp / "seed.parquet", first.end_offsets,
+                      **options).start()
+    try:
+        run.await_offsets({topic: rest.end_offsets}, timeout_s=300)
+    finally:
+        run.stop()
+    return seed_rows, first.end_offsets
+
+
 def _by_keys(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return frame[[*keys, "count"]].sort_values(keys).reset_index(drop=True)
 
@@ -54,22 +75,13 @@ def test_a_seeded_query_counts_on_from_the_seed_and_its_state_store_proves_it(
     frame = generate(spec)
     counts = workloads.get(job)
     name, keys = counts.name, list(counts.key_columns)
-    half = len(frame) // 2
     topic = topic_factory(PARTITIONS)
-    settings = ReplaySettings(topic=topic, partitions=PARTITIONS, partition_by="seq")
-    first = replay(frame.iloc[:half], bootstrap_servers, settings)
     # The legacy job's last row per key over the first half: the oracle's counts there (a last_input_ts older than
     # every record's: the check takes the newer of the seed's and the first batch's).
-    seeded = counts.oracle(frame.iloc[:half], spec).rows.assign(last_input_ts=0).astype({"count": "int64"})
-    seed = tmp_path / "seed.parquet"
-    seeded[[*keys, "count", "last_input_ts"]].to_parquet(seed)
-    rest = replay(frame.iloc[half:], bootstrap_servers, settings)
-
-    run = _seeded_run(spark, tmp_path, bootstrap_servers, topic, spec, job, seed, first.end_offsets).start()
-    try:
-        run.await_offsets({topic: rest.end_offsets}, timeout_s=300)
-    finally:
-        run.stop()
+    seeded, position = _seeded_at_half(
+        spark, tmp_path, bootstrap_servers, topic, spec, job,
+        lambda part, _ends: counts.oracle(part, spec).rows.assign(last_input_ts=0).astype({"count": "int64"})[
+            [*keys, "count", "last_input_ts"]])
 
     # The query's rows continue the seed: its last row per key is the oracle's count over the whole stream, and a
     # key it never saw keeps the seed's.
@@ -90,9 +102,9 @@ def test_a_seeded_query_counts_on_from_the_seed_and_its_state_store_proves_it(
 
     # A seed that is not what the store holds (one key's count off by one, one key gone) is caught, key for key.
     query_progress = [p for p in read_progress(tmp_path / "out", name) if p["batchId"] == 0][0]
-    ranges = first_batch_ranges(query_progress, {topic: first.end_offsets}, {})
+    ranges = first_batch_ranges(query_progress, {topic: position}, {})
     assert sum(u - f for f, u in ranges.values()) > 0
-    assert {p: f for (_, p), (f, _) in ranges.items()} == first.end_offsets  # batch 0 starts at the position
+    assert {p: f for (_, p), (f, _) in ranges.items()} == position  # batch 0 starts at the position
     wrong = seeded.copy()
     wrong.loc[0, "count"] += 1
     wrong = wrong.drop(index=1)
@@ -215,20 +227,9 @@ def test_a_seeded_dedup_drops_what_the_legacy_job_saw_and_its_state_store_proves
     dedup = workloads.get("dedup")
     half = len(frame) // 2
     topic = topic_factory(PARTITIONS)
-    settings = ReplaySettings(topic=topic, partitions=PARTITIONS, partition_by="seq")
-    first = replay(frame.iloc[:half], bootstrap_servers, settings)
     legacy = dedup.oracle(frame.iloc[:half], spec).rows  # the legacy job's rows over the first half
-    seed_rows = ids_seed(dedup, legacy)
-    seed = tmp_path / "seed.parquet"
-    seed_rows.to_parquet(seed)
-    rest = replay(frame.iloc[half:], bootstrap_servers, settings)
-
-    run = _seeded_run(spark, tmp_path, bootstrap_servers, topic, spec, "dedup", seed, first.end_offsets,
-                      maxOffsetsPerTrigger="300").start()
-    try:
-        run.await_offsets({topic: rest.end_offsets}, timeout_s=300)
-    finally:
-        run.stop()
+    seed_rows, position = _seeded_at_half(spark, tmp_path, bootstrap_servers, topic, spec, "dedup",
+                                          lambda _part, _ends: ids_seed(dedup, legacy), maxOffsetsPerTrigger="300")
 
     # Legacy before + modern after is the oracle over the whole stream: no id twice, none lost, no too-late record.
     modern = workloads.final_result(dedup, read_batches(tmp_path / "out" / "dedup"))
@@ -249,7 +250,7 @@ def test_a_seeded_dedup_drops_what_the_legacy_job_saw_and_its_state_store_proves
 
     # A tampered seed (one id seen at another time, one id the legacy job never emitted) is caught, key for key.
     query_progress = [p for p in read_progress(tmp_path / "out", "dedup") if p["batchId"] == 0][0]
-    ranges = first_batch_ranges(query_progress, {topic: first.end_offsets}, {})
+    ranges = first_batch_ranges(query_progress, {topic: position}, {})
     changed = seed_rows[seed_rows["seen_at"] < seed_rows["seen_at"].max()].index[0]
     wrong = seed_rows.copy()
     wrong.loc[changed, "seen_at"] += 1
@@ -290,29 +291,23 @@ def test_a_seeded_sessions_query_continues_the_legacy_sessions_and_its_state_sto
     sessions = workloads.get("sessions")
     half = len(frame) // 2
     topic = topic_factory(PARTITIONS)
-    settings = ReplaySettings(topic=topic, partitions=PARTITIONS, partition_by="seq")
-    first = replay(frame.iloc[:half], bootstrap_servers, settings)
-    # What a legacy job that processed the first half left: its records (placed as the replay placed them), the
-    # sessions its watermark closed, none dropped as late (no record is 35 s behind here).
-    events, _ = parse_dataset(frame.iloc[:half])
-    events = events.assign(topic=topic, partition=events["seq"] % PARTITIONS, offset=events["seq"] // PARTITIONS,
-                           kafka_ts=frame["timestamp_ms"].to_numpy()[events["seq"].to_numpy()])
     legacy = sessions.oracle(frame.iloc[:half], spec)
-    emitted = legacy.rows[legacy.rows["session_end"] <= events["event_time"].max() - WATERMARK_DELAY_MS]
-    position = {(topic, p): o for p, o in first.end_offsets.items()}
-    late = pd.DataFrame(columns=["topic", "partition", "offset"])
-    seed_rows = sessions.carry.seed_from_input(RewindInput(events, emitted, position, position, spec, late))
-    seed = tmp_path / "seed.parquet"
-    seed_rows.to_parquet(seed)
-    rest = replay(frame.iloc[half:], bootstrap_servers, settings)
+    closed: list[pd.DataFrame] = []
 
-    run = _seeded_run(spark, tmp_path, bootstrap_servers, topic, spec, "sessions", seed, first.end_offsets,
-                      maxOffsetsPerTrigger="300").start()
-    try:
-        run.await_offsets({topic: rest.end_offsets}, timeout_s=300)
-    finally:
-        run.stop()
+    def open_at_half(part: pd.DataFrame, ends: dict) -> pd.DataFrame:
+        # What a legacy job that processed the first half left: its records (placed as the replay placed them),
+        # the sessions its watermark closed, none dropped as late (no record is 35 s behind here).
+        events, _ = parse_dataset(part)
+        events = events.assign(topic=topic, partition=events["seq"] % PARTITIONS, offset=events["seq"] // PARTITIONS,
+                               kafka_ts=part["timestamp_ms"].to_numpy()[events["seq"].to_numpy()])
+        closed.append(legacy.rows[legacy.rows["session_end"] <= events["event_time"].max() - WATERMARK_DELAY_MS])
+        position = {(topic, p): o for p, o in ends.items()}
+        late = pd.DataFrame(columns=["topic", "partition", "offset"])
+        return sessions.carry.seed_from_input(RewindInput(events, closed[0], position, position, spec, late))
 
+    seed_rows, position = _seeded_at_half(spark, tmp_path, bootstrap_servers, topic, spec, "sessions", open_at_half,
+                                          maxOffsetsPerTrigger="300")
+    emitted = closed[0]
     modern = workloads.final_result(sessions, read_batches(tmp_path / "out" / "sessions"))
     union = workloads.final_result(sessions, pd.concat([emitted, modern]))
     expected = sessions.oracle(frame, spec).rows
@@ -323,7 +318,7 @@ def test_a_seeded_sessions_query_continues_the_legacy_sessions_and_its_state_sto
 
     # A tampered seed (one session with an event more) is caught: that user's sessions differ.
     query_progress = [p for p in read_progress(tmp_path / "out", "sessions") if p["batchId"] == 0][0]
-    ranges = first_batch_ranges(query_progress, {topic: first.end_offsets}, {})
+    ranges = first_batch_ranges(query_progress, {topic: position}, {})
     wrong = seed_rows.copy()
     wrong.loc[0, "events"] += 1
     tampered = tmp_path / "tampered.parquet"
