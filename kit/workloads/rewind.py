@@ -15,7 +15,9 @@ writes the starting offsets and the filter's file. The rules here are the kinds 
 :func:`rewind_windows` (open event-time windows), :func:`rewind_sessions`, :func:`rewind_seen_ids` (ids
 remembered within the watermark) and :func:`rewind_pairs` (a stream-stream join's buffered rows, whose filter goes
 by the input records' offsets instead: :attr:`kit.workloads.StateCarry.row_inputs`).
-``tests/test_cutover_rewind.py`` holds them to the oracles at many kill points.
+``tests/test_cutover_rewind.py`` holds them to the oracles at many kill points. The same reading of what the legacy
+job left gives :func:`open_sessions`, the sessions it held open: the seed of a carried, not rewound, sessions
+cutover (``dmk cutover --seed-state``, :mod:`modern.seed`).
 
 Two watermarks matter, both the legacy job's own (:func:`legacy.workloads.event_time_operator`: a batch works
 with the largest event time of the batches before it, minus the delay):
