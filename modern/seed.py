@@ -49,9 +49,9 @@ from kit import workloads
 from kit.errors import ConfigError
 from kit.events import parse_event
 
-__all__ = ["IDS_VARIABLE", "STATE_VARIABLE", "SeedCheck", "SeededTotals", "check_seed_columns", "check_seed_types",
+__all__ = ["IDS_VARIABLE", "STATE_VARIABLE", "SeedCheck", "SeededTotals", "check_seed_columns",
            "check_seeded_state", "first_batch_ranges", "seed_watermark", "seeded_first_deliveries", "seeded_query",
-           "seeded_totals", "starting_offsets"]
+           "seeded_totals", "starting_offsets", "typed_seed"]
 
 STATE_VARIABLE = "total"
 """The :class:`SeededTotals` value state: ``(count, last_input_ts)`` per key."""
@@ -130,25 +130,31 @@ def _seed_columns(spec: workloads.WorkloadSpec) -> list[str]:
     return [*spec.key_columns, *values]
 
 
-def check_seed_types(seed: Any, events: Any, spec: workloads.WorkloadSpec) -> None:
-    """Refuse a seed the query's state cannot hold, before the query starts (nothing is written to its checkpoint).
+def typed_seed(seed: Any, events: Any, spec: workloads.WorkloadSpec) -> Any:
+    """``seed``'s columns as the query's state holds them: its keys of the events' own types, the rest longs.
 
-    That is a key column of another type than the events' own, or a total or ``seen_at`` that is not an integer.
+    Refuses, before the query starts (nothing is written to its checkpoint), a seed the state cannot hold: a key
+    column of another type than the events' own, or a total, ``seen_at`` or session field that is not an integer. An
+    empty seed (the legacy job completed no batch with records) is only cast: its columns may have any type.
 
     Raises:
         ConfigError: naming the column, its type in the seed and the type the state holds.
     """
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
+
     keys = _seed_keys(spec)
     values = [c for c in _seed_columns(spec) if c not in keys]
     types = {f.name: f.dataType.simpleString() for f in seed.schema.fields}
     wrong = [(k, types[k], events.schema[k].dataType.simpleString()) for k in keys
              if types[k] != events.schema[k].dataType.simpleString()]
     wrong += [(c, types[c], "bigint") for c in values if types[c] not in _INTEGRAL]
-    if wrong:
+    if wrong and seed.take(1):
         column, actual, expected = wrong[0]
         msg = (f"{spec.name}: the initial state's column {column!r} is {actual}, but the query's state holds "
                f"{expected} there; write the seed again with dmk cutover --seed-state from the legacy job's outputs")
         raise ConfigError(msg, field="initial_state", expected=expected, actual=f"{column}: {actual}")
+    return seed.select(*(F.col(k).cast(events.schema[k].dataType).alias(k) for k in keys),
+                       *(F.col(c).cast("long").alias(c) for c in values))
 
 
 def seeded_query(seed: Any, source: Any, spec: workloads.WorkloadSpec) -> Any:
@@ -195,11 +201,11 @@ def seeded_first_deliveries(seed: Any, source: Any, spec: workloads.WorkloadSpec
     check_seed_columns(seed.columns, spec)
     keys = tuple(spec.key_columns)
     events = source.events(spec.inputs[0]).withWatermark("event_time", f"{spec.watermark_delay_ms} milliseconds")
-    check_seed_types(seed, events, spec)
+    seed = typed_seed(seed, events, spec)
     floor = seed_watermark(seed.agg(F.max(_SEEN_AT)).first()[0], spec)
     if floor is not None:
         events = events.where(F.col("event_time_ms") > F.lit(floor))
-    initial = seed.select(*keys, F.col(_SEEN_AT).cast("long").alias(_SEEN_AT)).groupBy(*keys)
+    initial = seed.groupBy(*keys)
     return first_deliveries(events, initial).select(*spec.columns)
 
 
@@ -219,10 +225,9 @@ def seeded_totals(seed: Any, source: Any, spec: workloads.WorkloadSpec) -> Any:
     keys = tuple(spec.key_columns)
     check_seed_columns(seed.columns, spec)
     events = source.events(spec.inputs[0]).select(*keys, F.unix_millis("kafka_ts").alias("last_input_ts"))
-    check_seed_types(seed, events, spec)
+    initial = typed_seed(seed, events, spec).select(*keys, *_TOTALS).groupBy(*keys)
     schema = ", ".join(
         [f"{k} {events.schema[k].dataType.simpleString()}" for k in keys] + ["count long", "last_input_ts long"])
-    initial = seed.select(*keys, *(F.col(c).cast("long").alias(c) for c in _TOTALS)).groupBy(*keys)
     return events.groupBy(*keys).transformWithStateInPandas(
         SeededTotals(keys), schema, outputMode="Update", timeMode="None", initialState=initial
     ).select(*spec.columns)
@@ -244,14 +249,12 @@ def seeded_sessions(seed: Any, source: Any, spec: workloads.WorkloadSpec) -> Any
 
     check_seed_columns(seed.columns, spec)
     events = source.events(spec.inputs[0])
-    check_seed_types(seed, events, spec)
+    seed = typed_seed(seed, events, spec)
     gap = source.dataset.session_gap_ms
     floor = seed_watermark(seed.agg(F.max("last")).first()[0], spec)
     if floor is not None:
         events = events.where(F.col("event_time_ms") + F.lit(gap) > F.lit(floor))
-    from kit.workloads.rewind import SESSION_STATE
-
-    initial = seed.select("user", *(F.col(c).cast("long").alias(c) for c in SESSION_STATE)).groupBy("user")
+    initial = seed.groupBy("user")
     return sessions_by_processor(events, gap, initial).select(*spec.columns)
 
 
@@ -409,6 +412,12 @@ def _session_state_at(spark: Any, checkpoint: str | Path) -> pd.DataFrame:
                         columns=["user", "sessions"])
 
 
+def _read_seed(path: str | Path, columns: list[str], empty_keys: Mapping[str, Any]) -> pd.DataFrame:
+    """The seed file's ``columns``; an empty seed's keys typed as ``empty_keys`` (it may hold any types)."""
+    seed = pd.read_parquet(path, columns=columns)
+    return seed.astype(dict(empty_keys)) if seed.empty else seed
+
+
 def _plain(value: Any) -> Any:
     """A state value for the report: an int, or text as it is (a user's sessions)."""
     return value if isinstance(value, str) else int(value)
@@ -430,6 +439,7 @@ def check_seeded_state(
     keys = tuple(_seed_keys(spec))
     batch = _events_in(ranges, keys, bootstrap_servers, kafka_settings)
     late = 0
+    empty_keys = {k: batch[k].dtype for k in keys}  # an empty seed's key columns can have any type: the batch's
     values: tuple[str, ...]
     if spec.carry.seed_from_input is not None:
         from kit.workloads.rewind import SESSION_STATE
@@ -437,7 +447,7 @@ def check_seeded_state(
         if gap_ms is None:
             msg = "checking a sessions seed needs the session gap (gap_ms)"
             raise ValueError(msg)
-        seed = pd.read_parquet(seed_path, columns=["user", *SESSION_STATE])
+        seed = _read_seed(seed_path, ["user", *SESSION_STATE], empty_keys)
         floor = seed_watermark(None if seed.empty else int(seed["last"].max()), spec)
         behind = batch["event_time"] + gap_ms <= floor if floor is not None else pd.Series(False, index=batch.index)
         late = int(behind.sum())
@@ -447,7 +457,7 @@ def check_seeded_state(
         state = _session_state_at(spark, checkpoint)
     elif spec.carry.seeds_ids:
         assert spec.watermark_delay_ms is not None, "a workload that seeds ids has a watermark"
-        seed = pd.read_parquet(seed_path, columns=[*keys, _SEEN_AT])
+        seed = _read_seed(seed_path, [*keys, _SEEN_AT], empty_keys)
         floor = seed_watermark(None if seed.empty else int(seed[_SEEN_AT].max()), spec)
         behind = batch["event_time"] <= floor if floor is not None else pd.Series(False, index=batch.index)
         late = int(behind.sum())
@@ -456,7 +466,7 @@ def check_seeded_state(
         expected = _expected_ids(seed, batch, list(keys), spec.watermark_delay_ms)
         state = _state_at(spark, checkpoint, keys, IDS_VARIABLE, values)
     else:
-        seed = pd.read_parquet(seed_path, columns=[*keys, *_TOTALS])
+        seed = _read_seed(seed_path, [*keys, *_TOTALS], empty_keys)
         values = _TOTALS
         expected = _expected_totals(seed, batch, list(keys))
         state = _state_at(spark, checkpoint, keys, STATE_VARIABLE, values)
