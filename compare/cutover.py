@@ -410,8 +410,8 @@ def carried_spec(workload: str) -> workloads.WorkloadSpec:
     """The spec of ``workload``, whose state :func:`seed_state` can carry.
 
     Raises:
-        ConfigError: the workload's state is neither totals nor ids seeded from its output (its ``carry`` says why
-            and what to do instead).
+        ConfigError: the workload's state cannot be seeded (:attr:`kit.workloads.StateCarry.seeded`; its ``carry``
+            says why and what to do instead).
     """
     spec = workloads.get(workload)
     if spec.carry.how != "totals" and not spec.carry.seeded:

@@ -99,7 +99,8 @@ class SeededTotals(StatefulProcessor):
 def check_seed_columns(columns: list[str], spec: workloads.WorkloadSpec) -> None:
     """Refuse a seed without the columns ``spec``'s carry needs.
 
-    Those are its key columns, and its total columns and ``last_input_ts`` (totals) or ``seen_at`` (ids seen).
+    Those are its key columns and its total columns and ``last_input_ts`` (totals), its key columns and ``seen_at``
+    (ids seen), or ``user`` and :data:`kit.workloads.rewind.SESSION_STATE` (sessions).
 
     Raises:
         ConfigError: naming the missing columns and what writes them.
