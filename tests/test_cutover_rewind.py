@@ -261,6 +261,11 @@ def test_a_sessions_seed_continues_the_legacy_output_at_many_kill_points() -> No
                                           spec.watermark_delay_ms)
                 union = union_of_outputs(spec, emitted.assign(batch=0), modern.assign(batch=1))
                 pd.testing.assert_frame_equal(union.astype(expected.dtypes.to_dict()), expected, check_dtype=False)
+                # Without the seed, the modern query splits the sessions open at the position: the union differs.
+                unseeded = _seeded_sessions(parsed[parsed["seq"] >= k], sessions.iloc[:0], dataset.session_gap_ms,
+                                            spec.watermark_delay_ms)
+                union = union_of_outputs(spec, emitted.assign(batch=0), unseeded.assign(batch=1))
+                assert not union.astype(expected.dtypes.to_dict()).equals(expected)
                 # A legacy output that is not the sessions of these records is refused: the seed would be wrong.
                 if len(emitted):
                     with pytest.raises(ConfigError, match="not those of the records it processed"):
