@@ -454,10 +454,7 @@ def state_seed(plan: CutoverPlan, workload: str, bootstrap_servers: str | None =
     if plan.legacy_output is None:
         msg = "seeding the state reads the legacy job's outputs: pass --legacy-output"
         raise ConfigError(msg, field="legacy_output", expected="a directory", actual=None)
-    rows = read_batches(Path(plan.legacy_output) / spec.name)
-    if not rows.empty and plan.last_batch_ms is not None:
-        rows = rows[rows["batch"] <= plan.last_batch_ms]
-    if spec.carry.seed_from_input is not None:
+    if spec.carry.seed_from_input is not None:  # _legacy_left reads the legacy rows with the records
         left, read_from, first = _legacy_left(plan, spec, bootstrap_servers, dataset, "--seed-state")
         gone = {tp: o for tp, o in read_from.items() if o > first[tp]}
         if gone:
@@ -468,8 +465,11 @@ def state_seed(plan: CutoverPlan, workload: str, bootstrap_servers: str | None =
                 "still open"
             )
             raise CutoverAmbiguous(msg, reason="seed beyond retention")
-        last = spec.carry.seed_from_input(left)
-    elif spec.carry.seeds_ids:
+        return spec.carry.seed_from_input(left).reset_index(drop=True)
+    rows = read_batches(Path(plan.legacy_output) / spec.name)
+    if not rows.empty and plan.last_batch_ms is not None:
+        rows = rows[rows["batch"] <= plan.last_batch_ms]
+    if spec.carry.seeds_ids:
         last = ids_seed(spec, rows)
     else:
         columns = [*spec.key_columns, *spec.carry.sum_columns, "last_input_ts"]

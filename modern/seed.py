@@ -185,29 +185,54 @@ def seed_watermark(newest: int | None, spec: workloads.WorkloadSpec) -> int | No
     return int(newest) - spec.watermark_delay_ms
 
 
+def _carried_watermark(spec: workloads.WorkloadSpec, gap_ms: int | None) -> tuple[str, int] | None:
+    """How a seeded query holds records behind the legacy job's watermark; None for totals, which have none.
+
+    Returns the seed column whose newest value gives it (:func:`seed_watermark`), and how far past its event time a
+    record reaches (a session's gap: a record is too late when its session would end at or before the watermark).
+    """
+    if spec.carry.seed_from_input is not None:
+        if gap_ms is None:
+            msg = "a sessions seed needs the session gap (gap_ms)"
+            raise ValueError(msg)
+        return "last", gap_ms
+    return (_SEEN_AT, 0) if spec.carry.seeds_ids else None
+
+
+def _behind_legacy_watermark(events: Any, seed: Any, spec: workloads.WorkloadSpec, gap_ms: int | None) -> Any:
+    """``events`` without the records the legacy job would have dropped as too late.
+
+    A first micro-batch has no watermark of its own; once the query's watermark passes the legacy one, this drops
+    nothing it keeps.
+    """
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
+
+    carried = _carried_watermark(spec, gap_ms)
+    assert carried is not None, "only ids and sessions seeds carry a watermark"
+    column, reach_ms = carried
+    floor = seed_watermark(seed.agg(F.max(column)).first()[0], spec)
+    return events if floor is None else events.where(F.col("event_time_ms") + F.lit(reach_ms) > F.lit(floor))
+
+
 def seeded_first_deliveries(seed: Any, source: Any, spec: workloads.WorkloadSpec) -> Any:
     """``dedup`` over ``source``'s events as :class:`~modern.workloads.dedup.FirstDelivery` remembering ``seed``.
 
     A query's first micro-batch has no watermark: a record the legacy job would have dropped as too late (at or
     before its next watermark, :func:`seed_watermark`) would pass. So the events are filtered on that watermark
-    too, for good: once the query's own watermark passes it, the filter drops nothing the watermark keeps.
+    too (:func:`_behind_legacy_watermark`), for good: once the query's own watermark passes it, the filter drops
+    nothing the watermark keeps.
 
     Raises:
         ConfigError: ``seed`` lacks a key column or ``seen_at``.
     """
-    from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
-
     from modern.workloads.dedup import first_deliveries
 
     check_seed_columns(seed.columns, spec)
     keys = tuple(spec.key_columns)
     events = source.events(spec.inputs[0]).withWatermark("event_time", f"{spec.watermark_delay_ms} milliseconds")
     seed = typed_seed(seed, events, spec)
-    floor = seed_watermark(seed.agg(F.max(_SEEN_AT)).first()[0], spec)
-    if floor is not None:
-        events = events.where(F.col("event_time_ms") > F.lit(floor))
-    initial = seed.groupBy(*keys)
-    return first_deliveries(events, initial).select(*spec.columns)
+    events = _behind_legacy_watermark(events, seed, spec, None)
+    return first_deliveries(events, seed.groupBy(*keys)).select(*spec.columns)
 
 
 def seeded_totals(seed: Any, source: Any, spec: workloads.WorkloadSpec) -> Any:
@@ -244,19 +269,14 @@ def seeded_sessions(seed: Any, source: Any, spec: workloads.WorkloadSpec) -> Any
     Raises:
         ConfigError: ``seed`` lacks a column or holds one of another type.
     """
-    from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
-
     from modern.workloads.sessions import sessions_by_processor
 
     check_seed_columns(seed.columns, spec)
     events = source.events(spec.inputs[0])
     seed = typed_seed(seed, events, spec)
     gap = source.dataset.session_gap_ms
-    floor = seed_watermark(seed.agg(F.max("last")).first()[0], spec)
-    if floor is not None:
-        events = events.where(F.col("event_time_ms") + F.lit(gap) > F.lit(floor))
-    initial = seed.groupBy("user")
-    return sessions_by_processor(events, gap, initial).select(*spec.columns)
+    events = _behind_legacy_watermark(events, seed, spec, gap)
+    return sessions_by_processor(events, gap, seed.groupBy("user")).select(*spec.columns)
 
 
 @dataclass(frozen=True)
@@ -441,33 +461,26 @@ def check_seeded_state(
     batch = _events_in(ranges, keys, bootstrap_servers, kafka_settings)
     late = 0
     empty_keys = {k: batch[k].dtype for k in keys}  # an empty seed's key columns can have any type: the batch's
-    values: tuple[str, ...]
-    if spec.carry.seed_from_input is not None:
-        from kit.workloads.rewind import SESSION_STATE
-
-        if gap_ms is None:
-            msg = "checking a sessions seed needs the session gap (gap_ms)"
-            raise ValueError(msg)
-        seed = _read_seed(seed_path, ["user", *SESSION_STATE], empty_keys)
-        floor = seed_watermark(None if seed.empty else int(seed["last"].max()), spec)
-        behind = batch["event_time"] + gap_ms <= floor if floor is not None else pd.Series(False, index=batch.index)
+    seed = _read_seed(seed_path, _seed_columns(spec), empty_keys)
+    carried = _carried_watermark(spec, gap_ms)
+    if carried is not None and not seed.empty:  # the query drops what the legacy job would have dropped as late
+        column, reach_ms = carried
+        floor = seed_watermark(int(seed[column].max()), spec)
+        behind = batch["event_time"] + reach_ms <= floor
         late = int(behind.sum())
         batch = batch[~behind]
+    values: tuple[str, ...]
+    if spec.carry.seed_from_input is not None:
+        assert gap_ms is not None, "_carried_watermark refused a sessions check without the gap"
         values = ("sessions",)
         expected = _expected_sessions(seed, batch, gap_ms)
         state = _session_state_at(spark, checkpoint)
     elif spec.carry.seeds_ids:
         assert spec.watermark_delay_ms is not None, "a workload that seeds ids has a watermark"
-        seed = _read_seed(seed_path, [*keys, _SEEN_AT], empty_keys)
-        floor = seed_watermark(None if seed.empty else int(seed[_SEEN_AT].max()), spec)
-        behind = batch["event_time"] <= floor if floor is not None else pd.Series(False, index=batch.index)
-        late = int(behind.sum())
-        batch = batch[~behind]
         values = (IDS_VARIABLE,)
         expected = _expected_ids(seed, batch, list(keys), spec.watermark_delay_ms)
         state = _state_at(spark, checkpoint, keys, IDS_VARIABLE, values)
     else:
-        seed = _read_seed(seed_path, [*keys, *_TOTALS], empty_keys)
         values = _TOTALS
         expected = _expected_totals(seed, batch, list(keys))
         state = _state_at(spark, checkpoint, keys, STATE_VARIABLE, values)
