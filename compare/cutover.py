@@ -49,14 +49,17 @@ __all__ = [
     "RewindPlan",
     "carried_spec",
     "ids_seed",
+    "own_seed",
     "plan_cutover",
     "plan_rewind",
     "read_position",
+    "read_state_from",
     "rewound_spec",
     "seed_state",
     "state_seed",
     "union_of_outputs",
     "write_options",
+    "write_seed",
     "write_suppress",
 ]
 
@@ -421,6 +424,77 @@ def carried_spec(workload: str) -> workloads.WorkloadSpec:
     return spec
 
 
+def own_seed(plan: CutoverPlan, rows: pd.DataFrame, key: tuple[str, ...]) -> pd.DataFrame:
+    """A team's own job's state at ``plan``'s position: its last output row per ``key`` (``--state-from``).
+
+    For a job that re-emits each key's whole state (``updateStateByKey``/``mapWithState`` writing every key,
+    or every changed key, each batch), its last row per key is its state; ``rows`` are its output in the order
+    written. Only a position that no output can be beyond will do: a store written in one transaction with the
+    outputs or a checkpoint with no pending records; the outputs of accepted pending batches, or of a batch a
+    Kafka group or ZooKeeper store had not taken yet, cannot be told apart in an output the kit did not write.
+
+    Raises:
+        CutoverAmbiguous: such a position.
+        ConfigError: ``rows`` lack a key column.
+    """
+    position = plan.position
+    if position.pending or not position.exact:
+        why = (f"batches {', '.join(map(str, position.pending))} were accepted pending (their outputs may be partial)"
+               if position.pending else f"a {position.source.kind} store is written after the outputs (a batch's "
+               "rows may be in the output and its offsets not in the store)")
+        msg = (f"--state-from cannot tell which of the job's output rows lie within the position: {why}; restart "
+               "the legacy job, stop it gracefully, and cut over from its checkpoint or a SQL store")
+        raise CutoverAmbiguous(msg, reason="outputs may be beyond the position", batches=position.pending)
+    absent = [k for k in key if k not in rows.columns]
+    if absent and not rows.empty:
+        msg = f"the legacy output has no {absent[0]!r} column; it has {sorted(rows.columns)}: pass --key with its key"
+        raise ConfigError(msg, field="key", expected=sorted(rows.columns), actual=absent)
+    if rows.empty:
+        return pd.DataFrame(columns=list(key))
+    return rows.drop_duplicates(list(key), keep="last").reset_index(drop=True)
+
+
+def read_state_from(where: str, bootstrap_servers: str | None = None) -> pd.DataFrame:
+    """A team's legacy job's output, in the order written: ``kafka:TOPIC``, ``sql:DSN#TABLE`` or a directory.
+
+    A topic's values and a directory's lines are JSON objects (Parquet and CSV files are read as tables), as
+    ``dmk compare-jobs`` reads a job's output.
+
+    Raises:
+        ConfigError: ``kafka:`` without ``bootstrap_servers``; a path that is not a directory, or a checkpoint.
+    """
+    from compare.jobs import _read_dir, _read_sql, _read_topic, _sql_output
+
+    if where.startswith("kafka:"):
+        if not bootstrap_servers:
+            msg = f"--state-from {where} reads a topic: give --bootstrap-servers"
+            raise ConfigError(msg, field="bootstrap_servers", expected="host:port", actual=None)
+        return _read_topic(bootstrap_servers, where.removeprefix("kafka:"), "legacy")
+    if where.startswith("sql:"):
+        return _read_sql(*_sql_output(where), "legacy")
+    path = Path(where)
+    if not path.is_dir():
+        msg = (f"--state-from {where}: not a directory, kafka:TOPIC or sql:DSN#TABLE; name where the legacy job "
+               "writes its rows")
+        raise ConfigError(msg, field="state_from", expected=("DIR", "kafka:TOPIC", "sql:DSN#TABLE"), actual=where)
+    if any(p.name.startswith("checkpoint-") for p in path.iterdir()):
+        msg = (f"--state-from {where} is a DStream checkpoint: it holds a job's state RDDs only at its checkpoint "
+               "interval (Spark recomputes the batches since), not at the position; name the job's output that "
+               "re-emits its state (kafka:TOPIC, sql:DSN#TABLE or its directory)")
+        raise ConfigError(msg, field="state_from", expected="the job's output", actual=where)
+    return _read_dir(path, "legacy")
+
+
+def write_seed(seed: pd.DataFrame, target: str | Path) -> int:
+    """Write ``seed`` to ``target`` as Parquet (its directory created); returns the file's size in bytes."""
+    path = Path(target)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = seed.reset_index(drop=True)
+    rows.attrs = {}  # pandas keeps a frame's attrs in the file (a topic's rows carry every row's timestamp)
+    rows.to_parquet(path, index=False)
+    return path.stat().st_size
+
+
 def seed_state(plan: CutoverPlan, workload: str, target: str | Path, bootstrap_servers: str | None = None, *,
                dataset: Any = None, rows: pd.DataFrame | None = None) -> int:
     """Write :func:`state_seed` (or ``rows``, computed before) to ``target`` as Parquet; returns its key count.
@@ -428,9 +502,7 @@ def seed_state(plan: CutoverPlan, workload: str, target: str | Path, bootstrap_s
     A key is one of the spec's key columns' values in the seed (a user's several open sessions are one key).
     """
     seed = state_seed(plan, workload, bootstrap_servers, dataset=dataset) if rows is None else rows
-    path = Path(target)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    seed.reset_index(drop=True).to_parquet(path, index=False)
+    write_seed(seed, target)
     keys = [c for c in workloads.get(workload).key_columns if c in seed.columns]
     return len(seed.drop_duplicates(keys))
 

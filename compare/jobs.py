@@ -77,7 +77,7 @@ __all__ = [
 ]
 
 PLACEHOLDERS = ("bootstrap", "topic", "output_topic", "output_dir", "output_dsn", "output_table", "checkpoint",
-                "socket_host", "socket_port", "input_dir", "zookeeper")
+                "socket_host", "socket_port", "input_dir", "zookeeper", "starting_offsets", "initial_state")
 """What a job command may name: the Kafka, the replayed input topic, a fresh output topic, a fresh output
 directory, the output database and the job's own table in it (``--output sql:DSN#TABLE``: ``TABLE_legacy``,
 ``TABLE_modern``), a fresh checkpoint directory, and the inputs other than Kafka: the job's own socket server
@@ -85,7 +85,10 @@ directory, the output database and the job's own table in it (``--output sql:DSN
 ``zookeeper``: the quorum a ``KafkaUtils.createStream`` job names: a real ZooKeeper, run for the compare run only
 when a command names ``{zookeeper}`` (:func:`kit.zookeeper.kafka_quorum`), with the run's Kafka brokers registered
 in it as Kafka registers them (``/brokers/ids``), so a ``dmk migrate`` draft finds the brokers there. The legacy
-stand-in's receiver reads the run's Kafka whatever quorum it names."""
+stand-in's receiver reads the run's Kafka whatever quorum it names. And, for a run with ``--cutover-at``
+(:mod:`compare.jobs_cutover`), what the modern job continues from: ``starting_offsets``, the ``startingOffsets``
+JSON of the legacy job's position (one argument; empty when not cutting over: read from ``earliest`` then), and
+``initial_state``, the Parquet file of the legacy job's last output row per key (empty when not cutting over)."""
 MODES = ("final", "all", "batches")
 INPUT_KINDS = ("kafka", "socket", "files", "queue")
 """How a job reads the capture: a Kafka topic, lines from a socket, lines in files written into a directory, or
@@ -121,6 +124,10 @@ class JobsSettings:
             ``kafka.*`` options unless the job sets the same key itself. Given to the jobs in their environment.
         legacy_python2: run the legacy job with the Python 2 compatibility layer (``--legacy-python2``,
             :mod:`legacy._py2compat`); the metrics, the report and the job's log say so.
+        cutover_at: cut over after this many records (``--cutover-at``, :mod:`compare.jobs_cutover`): the modern
+            job does not run on the whole capture; the legacy job runs on its first records, is stopped, and the
+            modern job continues from its position and last rows; their joined output is compared with the
+            uninterrupted legacy run.
     """
 
     input_file: str
@@ -141,6 +148,7 @@ class JobsSettings:
     input_kind: str | None = None
     batch_records: int | None = None
     legacy_python2: bool = False
+    cutover_at: int | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -173,6 +181,26 @@ class JobsSettings:
                                   actual=self.input_kind)
         for side, command in (("legacy", self.legacy), ("modern", self.modern)):
             _check_command(side, command, self.output, self.input_kinds[side])
+        if self.cutover_at is not None:
+            self._check_cutover()
+
+    def _check_cutover(self) -> None:
+        """Refuse a ``--cutover-at`` the run cannot do: one line each, with the fix."""
+        problems = {
+            "cutover_at": self.cutover_at is not None and self.cutover_at < 1 and "must be at least 1 record",
+            "input_kind": set(self.input_kinds.values()) != {"kafka"} and (
+                "needs both jobs to read Kafka: a cutover's position is Kafka offsets"),
+            "mode": self.mode == "batches" and "cannot be combined with --mode batches: use final or all",
+            "output": _is_printed(self.output) and (
+                "needs an output the kit reads as one table: topic, dir, sql or files"),
+            "modern": "starting_offsets" not in {n for _, n, _, _ in string.Formatter().parse(self.modern) if n} and (
+                "needs the modern command to name {starting_offsets} (pass it to the Kafka source's startingOffsets "
+                "option): it starts where the legacy job stopped"),
+        }
+        for where, problem in problems.items():
+            if problem:
+                msg = f"--cutover-at {problem}"
+                raise ConfigError(msg, field=where, expected="a cutover the run can do", actual=self.cutover_at)
 
     @property
     def input_kinds(self) -> dict[str, str]:
@@ -478,6 +506,10 @@ class ScriptEngine:
         kind: which stand-ins the process gets (:func:`compare.jobrun.standin`). Default: ``name``.
         output: where the job writes (:attr:`JobsSettings.output`). Default ``"topic"``.
         python2: run it with the Python 2 compatibility layer (:attr:`JobsSettings.legacy_python2`).
+        starting_offsets: the ``{starting_offsets}`` placeholder's value (a cutover's position, JSON).
+        initial_state: the ``{initial_state}`` placeholder's value (a cutover's seed file).
+        role: ``before``/``after`` for a cutover's runs (:mod:`compare.jobs_cutover`): added to ``{output_table}``
+            (they write tables of their own) and to the progress bars' names.
     """
 
     name: str
@@ -485,6 +517,9 @@ class ScriptEngine:
     kind: str = ""
     output: str = "topic"
     python2: bool = False
+    starting_offsets: str = ""
+    initial_state: str = ""
+    role: str = ""
     batches_by_clock: bool = field(init=False)
     feed: Feed | None = field(default=None, repr=False)
     zookeeper: str | None = field(default=None, repr=False)  # the run's ZooKeeper quorum, when one runs
@@ -515,7 +550,11 @@ class ScriptEngine:
                 "topic": topic,
                 "output_topic": f"{topic}.{self.name}.out",
                 "output_dir": str(Path(config.out_dir) / "output"), "output_dsn": dsn,
-                "output_table": f"{table}_{self.name}", "checkpoint": config.checkpoint_dir,
+                "output_table": "_".join(filter(None, (table, self.name, self.role))),
+                "checkpoint": config.checkpoint_dir,
+                # one argument each, whatever the JSON or the path holds ('' when not cutting over)
+                "starting_offsets": shlex.quote(self.starting_offsets),
+                "initial_state": shlex.quote(self.initial_state),
                 **(self.feed.placeholders() if self.feed is not None else
                    {"socket_host": "", "socket_port": "", "input_dir": str(Path(config.out_dir) / "input")})}
 
@@ -1169,23 +1208,31 @@ def _between_batches(progress_path: Path, *, into: float = 0.25) -> None:
 
 def _run_side(
     engine: ScriptEngine, settings: JobsSettings, frame: pd.DataFrame, bootstrap: str, run_id: str,
-    progress: Callable[[str, int, int], None],
+    progress: Callable[[str, int, int], None], *, root: Path | None = None, topic: str | None = None,
+    records: slice = slice(None),
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    out = settings.out_dir / engine.name
-    topic = f"dmk-jobs-{run_id}-{engine.name}"
+    """Run one job on the capture's ``records`` (in arrival order), under ``root`` (default the run's).
+
+    Its input topic is ``topic`` (default a fresh one of its own; created unless it exists: a cutover's second
+    job continues on the first one's topic).
+    """
+    root = root or settings.out_dir
+    out = root / engine.name
+    label = " ".join(filter(None, (engine.name, engine.role)))
+    topic = topic or f"dmk-jobs-{run_id}-{engine.name}"
     kind = settings.input_kinds[engine.name]
     partitions = settings.partitions or (int(frame["partition"].max()) + 1 if len(frame) else 1)
     config = DriverConfig(engine=engine.name, bootstrap_servers=bootstrap, topics={"input": topic}, out_dir=str(out),
-                          checkpoint_dir=str(settings.out_dir / f"{engine.name}-checkpoint"),
+                          checkpoint_dir=str(root / f"{engine.name}-checkpoint"),
                           timeout_s=settings.timeout_s, kafka_security=dict(settings.kafka_security))
-    ordered = arrival_order(frame).reset_index(drop=True)
+    ordered = arrival_order(frame).reset_index(drop=True).iloc[records]
     units = input_units(kind, ordered)
     size = settings.batch_records or max(1, -(-len(units) // 10))
     chunks = [units[i:i + size] for i in range(0, len(units), size)] or [[]]
     by_batch = settings.mode == "batches"
     engine.feed = Feed(kind, out, chunks)
     with Kafka(bootstrap) as kafka:
-        if kind == "kafka":
+        if kind == "kafka" and topic not in kafka.topics():
             kafka.create_topic(topic, partitions)
         if settings.output == "topic":
             kafka.create_topic(engine.placeholders(config)["output_topic"], partitions)
@@ -1209,7 +1256,7 @@ def _run_side(
                     _between_batches(engine.progress_path(out))
                 replayed = replay_capture(
                     part, bootstrap, topic, speed=speed, rate_rps=settings.rate_rps, partitions=partitions,
-                    on_progress=_offset_progress(progress, f"replay {engine.name}", done, len(frame)))
+                    on_progress=_offset_progress(progress, f"replay {label}", done, len(ordered)))
                 done += len(part)
                 sent_ms += [int(replayed.log["produced_ms"].min()), int(replayed.log["produced_ms"].max())]
                 run.await_offsets(replayed.topic_end_offsets, timeout_s=settings.timeout_s,
@@ -1222,7 +1269,7 @@ def _run_side(
                 sent_ms.append(time.time_ns() // 1_000_000)
                 engine.feed.send(index, settings.timeout_s)
                 fed += len(chunk)
-                progress(f"feed {engine.name}", fed, len(units))
+                progress(f"feed {label}", fed, len(units))
                 if by_batch and index < len(chunks) - 1:
                     run.await_offsets({}, lines=fed, timeout_s=settings.timeout_s, extra_batches=0)
                 elif settings.rate_rps:
@@ -1244,10 +1291,10 @@ def _run_side(
     span_s = (int(busy["ended_ms"].max()) - first_ms) / 1000 if len(busy) else 0.0
     last_output = rows.attrs.get("last_timestamp_ms")
     figures = {
-        "output_rows": len(rows), "input_records": len(frame), "input_kind": kind, "seconds": round(seconds, 2),
+        "output_rows": len(rows), "input_records": len(ordered), "input_kind": kind, "seconds": round(seconds, 2),
         "batches": len(spans), "command": engine.command,
         # From the first record produced to the end of the last batch with records.
-        "throughput_rps": round(len(frame) / span_s, 1) if span_s > 0 else None,
+        "throughput_rps": round(len(ordered) / span_s, 1) if span_s > 0 else None,
         # From the last record produced to the last output record (an output topic's Kafka timestamps).
         "result_latency_ms": int(last_output - last_ms) if last_output is not None else None,
     }
@@ -1304,12 +1351,19 @@ def compare_jobs(settings: JobsSettings, progress: Callable[[str, int, int], Non
     run_id = uuid.uuid4().hex[:8]
     outputs: dict[str, pd.DataFrame] = {}
     figures: dict[str, dict[str, Any]] = {}
+    cutover = None
     with using_process_settings(java_client_settings(settings.kafka_security, where="kafka_security")), \
             kafka_or_embedded(settings.bootstrap_servers, log_path=out / layout.BROKER_LOG,
                               on_start=on_broker_start) as kafka, \
             _quorum_if_named(settings, kafka.bootstrap_servers, out) as quorum:
         for name, engine in engines.items():
             engine.zookeeper = quorum
+            if name == "modern" and settings.cutover_at is not None:  # the legacy job's first part, then the modern
+                from compare.jobs_cutover import cut_over
+
+                outputs[name], figures[name], cutover = cut_over(settings, frame, kafka.bootstrap_servers, run_id,
+                                                                 report, quorum)
+                continue
             outputs[name], figures[name] = _run_side(engine, settings, frame, kafka.bootstrap_servers, run_id, report)
     for rows in outputs.values():
         if "error" in rows.attrs:
@@ -1357,7 +1411,7 @@ def compare_jobs(settings: JobsSettings, progress: Callable[[str, int, int], Non
         modern_vs_legacy=DiffCounts(**diff.counts()), summary=summary,
         jobs={name: JobFigures(**figures[name], rows_compared=len(shaped[name])) for name in engines},
         legacy_python2=_python2_note() if settings.legacy_python2 else None,
-        verdict=outcome, warnings=tuple(warnings), batches=batches, oracle=oracle,
+        verdict=outcome, warnings=tuple(warnings), batches=batches, oracle=oracle, cutover=cutover,
     )
     metrics.write(out)
     (out / layout.REPORT_MD).write_text(_report(metrics, diff, settings), encoding="utf-8")
@@ -1436,6 +1490,10 @@ def _report(metrics: JobsMetrics, diff: OutputDiff, settings: JobsSettings, limi
                           ("batches", "batches"), ("seconds", "seconds"), ("throughput (records/s)", "throughput_rps"),
                           ("last input → last output (ms)", "result_latency_ms")):
         lines.append(f"| {label} | {' | '.join(str(getattr(m, field_)) for m in metrics.jobs.values())} |")
+    if metrics.cutover is not None:
+        lines += ["", _cutover_sentence(metrics), "", "Legacy job before the cutover: "
+                  f"{metrics.cutover.legacy_before.output_rows} output rows, {metrics.cutover.legacy_before.batches} "
+                  f"batches, {metrics.cutover.legacy_before.seconds} s."]
     lines += ["", f"Modern against legacy: {metrics.modern_vs_legacy.counts()}."]
     if metrics.oracle is not None:
         lines.append(f"Against the oracle ({metrics.oracle.rows} rows): legacy "
@@ -1448,6 +1506,17 @@ def _report(metrics: JobsMetrics, diff: OutputDiff, settings: JobsSettings, limi
                 if len(frame) > limit:
                     lines.append(f"... {len(frame) - limit} more rows omitted")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _cutover_sentence(metrics: JobsMetrics) -> str:
+    """What ``--cutover-at`` did, in one sentence of the reports."""
+    cut = metrics.cutover
+    assert cut is not None
+    return (f"Cutover after {cut.at_records:,} records: the legacy job was stopped, and the modern job continued from "
+            f"its checkpoint's position {json.dumps(cut.position)} with {cut.keys_seeded} keys of its last output "
+            f"({cut.seed_bytes:,} bytes, {cut.seed_file}). \"modern\" is the legacy job's {cut.legacy_rows_before} "
+            f"rows before it then the modern job's {cut.modern_rows_after} after it, against the legacy job's "
+            "uninterrupted run.")
 
 
 def _differences(diff: OutputDiff) -> list[tuple[str, pd.DataFrame]]:
@@ -1482,6 +1551,7 @@ def _report_html(metrics: JobsMetrics, diff: OutputDiff, settings: JobsSettings,
 <code>{html.escape(', '.join(settings.key))}</code>, mode <code>{settings.mode}</code>, outputs from the
 {html.escape(settings.output)}. {html.escape(metrics.summary)}</p>
 <table><tr><th></th><th>legacy</th><th>modern</th></tr>{rows}</table>
+{f'<p>{html.escape(_cutover_sentence(metrics))}</p>' if metrics.cutover is not None else ''}
 <p>Modern against legacy: {html.escape(str(metrics.modern_vs_legacy.counts()))}</p>
 {('<h2>First differing keys</h2>' + differences) if differences else ''}
 </body></html>

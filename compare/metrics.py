@@ -42,6 +42,7 @@ __all__ = [
     "DiffCounts",
     "EngineMetrics",
     "JobFigures",
+    "JobsCutover",
     "JobsMetrics",
     "JobsOracle",
     "KeptUpFigures",
@@ -288,10 +289,31 @@ class JobsOracle:
 
 
 @dataclass(frozen=True)
+class JobsCutover:
+    """``--cutover-at``: where the legacy job was stopped and what the modern job continued from.
+
+    ``position`` is the ``startingOffsets`` ``dmk cutover`` read from the stopped job's checkpoint; the seed is
+    its last output row per key (``keys_seeded`` rows, ``seed_bytes`` of Parquet at ``seed_file``). The rows
+    compared as the modern side are ``legacy_rows_before`` then ``modern_rows_after``, joined.
+    """
+
+    at_records: int
+    position: dict[str, dict[str, int]]
+    seed_file: str
+    keys_seeded: int
+    seed_bytes: int
+    legacy_rows_before: int
+    modern_rows_after: int
+    legacy_before: JobFigures
+
+
+@dataclass(frozen=True)
 class JobsMetrics(_Document):
     """A ``dmk compare-jobs`` run's ``metrics.json``.
 
-    ``batches`` only in ``--mode batches``, ``oracle`` only with ``--oracle`` (absent from the file otherwise).
+    ``batches`` only in ``--mode batches``, ``oracle`` only with ``--oracle``, ``cutover`` only with
+    ``--cutover-at`` (absent from the file otherwise; ``modern_vs_legacy`` then holds the joined output against
+    the uninterrupted legacy run, and ``jobs.modern`` the modern job's run after the cutover).
     """
 
     KIND: ClassVar[str] = JOBS
@@ -311,6 +333,7 @@ class JobsMetrics(_Document):
     warnings: tuple[str, ...]
     batches: BatchesCompared | None = field(default=None, metadata={"omit_none": True})
     oracle: JobsOracle | None = field(default=None, metadata={"omit_none": True})
+    cutover: JobsCutover | None = field(default=None, metadata={"omit_none": True})
 
 
 def read_metrics(run_dir: Path) -> CompareMetrics | JobsMetrics:

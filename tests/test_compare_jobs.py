@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from compare.cli import main
@@ -398,3 +399,140 @@ def test_a_createstream_job_names_its_quorum_with_the_zookeeper_placeholder() ->
     with pytest.raises(ConfigError, match=r"--legacy never names \{bootstrap\}"):
         JobsSettings(input_file="x.jsonl", key=("_1",), out_dir=Path("run"), output="printed",
                      legacy="python job.py localhost:2181 {topic}", modern="python new.py {bootstrap} {topic}")
+
+
+# -- a cutover of the team's own job (--cutover-at; dmk cutover --state-from) -------------------------------
+
+CUTOVER_MODERN = MODERN + " {starting_offsets} {initial_state}"
+CUT_AT = 700
+
+
+def _halves(captured: Path) -> tuple[object, object]:
+    """The capture's first :data:`CUT_AT` records in arrival order (what the legacy job reads) and the rest."""
+    from kit.capture import arrival_order
+
+    ordered = arrival_order(read_capture(captured)).reset_index(drop=True)
+    return ordered.iloc[:CUT_AT], ordered.iloc[CUT_AT:]
+
+
+def _customers(frame: object) -> set[str]:
+    totals = expected_revenue(frame)
+    return set(totals["customer"]) if len(totals) else set()
+
+
+@pytest.mark.kafka
+def test_a_cutover_mid_stream_continues_the_legacy_output_exactly(
+    kafka_broker: str, captured: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REPO)
+    run = tmp_path / "run"
+    code, metrics = _run(run, captured, kafka_broker, CUTOVER_MODERN, "--cutover-at", str(CUT_AT),
+                         "--oracle", "examples.orders:expected_revenue")
+    assert code == 0 and metrics["equivalent"], (run / "report.md").read_text()
+    before, after = _halves(captured)
+    expected = expected_revenue(read_capture(captured))
+    assert metrics["modern_vs_legacy"]["rows_matched"] == len(expected) == metrics["oracle"]["rows"]
+    assert metrics["oracle"]["modern_vs_oracle"]["rows_matched"] == len(expected)
+    cut = metrics["cutover"]
+    # The position dmk cutover read from the stopped job's checkpoint: exactly the first 700 records' ends.
+    ((topic, position),) = cut["position"].items()
+    assert {int(p): o for p, o in position.items()} == before.groupby("partition").size().to_dict()
+    assert sum(position.values()) == CUT_AT
+    # The seed: the legacy job's last row per customer, i.e. the oracle over the records before the position.
+    seed = pd.read_parquet(cut["seed_file"]).sort_values("customer").reset_index(drop=True)
+    oracle_before = expected_revenue(before).sort_values("customer").reset_index(drop=True)
+    pd.testing.assert_frame_equal(seed[["customer", "revenue", "orders"]], oracle_before, check_dtype=False)
+    assert cut["keys_seeded"] == len(oracle_before) and cut["legacy_before"]["input_records"] == CUT_AT
+    assert metrics["jobs"]["modern"]["input_records"] == 1_500 - CUT_AT
+    # The modern job wrote a row for every customer with an order after the position, and only for those.
+    modern_rows = _read_topic_values(kafka_broker, f"{topic}.modern.out")
+    assert set(modern_rows["customer"]) == _customers(after)
+    assert cut["modern_rows_after"] == len(modern_rows) and "Cutover after 700 records" in (run / "report.md").read_text()
+    # dmk cutover --state-from, on the same stopped job: the same position and the same seed.
+    out = tmp_path / "seed.parquet"
+    assert main(["cutover", "checkpoint", str(run / "cutover" / "legacy-checkpoint"), "--state-from",
+                 f"kafka:{topic}.legacy.out", "--key", "customer", "--seed-state", str(out),
+                 "--bootstrap-servers", kafka_broker]) == 0
+    pd.testing.assert_frame_equal(pd.read_parquet(out).sort_values("customer").reset_index(drop=True), seed)
+    assert cut["seed_bytes"] == Path(cut["seed_file"]).stat().st_size == out.stat().st_size  # the same file
+
+
+def _read_topic_values(bootstrap: str, topic: str) -> pd.DataFrame:
+    from compare.jobs import _read_topic
+
+    return _read_topic(bootstrap, topic, "modern")
+
+
+@pytest.mark.slow
+@pytest.mark.kafka
+def test_a_cutover_without_the_legacy_state_is_caught_at_the_keys_it_loses(
+    kafka_broker: str, captured: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The modern job starts at the position but not from the legacy totals: every customer with orders on both
+    # sides of the cutover ends on its post-cutover totals alone.
+    monkeypatch.chdir(REPO)
+    code, metrics = _run(tmp_path / "run", captured, kafka_broker, MODERN + " {starting_offsets}",
+                         "--cutover-at", str(CUT_AT))
+    before, after = _halves(captured)
+    both = _customers(before) & _customers(after)
+    assert code == 1 and not metrics["equivalent"] and both
+    assert metrics["modern_vs_legacy"]["rows_mismatched"] == len(both)
+    assert metrics["modern_vs_legacy"]["rows_missing"] == metrics["modern_vs_legacy"]["rows_unexpected"] == 0
+
+
+@pytest.mark.parametrize(("modern", "extra", "message"), [
+    (MODERN, [], "--cutover-at needs the modern command to name {starting_offsets}"),
+    (CUTOVER_MODERN, ["--mode", "batches"], "--cutover-at cannot be combined with --mode batches"),
+    (CUTOVER_MODERN, ["--output", "printed"], "--cutover-at needs an output the kit reads as one table"),
+    (CUTOVER_MODERN.replace("{topic}", "{input_dir}"), [], "--cutover-at needs both jobs to read Kafka"),
+])
+def test_a_cutover_the_run_cannot_do_is_refused_before_anything_runs(
+    tmp_path: Path, modern: str, extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["compare-jobs", "--input", "x.jsonl", "--key", "customer", "--out", str(tmp_path / "run"),
+                 "--legacy", LEGACY, "--modern", modern, "--cutover-at", "10", *extra])
+    assert code == 2 and message in " ".join(capsys.readouterr().err.split())
+    assert not (tmp_path / "run").exists()
+
+
+def test_state_from_an_output_is_its_last_row_per_key_and_refused_where_rows_may_be_beyond_the_position(
+    tmp_path: Path,
+) -> None:
+    from compare.cutover import CutoverAmbiguous, CutoverPlan, LegacyPosition, PositionSource, own_seed, read_state_from
+
+    (tmp_path / "out").mkdir()
+    rows = [{"customer": "a", "revenue": 1}, {"customer": "b", "revenue": 5}, {"customer": "a", "revenue": 3}]
+    (tmp_path / "out" / "part-00000").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    output = read_state_from(str(tmp_path / "out"))
+    checkpoint = PositionSource("checkpoint", "ckpt")
+    exact = CutoverPlan(LegacyPosition(checkpoint, {("orders", 0): 3}, exact=True))
+    seed = own_seed(exact, output, ("customer",))
+    assert seed.sort_values("customer").to_dict("records") == [{"customer": "a", "revenue": 3},
+                                                               {"customer": "b", "revenue": 5}]
+    pending = CutoverPlan(LegacyPosition(checkpoint, {("orders", 0): 3}, exact=False, pending=(2000,)))
+    with pytest.raises(CutoverAmbiguous, match="batches 2000 were accepted pending"):
+        own_seed(pending, output, ("customer",))
+    group = PositionSource("kafka", "job", topics=("orders",), bootstrap_servers="b:9092")
+    with pytest.raises(CutoverAmbiguous, match="a kafka store is written after the outputs"):
+        own_seed(CutoverPlan(LegacyPosition(group, {("orders", 0): 3}, exact=False)), output, ("customer",))
+    with pytest.raises(ConfigError, match="the legacy output has no 'user' column"):
+        own_seed(exact, output, ("user",))
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "checkpoint-1000").write_bytes(b"")
+    with pytest.raises(ConfigError, match="is a DStream checkpoint"):
+        read_state_from(str(tmp_path / "ckpt"))
+    with pytest.raises(ConfigError, match="reads a topic: give --bootstrap-servers"):
+        read_state_from("kafka:orders.out")
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--state-from", "out", "--seed-state", "s.parquet"], "needs --key"),
+    (["--state-from", "out", "--key", "k"], "needs --seed-state"),
+    (["--state-from", "out", "--key", "k", "--seed-state", "s.parquet", "--workload", "running_counts"],
+     "--state-from is for your own job and --workload for the kit's workloads"),
+])
+def test_state_from_without_its_arguments_is_refused(
+    tmp_path: Path, extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["cutover", "checkpoint", str(tmp_path), *extra]) == 2
+    assert message in " ".join(capsys.readouterr().err.split())

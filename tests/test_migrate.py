@@ -471,8 +471,8 @@ def test_modern_review_of_the_example_pair_prints_the_compare_jobs_command(
     assert [(r["line"], r["construct"], r["addressed"]) for r in results] == [
         (line, construct, line != 49) for line, construct in EXPECTED["examples/orders/legacy_job.py"]]
     assert results[0]["evidence"] == "none of: trigger"
-    assert results[2]["evidence"] == "format:kafka (line 31), readStream (line 31)"
-    assert results[5]["evidence"] == "agg (line 33), groupBy (line 33)"
+    assert results[2]["evidence"] == "format:kafka (line 55), readStream (line 55)"
+    assert results[5]["evidence"] == "agg (line 57), groupBy (line 57)"
     assert document["modern"]["command"] == (
         f"dmk compare-jobs --input CAPTURE.jsonl --key KEY "
         f"--legacy 'python {legacy} {{bootstrap}} {{topic}} {{output_topic}} {{checkpoint}}' "
@@ -483,7 +483,7 @@ def test_modern_review_of_the_example_pair_prints_the_compare_jobs_command(
     out = capsys.readouterr().out
     assert f"## The rewrite: {modern}\n\n9 of 10 findings addressed." in out
     assert "| 49 | `StreamingContext(sc, batchDuration)` | NO | none of: trigger |" in out
-    assert "| 51 | `KafkaUtils.createDirectStream` | yes | format:kafka (line 31), readStream (line 31) |" in out
+    assert "| 51 | `KafkaUtils.createDirectStream` | yes | format:kafka (line 55), readStream (line 55) |" in out
     assert f"## Prove it\n\n```bash\n{document['modern']['command']}\n```" in out
 
 

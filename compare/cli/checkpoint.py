@@ -16,11 +16,14 @@ if TYPE_CHECKING:
 __all__ = ["add_checkpoint", "add_cutover"]
 
 
-def _seed_check(workload: str) -> str:
+def _seed_check(args: argparse.Namespace) -> str:
     """What becomes of a seed in the modern job, for the cutover's report."""
     from kit import workloads
 
-    carry = workloads.get(workload).carry
+    if args.state_from:
+        return (f"the legacy job's last output row per {', '.join(_key_columns(args.key))} (from {args.state_from}): "
+                "your modern job continues from it (docs/cutover.md#your-own-job)")
+    carry = workloads.get(args.workload).carry
     if carry.seeded:
         dropped = (", behind the legacy job's watermark (too-late records dropped as the legacy job would)"
                    if carry.seeds_ids or carry.seed_from_input is not None else "")
@@ -67,21 +70,28 @@ def cmd_cutover(args: argparse.Namespace) -> int:
     from compare.cutover import (
         PositionSource,
         carried_spec,
+        own_seed,
         plan_cutover,
         plan_rewind,
         read_position,
+        read_state_from,
         rewound_spec,
         seed_state,
         state_seed,
         write_options,
+        write_seed,
         write_suppress,
     )
     from kit.errors import ConfigError
 
-    if args.seed_state and not args.workload:
+    output = None
+    if args.state_from or args.key:
+        _check_state_from_args(args)
+        output = read_state_from(args.state_from, args.bootstrap_servers)  # refused (a checkpoint...) before Spark
+    elif args.seed_state and not args.workload:
         msg = "--seed-state needs --workload: the legacy job whose state seeds the modern query"
         raise ConfigError(msg, field="workload", expected="a workload name or package.module:SPEC", actual=None)
-    if args.seed_state:
+    if args.seed_state and not args.state_from:
         carried_spec(args.workload)  # refuse before --discard-beyond deletes anything
     if args.rewind or args.suppress:
         _check_rewind_args(args)
@@ -95,7 +105,9 @@ def cmd_cutover(args: argparse.Namespace) -> int:
     position = read_position(source, allow_pending=args.allow_pending)
     # Everything is computed (and refused) before anything is written or discarded.
     rewound = seed = None
-    if args.rewind or args.seed_state:
+    if output is not None:  # a team's own job: its last output row per key, checked before anything is written
+        seed = own_seed(plan_cutover(position, dry_run=True), output, _key_columns(args.key))
+    elif args.rewind or args.seed_state:
         planned = plan_cutover(position, legacy_output=args.legacy_output, discard_beyond=args.discard_beyond,
                                dry_run=True)
         if args.rewind:
@@ -103,7 +115,12 @@ def cmd_cutover(args: argparse.Namespace) -> int:
         else:  # a sessions seed reads Kafka and checks the legacy output: refused before anything is discarded
             seed = state_seed(planned, args.workload, args.bootstrap_servers)
     plan = plan_cutover(position, legacy_output=args.legacy_output, discard_beyond=args.discard_beyond)
-    seeded = seed_state(plan, args.workload, args.seed_state, rows=seed) if args.seed_state else None
+    seeded: int | None = None
+    if args.state_from and seed is not None:
+        write_seed(seed, args.seed_state)
+        seeded = len(seed)
+    elif args.seed_state:
+        seeded = seed_state(plan, args.workload, args.seed_state, rows=seed)
     if rewound is not None:
         write_suppress(rewound, args.suppress)
     if args.write_options:
@@ -112,7 +129,7 @@ def cmd_cutover(args: argparse.Namespace) -> int:
         payload = plan.to_json()
         if seeded is not None:
             payload["seed_state"] = {"path": args.seed_state, "keys": seeded,
-                                     "bytes": Path(args.seed_state).stat().st_size, "check": _seed_check(args.workload)}
+                                     "bytes": Path(args.seed_state).stat().st_size, "check": _seed_check(args)}
         if rewound is not None:
             payload["position_startingOffsets"] = payload["startingOffsets"]
             payload["startingOffsets"] = rewound.starting_offsets()
@@ -128,7 +145,7 @@ def cmd_cutover(args: argparse.Namespace) -> int:
                           f"{', '.join(map(str, plan.beyond))}", highlight=False)
     if seeded is not None:
         err_console.print(f"initial state ({seeded} keys, {Path(args.seed_state).stat().st_size:,} bytes) written to "
-                          f"{args.seed_state}; {_seed_check(args.workload)}", highlight=False)
+                          f"{args.seed_state}; {_seed_check(args)}", highlight=False)
     if rewound is not None:
         _print_rewind(rewound.to_json(), args.suppress)
     if args.write_options:
@@ -136,6 +153,27 @@ def cmd_cutover(args: argparse.Namespace) -> int:
     for note in plan.notes:
         err_console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
     return 0
+
+
+def _key_columns(key: str | None) -> tuple[str, ...]:
+    return tuple(k.strip() for k in (key or "").split(",") if k.strip())
+
+
+def _check_state_from_args(args: argparse.Namespace) -> None:
+    """``--state-from OUTPUT --key COL --seed-state FILE``, for a job that is not one of the kit's workloads."""
+    from kit.errors import ConfigError
+
+    needs = {"--state-from": args.state_from, "--key": _key_columns(args.key), "--seed-state": args.seed_state}
+    missing = [flag for flag, given in needs.items() if not given]
+    if missing:
+        msg = (f"a cutover carrying your own job's state needs {', '.join(missing)}: --state-from kafka:TOPIC|"
+               "sql:DSN#TABLE|DIR (where the legacy job writes its state) --key COL[,COL] --seed-state FILE")
+        raise ConfigError(msg, field="state_from", expected=list(needs), actual=missing)
+    clashing = [flag for flag, given in (("--workload", args.workload), ("--rewind", args.rewind)) if given]
+    if clashing:
+        msg = (f"--state-from is for your own job and {clashing[0]} for the kit's workloads: give one "
+               "(a workload's state is read its own way)")
+        raise ConfigError(msg, field="state_from", expected="one of them", actual=clashing)
 
 
 def _check_rewind_args(args: argparse.Namespace) -> None:
@@ -212,6 +250,10 @@ def add_cutover(commands: Commands) -> None:
     cut.add_argument("--seed-state", metavar="FILE", help="write the legacy job's state (Parquet) for the "
                      "modern query to continue (totals, dedup's ids seen, open sessions with --bootstrap-servers: "
                      "its state store is seeded with it and checked at its first batch)")
+    cut.add_argument("--state-from", metavar="OUTPUT", help="your own job (not one of the kit's workloads): read its "
+                     "state from the output that re-emits it, its last row per --key (kafka:TOPIC, sql:DSN#TABLE or "
+                     "the directory of its JSON-lines/CSV/Parquet files), into --seed-state")
+    cut.add_argument("--key", metavar="COL[,COL]", help="--state-from: the output's key columns")
     cut.add_argument("--workload", help="the workload of --seed-state or --rewind (name or package.module:SPEC)")
     cut.add_argument("--rewind", action="store_true", help="workloads whose state is rewound (windows, sessions, "
                      "seen ids, join rows): start the modern query early enough to rebuild its state, and write the "

@@ -222,7 +222,7 @@ def cmd_compare_jobs(args: argparse.Namespace) -> int:
         output=args.output, partitions=args.partitions, rate_rps=args.rate, speed=args.speed, oracle=args.oracle,
         settle_batches=args.settle_batches, bootstrap_servers=args.bootstrap_servers, timeout_s=args.timeout,
         kafka_security=args.kafka_security, input_kind=args.input_kind, batch_records=args.batch_records,
-        legacy_python2=args.legacy_python2,
+        legacy_python2=args.legacy_python2, cutover_at=args.cutover_at,
     )
     progress, update = _compare_progress()
     with progress:
@@ -237,6 +237,10 @@ def cmd_compare_jobs(args: argparse.Namespace) -> int:
     for label, key in (("output rows", "output_rows"), ("rows compared", "rows_compared"), ("seconds", "seconds")):
         table.add_row(label, *(f"{getattr(m, key):,}" for m in jobs.values()))
     console.print(table)
+    if metrics.cutover is not None:
+        from compare.jobs import _cutover_sentence
+
+        console.print(_cutover_sentence(metrics), highlight=False)
     if metrics.summary:
         console.print(metrics.summary, markup=False)
     for warning in metrics.warnings:
@@ -370,8 +374,9 @@ def add_compare_jobs(commands: Commands) -> None:
                     "format('kafka') without Spark's connector), on one replay each of a capture (dmk capture), and "
                     "compare their outputs by key. Placeholders: {bootstrap}, {topic}, {socket_host}, {socket_port}, "
                     "{input_dir}, {output_topic}, {output_dir}, {checkpoint}, {zookeeper} (a ZooKeeper run for "
-                    "createStream, the run's brokers registered). Exit 0 if equivalent, 1 if not, 2 on "
-                    "bad input or a job that crashed "
+                    "createStream, the run's brokers registered), {starting_offsets} and {initial_state} (what a "
+                    "modern job continues from with --cutover-at; empty otherwise). Exit 0 if equivalent, 1 if "
+                    "not, 2 on bad input or a job that crashed "
                     "(docs/compare.md).")
     jobs.add_argument("--input", required=True, metavar="FILE", help="a capture written by dmk capture")
     jobs.add_argument("--key", required=True, metavar="COL[,COL]", help="the output's key fields")
@@ -407,6 +412,11 @@ def add_compare_jobs(commands: Commands) -> None:
                            "reload(sys), sys.setdefaultencoding (a no-op for UTF-8), kafka-python producers sending "
                            "str as UTF-8, unicode/basestring/long/unichr/xrange; the log, report and verdict say so "
                            "(docs/compare.md#python-2-era-originals)")
+    jobs.add_argument("--cutover-at", type=int, metavar="N",
+                      help="cut over mid-stream: the legacy job processes the capture's first N records and is "
+                           "stopped; the modern job continues from its checkpoint's position ({starting_offsets}) and "
+                           "its last output row per key ({initial_state}, Parquet); the legacy rows then the modern "
+                           "ones are compared with the legacy job's uninterrupted run (docs/cutover.md#your-own-job)")
     _add_bootstrap(jobs)
     jobs.set_defaults(func=cmd_compare_jobs)
 
