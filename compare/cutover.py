@@ -48,7 +48,9 @@ __all__ = [
     "SOURCES",
     "RewindPlan",
     "carried_spec",
+    "checkpoint_seed",
     "ids_seed",
+    "is_dstream_checkpoint",
     "own_seed",
     "plan_cutover",
     "plan_rewind",
@@ -56,6 +58,7 @@ __all__ = [
     "read_state_from",
     "rewound_spec",
     "seed_state",
+    "state_rows",
     "state_seed",
     "union_of_outputs",
     "write_options",
@@ -454,6 +457,64 @@ def own_seed(plan: CutoverPlan, rows: pd.DataFrame, key: tuple[str, ...]) -> pd.
     return rows.drop_duplicates(list(key), keep="last").reset_index(drop=True)
 
 
+def is_dstream_checkpoint(where: str) -> bool:
+    """Whether ``where`` is a local directory of ``checkpoint-*`` files (a DStream checkpoint)."""
+    path = Path(where)
+    return path.is_dir() and any(p.name.startswith("checkpoint-") for p in path.iterdir())
+
+
+def checkpoint_seed(plan: CutoverPlan, where: str, key: tuple[str, ...], columns: tuple[str, ...] = ()) -> pd.DataFrame:
+    """A team's own job's ``updateStateByKey`` state, read from its checkpoint at ``plan``'s position.
+
+    The position must be read from the same checkpoint (its last completed batch is the state's batch). Each
+    ``(key, state)`` pair is a row (:func:`state_rows`).
+
+    Raises:
+        ConfigError: another source than that checkpoint; a checkpoint that does not hold the state there
+            (:meth:`kit.engine.Handover.checkpoint_state`); a key or state ``columns`` do not fit.
+    """
+    source = plan.position.source
+    if source.kind != "checkpoint" or Path(source.where).resolve() != Path(where).resolve():
+        msg = (f"--state-from {where} is a checkpoint, so the position must be read from it too: dmk cutover "
+               f"checkpoint {where} --state-from {where} (the state is the one of its last completed batch)")
+        raise ConfigError(msg, field="state_from", expected=f"checkpoint {where}", actual=source.describe())
+    _batch, pairs = handover().checkpoint_state(where)
+    return state_rows(pairs, key, columns)
+
+
+def state_rows(pairs: list[tuple[Any, Any]], key: tuple[str, ...], columns: tuple[str, ...] = ()) -> pd.DataFrame:
+    """``(key, state)`` pairs as rows: the key's ``key`` columns, then the state's.
+
+    A key of several columns is a tuple of as many values. A state is one value (column ``columns[0]``, default
+    ``state``), a tuple or list (one column each: ``columns`` names them, and must), or a dict (its keys, or the
+    ``columns`` named).
+
+    Raises:
+        ConfigError: a key or a state that does not fit those columns (naming the first such pair).
+    """
+    rows = []
+    for pair_key, state in pairs:
+        keys = pair_key if len(key) > 1 else (pair_key,)
+        if not isinstance(keys, tuple | list) or len(keys) != len(key):
+            msg = f"the state's key {pair_key!r} does not fit --key {','.join(key)} ({len(key)} columns)"
+            raise ConfigError(msg, field="key", expected=list(key), actual=repr(pair_key))
+        if isinstance(state, dict):
+            values = {c: state.get(c) for c in columns} if columns else dict(state)
+        elif isinstance(state, tuple | list):
+            if len(columns) != len(state):
+                msg = (f"the state of {pair_key!r} is {type(state).__name__} {state!r}: name its {len(state)} fields "
+                       f"with --state-columns (e.g. --state-columns {','.join(f'f{i}' for i in range(len(state)))})")
+                raise ConfigError(msg, field="state_columns", expected=len(state), actual=list(columns))
+            values = dict(zip(columns, state, strict=True))
+        else:
+            if len(columns) > 1:
+                msg = f"the state of {pair_key!r} is one value, {state!r}: give --state-columns one name"
+                raise ConfigError(msg, field="state_columns", expected=1, actual=list(columns))
+            values = {columns[0] if columns else "state": state}
+        rows.append({**dict(zip(key, keys, strict=True)), **values})
+    return pd.DataFrame(rows, columns=None if rows else list(key))
+
+
 def read_state_from(where: str, bootstrap_servers: str | None = None) -> pd.DataFrame:
     """A team's legacy job's output, in the order written: ``kafka:TOPIC``, ``sql:DSN#TABLE`` or a directory.
 
@@ -477,10 +538,8 @@ def read_state_from(where: str, bootstrap_servers: str | None = None) -> pd.Data
         msg = (f"--state-from {where}: not a directory, kafka:TOPIC or sql:DSN#TABLE; name where the legacy job "
                "writes its rows")
         raise ConfigError(msg, field="state_from", expected=("DIR", "kafka:TOPIC", "sql:DSN#TABLE"), actual=where)
-    if any(p.name.startswith("checkpoint-") for p in path.iterdir()):
-        msg = (f"--state-from {where} is a DStream checkpoint: it holds a job's state RDDs only at its checkpoint "
-               "interval (Spark recomputes the batches since), not at the position; name the job's output that "
-               "re-emits its state (kafka:TOPIC, sql:DSN#TABLE or its directory)")
+    if is_dstream_checkpoint(where):
+        msg = f"--state-from {where} is a DStream checkpoint, not an output: its state is read by checkpoint_seed"
         raise ConfigError(msg, field="state_from", expected="the job's output", actual=where)
     return _read_dir(path, "legacy")
 

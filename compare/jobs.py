@@ -128,6 +128,10 @@ class JobsSettings:
             job does not run on the whole capture; the legacy job runs on its first records, is stopped, and the
             modern job continues from its position and last rows; their joined output is compared with the
             uninterrupted legacy run.
+        cutover_state: where the cutover reads the legacy job's state: ``"output"`` (its last output row per key,
+            default) or ``"checkpoint"`` (its ``updateStateByKey`` state in its checkpoint, ``state_columns``
+            naming a tuple state's fields).
+        state_columns: the names of the state's fields (``--state-columns``), with ``cutover_state="checkpoint"``.
     """
 
     input_file: str
@@ -149,6 +153,8 @@ class JobsSettings:
     batch_records: int | None = None
     legacy_python2: bool = False
     cutover_at: int | None = None
+    cutover_state: str = "output"
+    state_columns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -186,6 +192,7 @@ class JobsSettings:
 
     def _check_cutover(self) -> None:
         """Refuse a ``--cutover-at`` the run cannot do: one line each, with the fix."""
+        named = {name for _, name, _, _ in string.Formatter().parse(self.modern)}
         problems = {
             "cutover_at": self.cutover_at is not None and self.cutover_at < 1 and "must be at least 1 record",
             "input_kind": set(self.input_kinds.values()) != {"kafka"} and (
@@ -193,7 +200,9 @@ class JobsSettings:
             "mode": self.mode == "batches" and "cannot be combined with --mode batches: use final or all",
             "output": _is_printed(self.output) and (
                 "needs an output the kit reads as one table: topic, dir, sql or files"),
-            "modern": "starting_offsets" not in {n for _, n, _, _ in string.Formatter().parse(self.modern) if n} and (
+            "cutover_state": self.cutover_state not in ("output", "checkpoint") and (
+                f"reads the state from the legacy job's output or checkpoint, not {self.cutover_state!r}"),
+            "starting_offsets": "starting_offsets" not in named and (
                 "needs the modern command to name {starting_offsets} (pass it to the Kafka source's startingOffsets "
                 "option): it starts where the legacy job stopped"),
         }
@@ -1358,7 +1367,7 @@ def compare_jobs(settings: JobsSettings, progress: Callable[[str, int, int], Non
             _quorum_if_named(settings, kafka.bootstrap_servers, out) as quorum:
         for name, engine in engines.items():
             engine.zookeeper = quorum
-            if name == "modern" and settings.cutover_at is not None:  # the legacy job's first part, then the modern
+            if name == SIDES[-1] and settings.cutover_at is not None:  # the rewrite's run continues the legacy job
                 from compare.jobs_cutover import cut_over
 
                 outputs[name], figures[name], cutover = cut_over(settings, frame, kafka.bootstrap_servers, run_id,
@@ -1512,8 +1521,9 @@ def _cutover_sentence(metrics: JobsMetrics) -> str:
     """What ``--cutover-at`` did, in one sentence of the reports."""
     cut = metrics.cutover
     assert cut is not None
+    state = "last output" if cut.state_from == "output" else "checkpointed state"
     return (f"Cutover after {cut.at_records:,} records: the legacy job was stopped, and the modern job continued from "
-            f"its checkpoint's position {json.dumps(cut.position)} with {cut.keys_seeded} keys of its last output "
+            f"its checkpoint's position {json.dumps(cut.position)} with {cut.keys_seeded} keys of its {state} "
             f"({cut.seed_bytes:,} bytes, {cut.seed_file}). \"modern\" is the legacy job's {cut.legacy_rows_before} "
             f"rows before it then the modern job's {cut.modern_rows_after} after it, against the legacy job's "
             "uninterrupted run.")

@@ -3,11 +3,12 @@
 The legacy job runs on the capture's first ``N`` records (in arrival order) in a topic of its own, settles and
 is stopped; :func:`compare.cutover.read_position` reads its position from its checkpoint, exactly as
 ``dmk cutover checkpoint`` does, and :func:`compare.cutover.own_seed` its state, its last output row per key
-(``dmk cutover --state-from``). The rest of the capture is then replayed into the same topic and the modern job
-continues from there: its command's ``{starting_offsets}`` is the position, ``{initial_state}`` the seed's
-Parquet file. The legacy job's rows then the modern job's, joined, are what :func:`compare.jobs.compare_jobs`
-compares with the legacy job's uninterrupted run (and the oracle): a record lost, processed twice or a state
-not carried shows as a differing key.
+(``dmk cutover --state-from``; or, with ``cutover_state="checkpoint"``, its ``updateStateByKey`` state from the
+checkpoint, :func:`compare.cutover.checkpoint_seed`). The rest of the capture is then replayed into the same
+topic and the modern job continues from there: its command's ``{starting_offsets}`` is the position,
+``{initial_state}`` the seed's Parquet file. The legacy job's rows then the modern job's, joined, are what
+:func:`compare.jobs.compare_jobs` compares with the legacy job's uninterrupted run (and the oracle): a record
+lost, processed twice or a state not carried shows as a differing key.
 
 Everything lands under ``<run>/cutover/``: both jobs' directories and checkpoints, ``seed.parquet``.
 """
@@ -19,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from compare.cutover import PositionSource, own_seed, plan_cutover, read_position, write_seed
+from compare.cutover import PositionSource, checkpoint_seed, own_seed, plan_cutover, read_position, write_seed
 from compare.jobs import JobsSettings, ScriptEngine, _run_side
 from compare.metrics import JobFigures, JobsCutover
 
@@ -51,8 +52,10 @@ def cut_over(
     before, before_figures = _run_side(legacy, settings, frame, bootstrap, run_id, progress, root=root, topic=topic,
                                        records=slice(0, at))
     _raise_refused(before)
-    plan = plan_cutover(read_position(PositionSource("checkpoint", str(root / "legacy-checkpoint"))))
-    seed = own_seed(plan, before, tuple(settings.key))
+    checkpoint = str(root / "legacy-checkpoint")
+    plan = plan_cutover(read_position(PositionSource("checkpoint", checkpoint)))
+    seed = (checkpoint_seed(plan, checkpoint, tuple(settings.key), settings.state_columns)
+            if settings.cutover_state == "checkpoint" else own_seed(plan, before, tuple(settings.key)))
     seed_file = root / "seed.parquet"
     seed_bytes = write_seed(seed, seed_file)
     # No row before the cutover: nothing to continue from ({initial_state} empty, as in a run without cutover).
@@ -66,7 +69,8 @@ def cut_over(
     joined = pd.concat([f for f in (before, after) if not f.empty], ignore_index=True) if len(before) + len(after) \
         else pd.DataFrame()
     figures = JobsCutover(
-        at_records=at, position=plan.starting_offsets(), seed_file=str(seed_file), keys_seeded=len(seed),
+        at_records=at, position=plan.starting_offsets(), state_from=settings.cutover_state, seed_file=str(seed_file),
+        keys_seeded=len(seed),
         seed_bytes=seed_bytes, legacy_rows_before=len(before), modern_rows_after=len(after),
         legacy_before=JobFigures(**before_figures, rows_compared=len(seed)),
     )

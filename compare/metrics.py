@@ -293,12 +293,14 @@ class JobsCutover:
     """``--cutover-at``: where the legacy job was stopped and what the modern job continued from.
 
     ``position`` is the ``startingOffsets`` ``dmk cutover`` read from the stopped job's checkpoint; the seed is
-    its last output row per key (``keys_seeded`` rows, ``seed_bytes`` of Parquet at ``seed_file``). The rows
+    its state, read from ``state_from``: its last output row per key (``output``) or its ``updateStateByKey``
+    state in the checkpoint (``checkpoint``); ``keys_seeded`` rows, ``seed_bytes`` of Parquet at ``seed_file``. The rows
     compared as the modern side are ``legacy_rows_before`` then ``modern_rows_after``, joined.
     """
 
     at_records: int
     position: dict[str, dict[str, int]]
+    state_from: str
     seed_file: str
     keys_seeded: int
     seed_bytes: int

@@ -446,6 +446,13 @@ class Handover(Protocol):
             ConfigError: the checkpoint holds no offsets.
         """
 
+    def checkpoint_state(self, checkpoint: str) -> tuple[int, list[tuple[Any, Any]]]:
+        """``(batch time, (key, state) pairs)``: the job's keyed state at the checkpoint's last completed batch.
+
+        Raises:
+            ConfigError: the checkpoint does not hold it there (saying what to do instead).
+        """
+
     def stored_offsets(
         self, kind: str, where: str, consumer: str, topics: Sequence[str], bootstrap_servers: str | None,
     ) -> dict[tuple[str, int], int]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -54,6 +55,30 @@ class LegacyHandover:
                    for p, o in parts.items()}
         pending = tuple(sorted({t for pos in positions for t in (*pos.pending_with_records, *pos.pending_unknown)}))
         return offsets, pending
+
+    def checkpoint_state(self, checkpoint: str) -> tuple[int, list[tuple[Any, Any]]]:
+        """``(batch time, (key, state) pairs)``: the job's ``updateStateByKey`` state at its last completed batch.
+
+        Read as Spark restores it: the state stream's RDD checkpoint file that the checkpoint records for that
+        batch (``DStreamCheckpointData``), through ``SparkContext.checkpointFile`` and PySpark's serializer. Spark
+        checkpoints a state RDD only every ``checkpoint_ms`` (10 s by default: the batches since are recomputed
+        on restart, which needs the job's code), so the state at the last completed batch is there only when
+        that batch is on the interval; a job that checkpoints its state stream every batch
+        (``state.checkpoint(batch_interval)``) always has it.
+
+        Raises:
+            ConfigError: no state stream, several, or none of its files at the last completed batch (the fix:
+                checkpoint the state stream every batch, or carry the state from the job's output).
+        """
+        from pyspark import SparkContext
+
+        from legacy.inspect import inspect_legacy_checkpoint, state_at_last_batch
+
+        last, path = state_at_last_batch(inspect_legacy_checkpoint(checkpoint))
+        sc = SparkContext.getOrCreate()  # the one the checkpoint was read with
+        # The state RDD's rows are pickled (key, state) pairs, written with the job's serializer (PySpark's default).
+        pairs = sc._checkpointFile(path, sc.serializer).collect()  # type: ignore[arg-type]
+        return last, [tuple(pair) for pair in pairs]
 
     def stored_offsets(
         self, kind: str, where: str, consumer: str, topics: Sequence[str], bootstrap_servers: str | None,

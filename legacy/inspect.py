@@ -45,7 +45,10 @@ __all__ = [
     "LegacyCheckpoint",
     "OffsetRangeTuple",
     "inspect_legacy_checkpoint",
+    "last_completed_batch_ms",
     "last_completed_position",
+    "state_at_last_batch",
+    "state_streams",
 ]
 
 #: ``(topic, partition, from_offset, until_offset)``, ``until_offset`` exclusive (Spark's ``OffsetRange.toTuple``).
@@ -96,6 +99,9 @@ class DStreamNode:
         input_id: Spark's input stream id, for input streams only.
         label: what it is for the kit, e.g. ``"direct Kafka stream [events] 1a2b3c4d"``, else None.
         parents: the DStreams it depends on.
+        state_files: a stateful stream's (``updateStateByKey``: ``PythonStateDStream``) checkpointed state RDDs
+            the checkpoint records, batch time (ms) → RDD checkpoint directory (Spark's ``DStreamCheckpointData``);
+            empty for other streams. Spark checkpoints a state RDD every ``checkpoint_ms`` (10 s by default).
     """
 
     id: int
@@ -107,6 +113,7 @@ class DStreamNode:
     input_id: int | None = None
     label: str | None = None
     parents: tuple[DStreamNode, ...] = ()
+    state_files: dict[int, str] = field(default_factory=dict)
 
     def kinds(self) -> list[str]:
         """The kinds of this node and its ancestors, depth first (``["ForEachDStream", "MappedDStream", ...]``)."""
@@ -127,6 +134,7 @@ class DStreamNode:
             "input_id": self.input_id,
             "label": self.label,
             "parents": [parent.to_json() for parent in self.parents],
+            "state_files": {str(ms): path for ms, path in self.state_files.items()},
         }
 
 
@@ -261,6 +269,61 @@ class CompletedPosition:
             "pending_unknown": list(self.pending_unknown),
             "ambiguous": self.ambiguous,
         }
+
+
+def last_completed_batch_ms(cp: LegacyCheckpoint) -> int:
+    """The time of the checkpoint's last completed batch: the batch before the earliest pending one, else its own.
+
+    Spark writes a checkpoint when it generates a batch (the batch pending) and when the batch completes; one
+    batch runs at a time (``spark.streaming.concurrentJobs`` = 1), so every batch before the earliest pending one
+    is complete.
+    """
+    earliest = min(cp.pending_batch_ms, default=None)
+    if earliest is None or earliest > cp.checkpoint_time_ms:
+        return cp.checkpoint_time_ms
+    return earliest - cp.batch_duration_ms
+
+
+def state_at_last_batch(cp: LegacyCheckpoint) -> tuple[int, str]:
+    """``(batch time, file)`` of the checkpoint's one state stream's RDD at its last completed batch.
+
+    Raises:
+        ConfigError: no state stream, several, or none of its files at that batch (Spark checkpoints a state
+            RDD every ``checkpoint_ms``, 10 s by default, and recomputes the batches since on restart).
+    """
+    from kit.errors import ConfigError
+
+    streams = state_streams(cp)
+    if len(streams) != 1:
+        msg = (f"the checkpoint {cp.directory} holds {len(streams) or 'no'} updateStateByKey stream"
+               f"{'s' if len(streams) != 1 else ''}; --state-from a checkpoint reads exactly one: name the job's "
+               "output that re-emits its state instead")
+        raise ConfigError(msg, field="state_from", expected="one state stream", actual=len(streams))
+    (stream,) = streams
+    last = last_completed_batch_ms(cp)
+    if last not in stream.state_files:
+        held = f"at batch {max(stream.state_files)}" if stream.state_files else "at no batch yet"
+        msg = (f"the checkpoint {cp.directory} holds the job's state {held}, not at its last completed batch {last} "
+               f"(Spark checkpoints state every {_ms(stream.checkpoint_ms)} and recomputes the batches since): "
+               "checkpoint the state stream every batch (state.checkpoint(batch interval)) and stop the job again, "
+               "or name the job's output that re-emits its state")
+        raise ConfigError(msg, field="state_from", expected=f"state checkpointed at {last}", actual=held)
+    return last, stream.state_files[last]
+
+
+def state_streams(cp: LegacyCheckpoint) -> list[DStreamNode]:
+    """The graph's stateful streams (``*StateDStream``), each once, in the order the graph reaches them."""
+    found: dict[int, DStreamNode] = {}
+
+    def visit(node: DStreamNode) -> None:
+        if node.kind.endswith("StateDStream"):
+            found.setdefault(node.id, node)
+        for parent in node.parents:
+            visit(parent)
+
+    for output in cp.graph:
+        visit(output)
+    return list(found.values())
 
 
 def last_completed_position(cp: LegacyCheckpoint) -> tuple[CompletedPosition, ...]:
@@ -550,6 +613,7 @@ class _GraphReader:
             input_id=input_id,
             label=self._label(kind, parents, input_id),
             parents=parents,
+            state_files=_state_files(jds) if kind.endswith("StateDStream") else {},
         )
         self._seen.setdefault(key, []).append((jds, node))
         return node
@@ -577,6 +641,17 @@ class _GraphReader:
             if stream is not None:
                 return f"direct Kafka stream [{', '.join(stream.topics)}] {stream.uid[:8]}"
         return None
+
+
+def _state_files(jds: Any) -> dict[int, str]:
+    """A stateful DStream's checkpointed RDDs: batch time (ms) → file, from its deserialized checkpoint data."""
+    files = jds.checkpointData().currentCheckpointFiles()
+    found = {}
+    entries = files.iterator()
+    while entries.hasNext():
+        entry = entries.next()
+        found[int(entry._1().milliseconds())] = str(entry._2())
+    return dict(sorted(found.items()))
 
 
 def _optional_int(jobj: Any, method: str) -> int | None:
@@ -741,6 +816,8 @@ def _tree_rows(node: DStreamNode, lead: str, child_lead: str, shown: set[int], r
         facts.append(f"window {_ms(node.window_ms)}")
     if node.checkpoint_ms is not None:
         facts.append(f"checkpoint {_ms(node.checkpoint_ms)}")
+    if node.state_files:
+        facts.append(f"state checkpointed at {_clock(max(node.state_files))}")
     if node.label:
         facts.append(node.label)
     rows.append((name, "  ".join(facts)))

@@ -42,8 +42,10 @@ def captured(kafka_broker: str, tmp_path_factory: pytest.TempPathFactory) -> Pat
     return capture(kafka_broker, topic, tmp_path_factory.mktemp("capture") / "orders.jsonl").path
 
 
-def _run(out: Path, captured: Path, bootstrap: str, modern: str, *extra: str) -> tuple[int, dict]:
-    code = main(["compare-jobs", "--input", str(captured), "--key", "customer", "--out", str(out), "--legacy", LEGACY,
+def _run(
+    out: Path, captured: Path, bootstrap: str, modern: str, *extra: str, legacy: str = LEGACY,
+) -> tuple[int, dict]:
+    code = main(["compare-jobs", "--input", str(captured), "--key", "customer", "--out", str(out), "--legacy", legacy,
                  "--modern", modern, "--bootstrap-servers", bootstrap, "--timeout", "300", *extra])
     metrics = json.loads((out / "metrics.json").read_text()) if (out / "metrics.json").exists() else {}
     return code, metrics
@@ -405,6 +407,8 @@ def test_a_createstream_job_names_its_quorum_with_the_zookeeper_placeholder() ->
 
 CUTOVER_MODERN = MODERN + " {starting_offsets} {initial_state}"
 CUT_AT = 700
+STATE_EACH_BATCH = "python tests/cutover_jobs/orders_state_each_batch.py {bootstrap} {topic} {output_topic} {checkpoint}"
+"""The orders job with its state stream checkpointed every batch: its checkpoint holds the state at any batch."""
 
 
 def _halves(captured: Path) -> tuple[object, object]:
@@ -424,10 +428,13 @@ def _customers(frame: object) -> set[str]:
 def test_a_cutover_mid_stream_continues_the_legacy_output_exactly(
     kafka_broker: str, captured: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The state is read from the stopped job's checkpoint (its updateStateByKey RDD at its last completed batch);
+    # dmk cutover then reads the same state from its output, and from the checkpoint, below.
     monkeypatch.chdir(REPO)
     run = tmp_path / "run"
     code, metrics = _run(run, captured, kafka_broker, CUTOVER_MODERN, "--cutover-at", str(CUT_AT),
-                         "--oracle", "examples.orders:expected_revenue")
+                         "--oracle", "examples.orders:expected_revenue", "--cutover-state", "checkpoint",
+                         "--state-columns", "revenue,orders", legacy=STATE_EACH_BATCH)
     assert code == 0 and metrics["equivalent"], (run / "report.md").read_text()
     before, after = _halves(captured)
     expected = expected_revenue(read_capture(captured))
@@ -438,7 +445,7 @@ def test_a_cutover_mid_stream_continues_the_legacy_output_exactly(
     ((topic, position),) = cut["position"].items()
     assert {int(p): o for p, o in position.items()} == before.groupby("partition").size().to_dict()
     assert sum(position.values()) == CUT_AT
-    # The seed: the legacy job's last row per customer, i.e. the oracle over the records before the position.
+    # The seed: the legacy job's state per customer, i.e. the oracle over the records before the position.
     seed = pd.read_parquet(cut["seed_file"]).sort_values("customer").reset_index(drop=True)
     oracle_before = expected_revenue(before).sort_values("customer").reset_index(drop=True)
     pd.testing.assert_frame_equal(seed[["customer", "revenue", "orders"]], oracle_before, check_dtype=False)
@@ -447,14 +454,16 @@ def test_a_cutover_mid_stream_continues_the_legacy_output_exactly(
     # The modern job wrote a row for every customer with an order after the position, and only for those.
     modern_rows = _read_topic_values(kafka_broker, f"{topic}.modern.out")
     assert set(modern_rows["customer"]) == _customers(after)
-    assert cut["modern_rows_after"] == len(modern_rows) and "Cutover after 700 records" in (run / "report.md").read_text()
-    # dmk cutover --state-from, on the same stopped job: the same position and the same seed.
-    out = tmp_path / "seed.parquet"
-    assert main(["cutover", "checkpoint", str(run / "cutover" / "legacy-checkpoint"), "--state-from",
-                 f"kafka:{topic}.legacy.out", "--key", "customer", "--seed-state", str(out),
-                 "--bootstrap-servers", kafka_broker]) == 0
-    pd.testing.assert_frame_equal(pd.read_parquet(out).sort_values("customer").reset_index(drop=True), seed)
-    assert cut["seed_bytes"] == Path(cut["seed_file"]).stat().st_size == out.stat().st_size  # the same file
+    assert cut["modern_rows_after"] == len(modern_rows) and cut["state_from"] == "checkpoint"
+    assert "Cutover after 700 records" in (run / "report.md").read_text()
+    assert cut["seed_bytes"] == Path(cut["seed_file"]).stat().st_size
+    # dmk cutover --state-from, on the same stopped job: the same seed from its checkpoint and from its output.
+    checkpoint = str(run / "cutover" / "legacy-checkpoint")
+    for n, state_from in enumerate(([checkpoint, "--state-columns", "revenue,orders"], [f"kafka:{topic}.legacy.out"])):
+        out = tmp_path / f"seed-{n}.parquet"
+        assert main(["cutover", "checkpoint", checkpoint, "--state-from", *state_from, "--key", "customer",
+                     "--seed-state", str(out), "--bootstrap-servers", kafka_broker]) == 0, state_from
+        pd.testing.assert_frame_equal(pd.read_parquet(out).sort_values("customer").reset_index(drop=True), seed)
 
 
 def _read_topic_values(bootstrap: str, topic: str) -> pd.DataFrame:
@@ -530,9 +539,48 @@ def test_state_from_an_output_is_its_last_row_per_key_and_refused_where_rows_may
     (["--state-from", "out", "--key", "k"], "needs --seed-state"),
     (["--state-from", "out", "--key", "k", "--seed-state", "s.parquet", "--workload", "running_counts"],
      "--state-from is for your own job and --workload for the kit's workloads"),
+    (["--state-from", "out", "--key", "k", "--seed-state", "s.parquet", "--state-columns", "n"],
+     "--state-columns names the fields of a state read from a checkpoint; out is an output"),
 ])
 def test_state_from_without_its_arguments_is_refused(
     tmp_path: Path, extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["cutover", "checkpoint", str(tmp_path), *extra]) == 2
     assert message in " ".join(capsys.readouterr().err.split())
+
+
+def test_a_checkpoint_state_becomes_rows_named_by_the_key_and_the_state_columns() -> None:
+    from compare.cutover import state_rows
+
+    totals = [("c1", (120, 2)), ("c2", (5, 1))]
+    assert state_rows(totals, ("customer",), ("revenue", "orders")).to_dict("records") == [
+        {"customer": "c1", "revenue": 120, "orders": 2}, {"customer": "c2", "revenue": 5, "orders": 1}]
+    assert state_rows([(("u", "click"), 3)], ("user", "event_type")).to_dict("records") == [
+        {"user": "u", "event_type": "click", "state": 3}]
+    assert state_rows([("u", {"n": 1, "last": 9})], ("user",)).to_dict("records") == [{"user": "u", "n": 1, "last": 9}]
+    assert list(state_rows([], ("customer",)).columns) == ["customer"]
+    with pytest.raises(ConfigError, match="name its 2 fields with --state-columns"):
+        state_rows(totals, ("customer",))
+    with pytest.raises(ConfigError, match=r"the state's key 'c1' does not fit --key customer,country \(2 columns\)"):
+        state_rows(totals, ("customer", "country"), ("revenue", "orders"))
+
+
+def test_the_state_is_read_only_at_the_last_completed_batch() -> None:
+    from legacy.inspect import DStreamNode, LegacyCheckpoint, last_completed_batch_ms, state_at_last_batch
+
+    def checkpoint(time_ms: int, pending: tuple[int, ...], files: dict[int, str]) -> LegacyCheckpoint:
+        state = DStreamNode(id=2, kind="PythonStateDStream", slide_ms=1000, remember_ms=None, checkpoint_ms=1000,
+                            state_files=files)
+        out = DStreamNode(id=1, kind="ForEachDStream", slide_ms=1000, remember_ms=None, parents=(state,))
+        return LegacyCheckpoint(directory="file:/ckpt", files=(), used_file="checkpoint-9000", checkpoint_time_ms=time_ms,
+                                batch_duration_ms=1000, checkpoint_interval_ms=None, master="local[2]", app_name="job",
+                                written_dir="/ckpt", pending_batch_ms=pending, graph=(out,), direct_streams=())
+
+    files = {7000: "file:/ckpt/rdd-7", 8000: "file:/ckpt/rdd-8"}
+    # Written when batch 8000 completed; written when batch 9000 was generated (pending): 8000 is the last either way.
+    assert last_completed_batch_ms(checkpoint(8000, (), files)) == 8000
+    assert state_at_last_batch(checkpoint(9000, (9000,), files)) == (8000, "file:/ckpt/rdd-8")
+    with pytest.raises(ConfigError, match="holds the job's state at batch 7000, not at its last completed batch 8000"):
+        state_at_last_batch(checkpoint(8000, (), {7000: "file:/ckpt/rdd-7"}))
+    with pytest.raises(ConfigError, match="holds the job's state at no batch yet"):
+        state_at_last_batch(checkpoint(8000, (), {}))

@@ -21,8 +21,12 @@ def _seed_check(args: argparse.Namespace) -> str:
     from kit import workloads
 
     if args.state_from:
-        return (f"the legacy job's last output row per {', '.join(_key_columns(args.key))} (from {args.state_from}): "
-                "your modern job continues from it (docs/cutover.md#your-own-job)")
+        from compare.cutover import is_dstream_checkpoint
+
+        what = ("its updateStateByKey state at its last completed batch, per" if is_dstream_checkpoint(args.state_from)
+                else "its last output row per")
+        return (f"the legacy job's {what} {', '.join(_key_columns(args.key))} (from {args.state_from}): your modern "
+                "job continues from it (docs/cutover.md#your-own-job)")
     carry = workloads.get(args.workload).carry
     if carry.seeded:
         dropped = (", behind the legacy job's watermark (too-late records dropped as the legacy job would)"
@@ -70,6 +74,8 @@ def cmd_cutover(args: argparse.Namespace) -> int:
     from compare.cutover import (
         PositionSource,
         carried_spec,
+        checkpoint_seed,
+        is_dstream_checkpoint,
         own_seed,
         plan_cutover,
         plan_rewind,
@@ -85,9 +91,16 @@ def cmd_cutover(args: argparse.Namespace) -> int:
     from kit.errors import ConfigError
 
     output = None
-    if args.state_from or args.key:
+    state_in_checkpoint = False
+    if args.state_from or args.key or args.state_columns:
         _check_state_from_args(args)
-        output = read_state_from(args.state_from, args.bootstrap_servers)  # refused (a checkpoint...) before Spark
+        state_in_checkpoint = is_dstream_checkpoint(args.state_from)
+        if args.state_columns and not state_in_checkpoint:
+            msg = (f"--state-columns names the fields of a state read from a checkpoint; {args.state_from} is an "
+                   "output, whose rows have their own columns: leave it out")
+            raise ConfigError(msg, field="state_columns", expected="--state-from CHECKPOINT", actual=args.state_from)
+        if not state_in_checkpoint:  # read (or refused) before Spark starts
+            output = read_state_from(args.state_from, args.bootstrap_servers)
     elif args.seed_state and not args.workload:
         msg = "--seed-state needs --workload: the legacy job whose state seeds the modern query"
         raise ConfigError(msg, field="workload", expected="a workload name or package.module:SPEC", actual=None)
@@ -105,8 +118,11 @@ def cmd_cutover(args: argparse.Namespace) -> int:
     position = read_position(source, allow_pending=args.allow_pending)
     # Everything is computed (and refused) before anything is written or discarded.
     rewound = seed = None
-    if output is not None:  # a team's own job: its last output row per key, checked before anything is written
-        seed = own_seed(plan_cutover(position, dry_run=True), output, _key_columns(args.key))
+    if args.state_from:  # a team's own job's state, read and checked before anything is written
+        planned = plan_cutover(position, dry_run=True)
+        key = _key_columns(args.key)
+        seed = (checkpoint_seed(planned, args.state_from, key, _key_columns(args.state_columns))
+                if state_in_checkpoint else own_seed(planned, output, key))
     elif args.rewind or args.seed_state:
         planned = plan_cutover(position, legacy_output=args.legacy_output, discard_beyond=args.discard_beyond,
                                dry_run=True)
@@ -160,14 +176,15 @@ def _key_columns(key: str | None) -> tuple[str, ...]:
 
 
 def _check_state_from_args(args: argparse.Namespace) -> None:
-    """``--state-from OUTPUT --key COL --seed-state FILE``, for a job that is not one of the kit's workloads."""
+    """``--state-from CHECKPOINT|OUTPUT --key COL --seed-state FILE``, for a job that is not a kit workload."""
     from kit.errors import ConfigError
 
     needs = {"--state-from": args.state_from, "--key": _key_columns(args.key), "--seed-state": args.seed_state}
     missing = [flag for flag, given in needs.items() if not given]
     if missing:
-        msg = (f"a cutover carrying your own job's state needs {', '.join(missing)}: --state-from kafka:TOPIC|"
-               "sql:DSN#TABLE|DIR (where the legacy job writes its state) --key COL[,COL] --seed-state FILE")
+        msg = (f"a cutover carrying your own job's state needs {', '.join(missing)}: --state-from CHECKPOINT|"
+               "kafka:TOPIC|sql:DSN#TABLE|DIR (its checkpoint, or where it writes its state) --key COL[,COL] "
+               "--seed-state FILE")
         raise ConfigError(msg, field="state_from", expected=list(needs), actual=missing)
     clashing = [flag for flag, given in (("--workload", args.workload), ("--rewind", args.rewind)) if given]
     if clashing:
@@ -250,10 +267,14 @@ def add_cutover(commands: Commands) -> None:
     cut.add_argument("--seed-state", metavar="FILE", help="write the legacy job's state (Parquet) for the "
                      "modern query to continue (totals, dedup's ids seen, open sessions with --bootstrap-servers: "
                      "its state store is seeded with it and checked at its first batch)")
-    cut.add_argument("--state-from", metavar="OUTPUT", help="your own job (not one of the kit's workloads): read its "
-                     "state from the output that re-emits it, its last row per --key (kafka:TOPIC, sql:DSN#TABLE or "
-                     "the directory of its JSON-lines/CSV/Parquet files), into --seed-state")
-    cut.add_argument("--key", metavar="COL[,COL]", help="--state-from: the output's key columns")
+    cut.add_argument("--state-from", metavar="CHECKPOINT|OUTPUT", help="your own job (not one of the kit's "
+                     "workloads): its updateStateByKey state from its checkpoint (the position's, when it holds the "
+                     "state of the last completed batch), or from the output that re-emits it, its last row per --key "
+                     "(kafka:TOPIC, sql:DSN#TABLE or the directory of its JSON-lines/CSV/Parquet files), into "
+                     "--seed-state")
+    cut.add_argument("--key", metavar="COL[,COL]", help="--state-from: the output's (or the state's) key columns")
+    cut.add_argument("--state-columns", metavar="COL[,COL]", help="--state-from CHECKPOINT: names of the state's "
+                     "fields (a tuple state needs them; default: 'state' for one value, a dict's keys)")
     cut.add_argument("--workload", help="the workload of --seed-state or --rewind (name or package.module:SPEC)")
     cut.add_argument("--rewind", action="store_true", help="workloads whose state is rewound (windows, sessions, "
                      "seen ids, join rows): start the modern query early enough to rebuild its state, and write the "

@@ -222,7 +222,8 @@ def cmd_compare_jobs(args: argparse.Namespace) -> int:
         output=args.output, partitions=args.partitions, rate_rps=args.rate, speed=args.speed, oracle=args.oracle,
         settle_batches=args.settle_batches, bootstrap_servers=args.bootstrap_servers, timeout_s=args.timeout,
         kafka_security=args.kafka_security, input_kind=args.input_kind, batch_records=args.batch_records,
-        legacy_python2=args.legacy_python2, cutover_at=args.cutover_at,
+        legacy_python2=args.legacy_python2, cutover_at=args.cutover_at, cutover_state=args.cutover_state,
+        state_columns=tuple(c.strip() for c in (args.state_columns or "").split(",") if c.strip()),
     )
     progress, update = _compare_progress()
     with progress:
@@ -417,6 +418,11 @@ def add_compare_jobs(commands: Commands) -> None:
                            "stopped; the modern job continues from its checkpoint's position ({starting_offsets}) and "
                            "its last output row per key ({initial_state}, Parquet); the legacy rows then the modern "
                            "ones are compared with the legacy job's uninterrupted run (docs/cutover.md#your-own-job)")
+    jobs.add_argument("--cutover-state", choices=("output", "checkpoint"), default="output",
+                      help="--cutover-at: read the legacy job's state from its output (last row per key, default) or "
+                           "from its checkpoint (its updateStateByKey state at its last completed batch)")
+    jobs.add_argument("--state-columns", metavar="COL[,COL]",
+                      help="--cutover-state checkpoint: names of the state's fields (a tuple state needs them)")
     _add_bootstrap(jobs)
     jobs.set_defaults(func=cmd_compare_jobs)
 
