@@ -189,6 +189,10 @@ class JobsSettings:
             _check_command(side, command, self.output, self.input_kinds[side])
         if self.cutover_at is not None:
             self._check_cutover()
+        elif self.cutover_state != "output" or self.state_columns:
+            msg = ("--cutover-state and --state-columns say how a cutover reads the legacy job's state: "
+                   "add --cutover-at N")
+            raise ConfigError(msg, field="cutover_at", expected="a record count", actual=None)
 
     def _check_cutover(self) -> None:
         """Refuse a ``--cutover-at`` the run cannot do: one line each, with the fix."""
@@ -202,6 +206,9 @@ class JobsSettings:
                 "needs an output the kit reads as one table: topic, dir, sql or files"),
             "cutover_state": self.cutover_state not in ("output", "checkpoint") and (
                 f"reads the state from the legacy job's output or checkpoint, not {self.cutover_state!r}"),
+            "state_columns": bool(self.state_columns) and self.cutover_state != "checkpoint" and (
+                "--state-columns names the fields of a state read from the checkpoint: add --cutover-state checkpoint "
+                "(an output's rows have their own columns)"),
             "starting_offsets": "starting_offsets" not in named and (
                 "needs the modern command to name {starting_offsets} (pass it to the Kafka source's startingOffsets "
                 "option): it starts where the legacy job stopped"),
@@ -1350,6 +1357,10 @@ def compare_jobs(settings: JobsSettings, progress: Callable[[str, int, int], Non
         msg = f"run directory {out} is not empty; give a new --out, or remove it"
         raise ConfigError(msg, field="out", expected="an empty directory", actual=str(out))
     frame = read_capture(settings.input_file)
+    if settings.cutover_at is not None and settings.cutover_at >= len(frame):
+        msg = (f"--cutover-at {settings.cutover_at} leaves the modern job nothing: the capture holds {len(frame):,} "
+               "records; cut over before the last one")
+        raise ConfigError(msg, field="cutover_at", expected=f"below {len(frame)}", actual=settings.cutover_at)
     oracle_fn = workloads.load_ref(settings.oracle, "oracle") if settings.oracle else None
     out.mkdir(parents=True, exist_ok=True)
     # Each side's command, and whether its job runs with the Python 2 layer (the original only: the rewrite is

@@ -494,6 +494,7 @@ def test_a_cutover_without_the_legacy_state_is_caught_at_the_keys_it_loses(
     (CUTOVER_MODERN, ["--mode", "batches"], "--cutover-at cannot be combined with --mode batches"),
     (CUTOVER_MODERN, ["--output", "printed"], "--cutover-at needs an output the kit reads as one table"),
     (CUTOVER_MODERN.replace("{topic}", "{input_dir}"), [], "--cutover-at needs both jobs to read Kafka"),
+    (CUTOVER_MODERN, ["--state-columns", "revenue,orders"], "--state-columns names the fields of a state read from"),
 ])
 def test_a_cutover_the_run_cannot_do_is_refused_before_anything_runs(
     tmp_path: Path, modern: str, extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
@@ -584,3 +585,16 @@ def test_the_state_is_read_only_at_the_last_completed_batch() -> None:
         state_at_last_batch(checkpoint(8000, (), {7000: "file:/ckpt/rdd-7"}))
     with pytest.raises(ConfigError, match="holds the job's state at no batch yet"):
         state_at_last_batch(checkpoint(8000, (), {}))
+
+
+@pytest.mark.kafka
+def test_cutover_options_without_a_cutover_or_past_the_capture_are_refused(
+    captured: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["compare-jobs", "--input", str(captured), "--key", "customer", "--out", str(tmp_path / "a"),
+                 "--legacy", LEGACY, "--modern", CUTOVER_MODERN, "--cutover-state", "checkpoint"])
+    assert code == 2 and "add --cutover-at N" in " ".join(capsys.readouterr().err.split())
+    code = main(["compare-jobs", "--input", str(captured), "--key", "customer", "--out", str(tmp_path / "b"),
+                 "--legacy", LEGACY, "--modern", CUTOVER_MODERN, "--cutover-at", "1500"])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2 and "--cutover-at 1500 leaves the modern job nothing: the capture holds 1,500 records" in err
