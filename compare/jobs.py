@@ -88,7 +88,8 @@ in it as Kafka registers them (``/brokers/ids``), so a ``dmk migrate`` draft fin
 stand-in's receiver reads the run's Kafka whatever quorum it names. And, for a run with ``--cutover-at``
 (:mod:`compare.jobs_cutover`), what the modern job continues from: ``starting_offsets``, the ``startingOffsets``
 JSON of the legacy job's position (one argument; empty when not cutting over: read from ``earliest`` then), and
-``initial_state``, the Parquet file of the legacy job's last output row per key (empty when not cutting over)."""
+``initial_state``, the Parquet file of the legacy job's state: its last output row per key, or its checkpointed
+``updateStateByKey`` state (empty when not cutting over, or when the legacy job had emitted nothing)."""
 MODES = ("final", "all", "batches")
 INPUT_KINDS = ("kafka", "socket", "files", "queue")
 """How a job reads the capture: a Kafka topic, lines from a socket, lines in files written into a directory, or
@@ -207,8 +208,8 @@ class JobsSettings:
             "cutover_state": self.cutover_state not in ("output", "checkpoint") and (
                 f"reads the state from the legacy job's output or checkpoint, not {self.cutover_state!r}"),
             "state_columns": bool(self.state_columns) and self.cutover_state != "checkpoint" and (
-                "--state-columns names the fields of a state read from the checkpoint: add --cutover-state checkpoint "
-                "(an output's rows have their own columns)"),
+                "with --state-columns needs --cutover-state checkpoint (the names are a checkpoint state's fields; "
+                "an output's rows have their own columns)"),
             "starting_offsets": "starting_offsets" not in named and (
                 "needs the modern command to name {starting_offsets} (pass it to the Kafka source's startingOffsets "
                 "option): it starts where the legacy job stopped"),

@@ -94,6 +94,18 @@ def _call_with_time(func: _Any, arity: int) -> _Any:
     return func
 
 
+def _truncated(rdd: _Any) -> _Any:
+    """``rdd`` computed now and kept (a local checkpoint), so the next batch's RDD built on it has a short lineage.
+
+    Computed through its own JVM RDD: PySpark pipelines a ``count()`` into the RDD's functions and never computes
+    the RDD itself, so its local checkpoint was never written and each batch's state held every batch before it in
+    its lineage (a restarted draft's batches grew from 1 s to minutes).
+    """
+    rdd.localCheckpoint()
+    rdd._jrdd.count()
+    return rdd
+
+
 class MicroBatchStream:
     """A DStream of the job: its RDD at each micro-batch time, computed by the job's own functions."""
 
@@ -312,10 +324,7 @@ class MicroBatchStream:
             else:
                 current = between(t - length, t)
                 result = add(None, self._sc.union(current)) if current else None
-            if result is not None:
-                result.localCheckpoint()
-                result.count()
-            return result
+            return _truncated(result) if result is not None else None
 
         windowed = MicroBatchStream(self._ssc, compute, slide)
         windowed._remember(2 * slide)
@@ -378,9 +387,7 @@ class MicroBatchStream:
                 previous = initial
             if rdd is None:
                 return previous
-            state = update(previous, rdd)
-            state.localCheckpoint()
-            state.count()
+            state = _truncated(update(previous, rdd))
             self._ssc._save_state(name, state)
             last["rdd"] = state
             return state

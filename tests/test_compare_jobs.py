@@ -494,7 +494,7 @@ def test_a_cutover_without_the_legacy_state_is_caught_at_the_keys_it_loses(
     (CUTOVER_MODERN, ["--mode", "batches"], "--cutover-at cannot be combined with --mode batches"),
     (CUTOVER_MODERN, ["--output", "printed"], "--cutover-at needs an output the kit reads as one table"),
     (CUTOVER_MODERN.replace("{topic}", "{input_dir}"), [], "--cutover-at needs both jobs to read Kafka"),
-    (CUTOVER_MODERN, ["--state-columns", "revenue,orders"], "--state-columns names the fields of a state read from"),
+    (CUTOVER_MODERN, ["--state-columns", "revenue,orders"], "--cutover-at with --state-columns needs --cutover-state checkpoint"),
 ])
 def test_a_cutover_the_run_cannot_do_is_refused_before_anything_runs(
     tmp_path: Path, modern: str, extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
