@@ -448,19 +448,22 @@ def own_seed(plan: CutoverPlan, rows: pd.DataFrame, key: tuple[str, ...]) -> pd.
         msg = (f"--state-from cannot tell which of the job's output rows lie within the position: {why}; restart "
                "the legacy job, stop it gracefully, and cut over from its checkpoint or a SQL store")
         raise CutoverAmbiguous(msg, reason="outputs may be beyond the position", batches=position.pending)
-    absent = [k for k in key if k not in rows.columns]
-    if absent and not rows.empty:
-        msg = f"the legacy output has no {absent[0]!r} column; it has {sorted(rows.columns)}: pass --key with its key"
-        raise ConfigError(msg, field="key", expected=sorted(rows.columns), actual=absent)
-    if rows.empty:
-        return pd.DataFrame(columns=list(key))
-    return rows.drop_duplicates(list(key), keep="last").reset_index(drop=True)
+    from compare.jobs import _shape
+
+    return _shape(rows, key, "final", "legacy")  # the last row per key, as compare-jobs compares a final result
 
 
 def is_dstream_checkpoint(where: str) -> bool:
-    """Whether ``where`` is a local directory of ``checkpoint-*`` files (a DStream checkpoint)."""
-    path = Path(where)
-    return path.is_dir() and any(p.name.startswith("checkpoint-") for p in path.iterdir())
+    """Whether ``--state-from`` names a DStream checkpoint rather than an output.
+
+    As ``dmk checkpoint inspect`` tells one: the engine with the handover owns it (``checkpoint-<time>`` files,
+    or a URI such as ``hdfs://...``). ``kafka:TOPIC`` and ``sql:DSN#TABLE`` are outputs.
+    """
+    if where.startswith(("kafka:", "sql:")):
+        return False
+    from compare.engines import ENGINES, get_engine
+
+    return any(engine.handover is not None and engine.owns_checkpoint(where) for engine in map(get_engine, ENGINES))
 
 
 def checkpoint_seed(plan: CutoverPlan, where: str, key: tuple[str, ...], columns: tuple[str, ...] = ()) -> pd.DataFrame:
@@ -474,12 +477,19 @@ def checkpoint_seed(plan: CutoverPlan, where: str, key: tuple[str, ...], columns
             (:meth:`kit.engine.Handover.checkpoint_state`); a key or state ``columns`` do not fit.
     """
     source = plan.position.source
-    if source.kind != "checkpoint" or Path(source.where).resolve() != Path(where).resolve():
+    if source.kind != "checkpoint" or _location(source.where) != _location(where):
         msg = (f"--state-from {where} is a checkpoint, so the position must be read from it too: dmk cutover "
                f"checkpoint {where} --state-from {where} (the state is the one of its last completed batch)")
         raise ConfigError(msg, field="state_from", expected=f"checkpoint {where}", actual=source.describe())
     _batch, pairs = handover().checkpoint_state(where)
     return state_rows(pairs, key, columns)
+
+
+def _location(where: str) -> str:
+    """A checkpoint location to compare: a local path resolved, a URI as written."""
+    from kit.spark import has_scheme
+
+    return where if has_scheme(where) else str(Path(where).resolve())
 
 
 def state_rows(pairs: list[tuple[Any, Any]], key: tuple[str, ...], columns: tuple[str, ...] = ()) -> pd.DataFrame:

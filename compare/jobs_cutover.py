@@ -66,8 +66,7 @@ def cut_over(
     after, after_figures = _run_side(modern, settings, frame, bootstrap, run_id, progress, root=root, topic=topic,
                                      records=slice(at, None))
     _raise_refused(after)
-    joined = pd.concat([f for f in (before, after) if not f.empty], ignore_index=True) if len(before) + len(after) \
-        else pd.DataFrame()
+    joined = pd.concat([f for f in (before, after) if not f.empty] or [pd.DataFrame()], ignore_index=True)
     figures = JobsCutover(
         at_records=at, position=plan.starting_offsets(), state_from=settings.cutover_state, seed_file=str(seed_file),
         keys_seeded=len(seed),

@@ -525,7 +525,7 @@ def test_state_from_an_output_is_its_last_row_per_key_and_refused_where_rows_may
     group = PositionSource("kafka", "job", topics=("orders",), bootstrap_servers="b:9092")
     with pytest.raises(CutoverAmbiguous, match="a kafka store is written after the outputs"):
         own_seed(CutoverPlan(LegacyPosition(group, {("orders", 0): 3}, exact=False)), output, ("customer",))
-    with pytest.raises(ConfigError, match="the legacy output has no 'user' column"):
+    with pytest.raises(ConfigError, match="the legacy job's output has no 'user' field"):
         own_seed(exact, output, ("user",))
     (tmp_path / "ckpt").mkdir()
     (tmp_path / "ckpt" / "checkpoint-1000").write_bytes(b"")

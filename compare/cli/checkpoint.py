@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from compare.cli.common import BOOTSTRAP_ENV, _add_kafka_security, err_console
+from compare.cli.common import BOOTSTRAP_ENV, _add_kafka_security, _columns, err_console
 
 if TYPE_CHECKING:
     from compare.cli.common import Commands
@@ -16,16 +16,14 @@ if TYPE_CHECKING:
 __all__ = ["add_checkpoint", "add_cutover"]
 
 
-def _seed_check(args: argparse.Namespace) -> str:
+def _seed_check(args: argparse.Namespace, state_in_checkpoint: bool) -> str:
     """What becomes of a seed in the modern job, for the cutover's report."""
     from kit import workloads
 
     if args.state_from:
-        from compare.cutover import is_dstream_checkpoint
-
-        what = ("its updateStateByKey state at its last completed batch, per" if is_dstream_checkpoint(args.state_from)
+        what = ("its updateStateByKey state at its last completed batch, per" if state_in_checkpoint
                 else "its last output row per")
-        return (f"the legacy job's {what} {', '.join(_key_columns(args.key))} (from {args.state_from}): your modern "
+        return (f"the legacy job's {what} {', '.join(_columns(args.key))} (from {args.state_from}): your modern "
                 "job continues from it (docs/cutover.md#your-own-job)")
     carry = workloads.get(args.workload).carry
     if carry.seeded:
@@ -120,8 +118,8 @@ def cmd_cutover(args: argparse.Namespace) -> int:
     rewound = seed = None
     if args.state_from:  # a team's own job's state, read and checked before anything is written
         planned = plan_cutover(position, dry_run=True)
-        key = _key_columns(args.key)
-        seed = (checkpoint_seed(planned, args.state_from, key, _key_columns(args.state_columns))
+        key = _columns(args.key)
+        seed = (checkpoint_seed(planned, args.state_from, key, _columns(args.state_columns))
                 if state_in_checkpoint else own_seed(planned, output, key))
     elif args.rewind or args.seed_state:
         planned = plan_cutover(position, legacy_output=args.legacy_output, discard_beyond=args.discard_beyond,
@@ -145,7 +143,8 @@ def cmd_cutover(args: argparse.Namespace) -> int:
         payload = plan.to_json()
         if seeded is not None:
             payload["seed_state"] = {"path": args.seed_state, "keys": seeded,
-                                     "bytes": Path(args.seed_state).stat().st_size, "check": _seed_check(args)}
+                                     "bytes": Path(args.seed_state).stat().st_size,
+                                     "check": _seed_check(args, state_in_checkpoint)}
         if rewound is not None:
             payload["position_startingOffsets"] = payload["startingOffsets"]
             payload["startingOffsets"] = rewound.starting_offsets()
@@ -161,7 +160,7 @@ def cmd_cutover(args: argparse.Namespace) -> int:
                           f"{', '.join(map(str, plan.beyond))}", highlight=False)
     if seeded is not None:
         err_console.print(f"initial state ({seeded} keys, {Path(args.seed_state).stat().st_size:,} bytes) written to "
-                          f"{args.seed_state}; {_seed_check(args)}", highlight=False)
+                          f"{args.seed_state}; {_seed_check(args, state_in_checkpoint)}", highlight=False)
     if rewound is not None:
         _print_rewind(rewound.to_json(), args.suppress)
     if args.write_options:
@@ -171,15 +170,11 @@ def cmd_cutover(args: argparse.Namespace) -> int:
     return 0
 
 
-def _key_columns(key: str | None) -> tuple[str, ...]:
-    return tuple(k.strip() for k in (key or "").split(",") if k.strip())
-
-
 def _check_state_from_args(args: argparse.Namespace) -> None:
     """``--state-from CHECKPOINT|OUTPUT --key COL --seed-state FILE``, for a job that is not a kit workload."""
     from kit.errors import ConfigError
 
-    needs = {"--state-from": args.state_from, "--key": _key_columns(args.key), "--seed-state": args.seed_state}
+    needs = {"--state-from": args.state_from, "--key": _columns(args.key), "--seed-state": args.seed_state}
     missing = [flag for flag, given in needs.items() if not given]
     if missing:
         msg = (f"a cutover carrying your own job's state needs {', '.join(missing)}: --state-from CHECKPOINT|"

@@ -71,6 +71,11 @@ def _kafka_security(args: argparse.Namespace) -> dict[str, str]:
     return java
 
 
+def _columns(text: str | None) -> tuple[str, ...]:
+    """A ``COL[,COL]`` option's names (``--key``, ``--state-columns``), blanks dropped; none for an absent option."""
+    return tuple(name.strip() for name in (text or "").split(",") if name.strip())
+
+
 def _redacted_argv(argv: Sequence[str]) -> list[str]:
     """``argv`` with the value of each secret ``--kafka-option`` (``sasl.jaas.config``, passwords, keys) as ``***``."""
     from kit.security import REDACTED, SECRET_NAMES

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from compare.cli.common import _add_bootstrap, _compare_progress
+from compare.cli.common import _add_bootstrap, _columns, _compare_progress
 from kit.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def _verify_migration(args: argparse.Namespace, plan: Any, text: str) -> int:
                "or a column name)")
         raise ConfigError(msg, field="verify", expected="--input and --key", actual=None)
     settings = VerifySettings(
-        job=args.job, input_file=args.input, key=tuple(k.strip() for k in args.key.split(",") if k.strip()),
+        job=args.job, input_file=args.input, key=_columns(args.key),
         out_dir=Path(args.verify_out or f"runs/verify-{time.strftime('%Y%m%dT%H%M%S')}"), args=args.args or "",
         mode=args.mode, modern=args.modern, draft_path=Path(args.out) if args.out else None,
         input_kind=args.input_kind, batch_records=args.batch_records, bootstrap_servers=args.bootstrap_servers,

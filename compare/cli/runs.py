@@ -15,6 +15,7 @@ from compare.cli.common import (
     _GEN_KNOBS,
     _add_bootstrap,
     _announce_embedded_broker,
+    _columns,
     _compare_progress,
     _kafka,
     _progress_task,
@@ -217,13 +218,13 @@ def cmd_compare_jobs(args: argparse.Namespace) -> int:
     from compare.jobs import JobsSettings, compare_jobs
 
     settings = JobsSettings(
-        input_file=args.input, key=tuple(k.strip() for k in args.key.split(",") if k.strip()), legacy=args.legacy,
+        input_file=args.input, key=_columns(args.key), legacy=args.legacy,
         modern=args.modern, out_dir=Path(args.out or f"runs/jobs-{time.strftime('%Y%m%dT%H%M%S')}"), mode=args.mode,
         output=args.output, partitions=args.partitions, rate_rps=args.rate, speed=args.speed, oracle=args.oracle,
         settle_batches=args.settle_batches, bootstrap_servers=args.bootstrap_servers, timeout_s=args.timeout,
         kafka_security=args.kafka_security, input_kind=args.input_kind, batch_records=args.batch_records,
         legacy_python2=args.legacy_python2, cutover_at=args.cutover_at, cutover_state=args.cutover_state,
-        state_columns=tuple(c.strip() for c in (args.state_columns or "").split(",") if c.strip()),
+        state_columns=_columns(args.state_columns),
     )
     progress, update = _compare_progress()
     with progress:
