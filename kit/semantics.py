@@ -12,9 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
-    "JOIN_WITHIN_MS", "NEXMARK_AUCTION_SKIP", "NEXMARK_DOLLARS_TO_EUROS", "NEXMARK_Q11_GAP_MS", "NEXMARK_Q3_CATEGORY",
-    "NEXMARK_Q3_STATES", "NEXMARK_Q4_WINDOW", "NEXMARK_Q5_WINDOW", "NEXMARK_Q7_WINDOW_MS", "NEXMARK_Q8_WINDOW_MS",
-    "WATERMARK_DELAY_MS", "WINDOWS", "YSB_WINDOW_MS", "close_sessions", "late_detail", "merge_session",
+    "JOIN_WITHIN_MS", "NEXMARK_AUCTION_SKIP", "NEXMARK_DOLLARS_TO_EUROS", "NEXMARK_Q11_GAP_MS", "NEXMARK_Q12_WINDOW_MS",
+    "NEXMARK_Q3_CATEGORY", "NEXMARK_Q3_STATES", "NEXMARK_Q4_WINDOW", "NEXMARK_Q5_WINDOW", "NEXMARK_Q7_WINDOW_MS",
+    "NEXMARK_Q8_WINDOW_MS", "WATERMARK_DELAY_MS", "WINDOWS", "YSB_WINDOW_MS", "close_sessions", "late_detail",
+    "merge_session",
 ]
 
 WATERMARK_DELAY_MS = 5_000
@@ -58,6 +59,9 @@ NEXMARK_Q8_WINDOW_MS = 10_000
 
 NEXMARK_Q11_GAP_MS = 10_000
 """``nexmark_q11``: the session gap of a bidder's bids (q11.sql's 10 s; Beam's ``windowSizeSec``)."""
+
+NEXMARK_Q12_WINDOW_MS = 10_000
+"""``nexmark_q12``: the tumbling *processing-time* window of a bidder's bids (q12.sql's 10 s)."""
 
 
 def late_detail(kind: str, window_start: int) -> str:

@@ -217,6 +217,21 @@ def _capped_context(sc: Any, run_config: LegacyRunConfig, store: Any, max_rate_p
         return create_context(sc, run_config, store)
 
 
+def settle_batches(run_config: LegacyRunConfig) -> int:
+    """Batches after its last input a run waits for its jobs' last rows (0 if they come in that batch).
+
+    The largest ``settle_ms`` of the run's jobs' legacy variants (a job of your own builder: 0) in batches, plus
+    one: a window of 10 s over 1 s batches closed by the 10th batch after the last input's at the latest.
+
+    Example:
+        >>> config = LegacyRunConfig("b", {"nexmark": "t"}, "out", "ckpt", None, (("nexmark_q12", "default"),))
+        >>> settle_batches(config), settle_batches(dataclasses.replace(config, jobs=(("nexmark_q1", "default"),)))
+        (11, 0)
+    """
+    settle_ms = max((workloads.resolve(name, variant).settle_ms for name, variant in run_config.jobs), default=0)
+    return -(-settle_ms // round(run_config.batch_seconds * 1000)) + 1 if settle_ms else 0
+
+
 class LegacyRun:
     """A started StreamingContext of one run, its offset store and its batch log."""
 
@@ -228,8 +243,12 @@ class LegacyRun:
     ) -> None:
         """Wait for the progress files to reach ``end_offsets``, then ``extra_batches`` batches more.
 
-        A failed output operation fails the run at once (Spark itself would go on with the next batch).
+        A failed output operation fails the run at once (Spark itself would go on with the next batch). A job
+        whose last rows come later than the next batch (a window emitting at its end: its variant's ``settle_ms``)
+        is waited for: the extra batches then span that much batch time, and one more.
         """
+        if extra_batches:
+            extra_batches = max(extra_batches, settle_batches(self.run_config))
         await_progress(self.run_config.out_dir, end_offsets, timeout_s=timeout_s, extra_batches=extra_batches,
                        check=lambda: self.ssc.awaitTerminationOrTimeout(0.001),
                        after_completion=self.run_config.offsets == "kafka")

@@ -57,6 +57,10 @@ EXPECTED: dict[str, list[tuple[int, str]]] = {
         (66, "Source.drop_late"),
     ],
     "legacy/workloads/nexmark_q11.py": [(45, "event_time_operator"), (46, "Source.nexmark"), (48, "Source.drop_late")],
+    "legacy/workloads/nexmark_q12.py": [
+        (35, "Source.nexmark"), (35, "DStream.map"), (36, "DStream.reduceByKeyAndWindow (without inverse function)"),
+        (37, "DStream.transform"),
+    ],
     "legacy/workloads/running_counts.py": [
         (28, "Source.events"), (28, "DStream.map"), (28, "DStream.reduceByKey"), (29, "DStream.updateStateByKey"),
         (30, "DStream.filter"), (30, "DStream.map"),

@@ -48,10 +48,13 @@ FAST = {"records": 2_000, "first_event_rate": 1_000, "malformed_fraction": 0.02,
 """The default tier's stream, for the queries without event time: 2 s, malformed and out-of-order records, a batch
 or two per engine."""
 
-FAST_NAMES = {"legacy": ("nexmark_q0", "nexmark_q1", "nexmark_q2"), "modern": ("nexmark_q1",)}
+FAST_NAMES = {"legacy": ("nexmark_q0", "nexmark_q1", "nexmark_q2", "nexmark_q12"),
+              "modern": ("nexmark_q1", "nexmark_q12")}
 """The default tier's queries per engine; the event-time ones (q5, q7: a dozen stateful batches at the least) and
-modern's other two run in the slow tier. Legacy runs its three in one context; modern needs a run per query (see
-``query_run``), so the default tier runs one there: q1, the parse and a projection with arithmetic."""
+modern's q0 and q2 run in the slow tier. Legacy runs its four in one context; modern needs a run per query (see
+``query_run``), so the default tier runs two there: q1, the parse and a projection with arithmetic, and q12, the
+processing-time windows (both engines: the only query whose windows are the engine's own clock, its rows compared
+summed per bidder, and the legacy run waiting for its last window)."""
 
 FULL = {"records": 20_000, "first_event_rate": 500, "lateness_margin_ms": 4_000, "seed": 11}
 """The slow tier's: ``dmk compare``'s default size and rate (40 s of event time)."""
@@ -77,7 +80,8 @@ def test_every_nexmark_query_has_a_spec_and_both_builders(name: str) -> None:
 
 
 def test_an_unknown_workload_lists_the_nexmark_queries_too() -> None:
-    listed = "nexmark_q0, nexmark_q1, nexmark_q2, nexmark_q3, nexmark_q4, nexmark_q5, nexmark_q7, nexmark_q8, nexmark_q11"
+    listed = ("nexmark_q0, nexmark_q1, nexmark_q2, nexmark_q3, nexmark_q4, nexmark_q5, nexmark_q7, nexmark_q8, "
+              "nexmark_q11, nexmark_q12")
     with pytest.raises(ConfigError, match=listed):
         workloads.get("nexmark_q99")
 
@@ -249,12 +253,32 @@ def test_the_oracles_agree_with_each_other_and_with_the_layouts() -> None:
         assert sorted(window["auction"]) == sorted(counts[counts == counts.max()].index)
         assert set(window["count"]) == {counts.max()}
     assert set(frames["one"].set_index("seq").loc[q5.late_dropped["seq"], "kind"]) == {"too_late"}
+    # q12: q0's bids counted per bidder, whatever windows they fell in.
+    per_bidder = q0.groupby("bidder").size()
+    q12 = rows["nexmark_q12"].set_index("bidder")["bid_count"]
+    assert q12.to_dict() == per_bidder.to_dict() and q12.sum() == len(q0)
+
+
+def test_q12_s_rows_are_compared_summed_over_its_windows() -> None:
+    """final_result of a query with ``summed_over``: the last row per key and window (update mode), summed per key
+    over the windows; the windows are left out, so any split of a bidder's bids over windows compares the same."""
+    spec = workloads.get("nexmark_q12")
+    assert spec.columns == ("bidder", "window_start", "bid_count", "last_input_ts")
+    rows = pd.DataFrame({
+        "bidder": [7, 7, 7, 8, 7], "window_start": [0, 0, 10_000, 10_000, 10_000],
+        "bid_count": [2, 5, 1, 4, 3], "last_input_ts": [1, 2, 3, 4, 5], "batch": [1, 2, 2, 3, 3],
+    })
+    got = workloads.final_result(spec, rows)
+    assert got.to_dict("list") == {"bidder": [7, 8], "bid_count": [8, 4]}  # 7: 5 in [0, 10 s), 3 in [10 s, 20 s)
+    elsewhere = rows.assign(window_start=[0, 0, 20_000, 30_000, 20_000])
+    pd.testing.assert_frame_equal(workloads.final_result(spec, elsewhere), got)
+    assert workloads.final_result(spec, rows.iloc[:0]).columns.tolist() == ["bidder", "bid_count"]
 
 
 def test_the_engines_numbers_are_the_oracles() -> None:
     from kit import semantics
     from kit.workloads import (
-        nexmark_q1, nexmark_q2, nexmark_q3, nexmark_q4, nexmark_q5, nexmark_q7, nexmark_q8, nexmark_q11,
+        nexmark_q1, nexmark_q2, nexmark_q3, nexmark_q4, nexmark_q5, nexmark_q7, nexmark_q8, nexmark_q11, nexmark_q12,
     )
 
     assert semantics.NEXMARK_DOLLARS_TO_EUROS == nexmark_q1.DOLLARS_TO_EUROS == 0.908
@@ -268,6 +292,7 @@ def test_the_engines_numbers_are_the_oracles() -> None:
     assert semantics.NEXMARK_Q3_CATEGORY == nexmark_q3.CATEGORY == 10
     assert semantics.NEXMARK_Q8_WINDOW_MS == nexmark_q8.WINDOW_MS == 10_000
     assert semantics.NEXMARK_Q11_GAP_MS == nexmark_q11.GAP_MS == 10_000
+    assert semantics.NEXMARK_Q12_WINDOW_MS == nexmark_q12.WINDOW_MS == nexmark_q12.SPEC.legacy[0].settle_ms == 10_000
     for query in (nexmark_q4, nexmark_q8, nexmark_q11):
         assert semantics.WATERMARK_DELAY_MS == query.WATERMARK_DELAY_MS == query.SPEC.watermark_delay_ms
     assert nexmark_q3.SPEC.watermark_delay_ms is None
@@ -605,6 +630,30 @@ def test_the_dead_letters_are_exactly_the_malformed_records_read(query_run, engi
         assert not got.duplicated(["seq"]).any(), "a malformed record was dead-lettered twice"
         pd.testing.assert_frame_equal(got.sort_values("seq").reset_index(drop=True),
                                       expected.sort_values("seq").reset_index(drop=True), check_dtype=False)
+
+
+@pytest.mark.parametrize(("engine", "profile", "layout"), RUNS)
+def test_q12_s_windows_are_the_engine_s_processing_time(query_run, engine: str, profile: str, layout: str) -> None:
+    """q12's rows as written: windows of the engine's clock, not of the bids' event time (2015, the generator's base
+    time), aligned as each engine aligns them, and each emitted as the engine emits: legacy once, when its window
+    ends (at the StreamingContext's own phase of 10 s); modern every micro-batch that changed it, the count only
+    growing, its batch timestamp after every bid it holds was produced."""
+    spec, frame, runs = query_run(engine, profile, layout, "nexmark_q12")
+    rows = runs["nexmark_q12"].rows("nexmark_q12")
+    assert len(rows) > 0
+    starts, ends = rows["window_start"].to_numpy(), rows["window_start"].to_numpy() + 10_000
+    assert starts.min() > read_bids(frame, spec)[0]["dateTime"].max() + 86_400_000 * 365
+    produced = rows["last_input_ts"].to_numpy()
+    assert (ends > produced.min()).all()  # no window ends before the run's first bid was produced
+    if engine == "legacy":
+        assert len(set(starts % 10_000)) == 1  # the context's phase, one for every window
+        assert not rows.duplicated(["bidder", "window_start"]).any()
+        assert (rows["emitted_at"].to_numpy() >= ends).all()  # emitted by the batch at the window's end, or later
+    else:
+        assert set(starts % 10_000) == {0}  # window() over current_timestamp(): epoch multiples
+        counts = rows.sort_values("batch", kind="stable").groupby(["bidder", "window_start"])["bid_count"]
+        assert (counts.diff().dropna() > 0).all()
+        assert (produced < ends).all()  # Kafka timestamp <= offsets read <= batch timestamp < window end
 
 
 @pytest.mark.slow

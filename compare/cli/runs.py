@@ -304,7 +304,7 @@ def add_compare(commands: Commands) -> None:
     cmp.add_argument("workload", type=_workload_name,
                      help="a built-in workload (running_counts, windowed_counts, sessions, dedup, ysb, "
                      "join; Nexmark: nexmark_q0, nexmark_q1, nexmark_q2, nexmark_q3, nexmark_q4, nexmark_q5, "
-                     "nexmark_q7, nexmark_q8, nexmark_q11, also spelled with hyphens: nexmark-q4) or "
+                     "nexmark_q7, nexmark_q8, nexmark_q11, nexmark_q12, also spelled with hyphens: nexmark-q4) or "
                      "package.module:SPEC")
     cmp.add_argument("--dataset", metavar="FILE", help="a dataset file from `dmk gen` (default: generate one)")
     cmp.add_argument("--records", type=int, default=20_000, help="records to generate (default 20000)")

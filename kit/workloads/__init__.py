@@ -71,7 +71,7 @@ NAMES: tuple[str, ...] = ("running_counts", "windowed_counts", "sessions", "dedu
 
 NEXMARK_NAMES: tuple[str, ...] = (
     "nexmark_q0", "nexmark_q1", "nexmark_q2", "nexmark_q3", "nexmark_q4", "nexmark_q5", "nexmark_q7", "nexmark_q8",
-    "nexmark_q11",
+    "nexmark_q11", "nexmark_q12",
 )
 """The built-in Nexmark queries (docs/nexmark.md): workloads over a :mod:`kit.nexmark` stream (``parse="nexmark"``)."""
 
@@ -89,12 +89,16 @@ class Variant:
         equivalent: whether it must match the oracle exactly. False marks an implementation kept to show a
             migration trap (e.g. processing-time windows); its divergence is asserted, not hidden.
         note: one line on what it is.
+        settle_ms: processing time after its last input is processed within which its last rows may still come
+            (a DStream window emitting at its end, ``nexmark_q12``'s 10 s): a run of it is waited for that long
+            before its output is read. 0: its rows come within the batch that read the input.
     """
 
     name: str
     function: str
     equivalent: bool = True
     note: str = ""
+    settle_ms: int = 0
 
 
 _DEFAULT = (Variant("default", "build"),)
@@ -208,6 +212,10 @@ class WorkloadSpec:
             bids, :func:`kit.nexmark.parse_nexmark`; a :class:`~kit.nexmark.NexmarkSpec` dataset). A Nexmark
             workload's ``inputs`` are the tables it reads (``"bids"``...): each its own topic in the three-topic
             layout, or all of them one topic, the input :data:`kit.nexmark.ONE_TOPIC_INPUT`, in the one-topic layout.
+        summed_over: output columns that identify a row with the keys but depend on *when* the engine ran, not on
+            the input (``nexmark_q12``'s processing-time window): written between the key and the value columns,
+            and left out of the comparison. :func:`final_result` sums the value columns over them, so what is
+            compared is each key's total over its rows (the oracle's ``rows`` have the keys and values only).
     """
 
     name: str
@@ -227,11 +235,12 @@ class WorkloadSpec:
     horizon: Callable[[DatasetSpec], tuple[int, str]] | None = field(default=None, repr=False)
     trajectory: Callable[[pd.DataFrame, Any], pd.DataFrame] | None = field(default=None, repr=False)
     parse: Literal["event", "nexmark"] = "event"
+    summed_over: tuple[str, ...] = ()
 
     @property
     def columns(self) -> tuple[str, ...]:
-        """Output columns in order: keys, values, ``last_input_ts``."""
-        return (*self.key_columns, *self.value_columns, LAST_INPUT_TS)
+        """Output columns in order: keys, :attr:`summed_over`, values, ``last_input_ts``."""
+        return (*self.key_columns, *self.summed_over, *self.value_columns, LAST_INPUT_TS)
 
     def variants(self, engine: Literal["legacy", "modern"]) -> tuple[Variant, ...]:
         """The variants of ``engine``."""
@@ -327,12 +336,13 @@ def get(name: str) -> WorkloadSpec:
 
 @dataclass(frozen=True)
 class Job:
-    """A job resolved for one engine: its spec, its output name and the function that builds it."""
+    """A job resolved for one engine: its spec, its output name, the function that builds it, its variant's flags."""
 
     spec: WorkloadSpec
     name: str
     build: Callable[..., Any]
     equivalent: bool
+    settle_ms: int = 0
 
 
 def resolve(
@@ -372,7 +382,7 @@ def resolve(
         build = cast(Callable[..., Any], load_ref(chosen.function, f"{engine} job"))
     else:
         build = getattr(builders(spec.name), chosen.function)
-    return Job(spec, job_id(spec.name, variant), build, chosen.equivalent)
+    return Job(spec, job_id(spec.name, variant), build, chosen.equivalent, chosen.settle_ms)
 
 
 def span_warnings(dataset: DatasetSpec) -> list[str]:
@@ -454,14 +464,19 @@ def window_starts(event_time_ms: pd.Series, size_ms: int, slide_ms: int) -> pd.D
 def final_result(spec: WorkloadSpec, rows: pd.DataFrame) -> pd.DataFrame:
     """The final result of an engine's output rows (as :func:`kit.sink.read_batches` returns them).
 
-    Update mode: the last value per key, in batch order. Append mode: every row. Either way only the key and
-    value columns are kept, sorted by key, with a fresh index: the shape of :attr:`OracleResult.rows`.
+    Update mode: the last value per key (the keys and :attr:`~WorkloadSpec.summed_over`), in batch order. Append
+    mode: every row. A spec with ``summed_over`` then has its value columns summed per key over those columns.
+    Either way only the key and value columns are kept, sorted by key, with a fresh index: the shape of
+    :attr:`OracleResult.rows`.
     """
     columns = [*spec.key_columns, *spec.value_columns]
     if rows.empty:
         return pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
     if spec.output_mode == "update":
-        rows = rows.sort_values("batch", kind="stable").drop_duplicates(list(spec.key_columns), keep="last")
+        rows = rows.sort_values("batch", kind="stable").drop_duplicates(
+            [*spec.key_columns, *spec.summed_over], keep="last")
+    if spec.summed_over:
+        rows = rows.groupby(list(spec.key_columns), as_index=False)[list(spec.value_columns)].sum()
     return rows[columns].sort_values(columns).reset_index(drop=True)
 
 

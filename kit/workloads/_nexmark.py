@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from kit.nexmark import ONE_TOPIC_INPUT, NexmarkSpec
-from kit.workloads import NOT_CARRIED, OracleResult, StateCarry, WorkloadSpec
+from kit.workloads import NOT_CARRIED, OracleResult, StateCarry, Variant, WorkloadSpec
 
 __all__ = [
     "BID_COLUMNS", "REASONS", "STATELESS", "nexmark_spec", "no_late_drops", "read_bids", "read_tables", "reads",
@@ -157,10 +157,12 @@ def nexmark_spec(
     tables: tuple[str, ...] = ("bids",),
     horizon: Callable[[Any], tuple[int, str]] | None = None,
     carry: StateCarry = NOT_CARRIED,
+    summed_over: tuple[str, ...] = (),
+    legacy: tuple[Variant, ...] = (Variant("default", "build"),),
 ) -> WorkloadSpec:
     """A Nexmark query's :class:`~kit.workloads.WorkloadSpec`: ``parse="nexmark"``, its tables as inputs, the router."""
     return WorkloadSpec(
         name=name, summary=summary, inputs=tables, key_columns=key_columns, value_columns=value_columns,
         output_mode=output_mode, granularity=granularity, watermark_delay_ms=watermark_delay_ms, oracle=oracle,
-        router=router(tables), horizon=horizon, carry=carry, parse="nexmark",
+        router=router(tables), horizon=horizon, carry=carry, parse="nexmark", summed_over=summed_over, legacy=legacy,
     )
