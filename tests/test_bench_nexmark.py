@@ -76,6 +76,35 @@ def test_the_table_shows_throughput_ratio_and_p99_per_query() -> None:
                     "| nexmark_q5 | 3,000 | 1,500 | 0.50 | 1,500 | 800 | yes |"]
 
 
+def test_the_report_names_each_missed_target_with_what_the_runs_measured() -> None:
+    """A target missed (modern throughput below legacy's, modern p99 above legacy's) is listed with both figures and
+    both engines' median batches; a query meeting both is not; a withheld query is not judged."""
+    slow = {**_figures(3_000.0, 600.0), "batch_ms_median": 820.0}
+    laggard = _figures(6_000.0, 1_500.0)
+    laggard["latency"]["batch_ms_median"] = 900.0
+    queries = {
+        "nexmark_q1": nexmark._judged({"legacy": {**_figures(4_000.0, 900.0), "batch_ms_median": 510.0},
+                                       "modern": slow}),
+        "nexmark_q2": nexmark._judged({"legacy": _figures(4_000.0, 900.0), "modern": laggard}),
+        "nexmark_q4": nexmark._judged({"legacy": _figures(4_000.0, 900.0), "modern": _figures(5_000.0, 800.0)}),
+        "nexmark_q5": nexmark._judged({"legacy": _figures(4_000.0, 900.0, throughput_ok=False),
+                                       "modern": _figures(1.0, 9_000.0)}),
+    }
+    assert nexmark.target_misses(_results(queries)) == [
+        "nexmark_q1 throughput: modern 3,000 records/s, 0.75× legacy's 4,000; median batch (2,000 records at most): "
+        "modern 820 ms, legacy 510 ms",
+        "nexmark_q2 latency: modern 1,500 ms against legacy 900 ms at 1,000 records/s; median batch with records: "
+        "modern 900 ms, legacy 300 ms (idle 100 ms; scheduling delay at most – ms)",
+    ]
+    report = nexmark.nexmark_markdown(_results(queries))
+    assert report.endswith("Missed, with what the runs measured:\n\n- nexmark_q1 throughput: modern 3,000 records/s, "
+                           "0.75× legacy's 4,000; median batch (2,000 records at most): modern 820 ms, legacy 510 ms\n"
+                           "- nexmark_q2 latency: modern 1,500 ms against legacy 900 ms at 1,000 records/s; median batch "
+                           "with records: modern 900 ms, legacy 300 ms (idle 100 ms; scheduling delay at most – ms)\n")
+    met = _results({"nexmark_q4": queries["nexmark_q4"]})
+    assert nexmark.target_misses(met) == [] and nexmark.nexmark_markdown(met).endswith("All met.\n")
+
+
 def test_results_files_and_readme_block(tmp_path: Path) -> None:
     results = _results({"nexmark_q1": nexmark._judged({"legacy": _figures(4_000.0, 900.0),
                                                         "modern": _figures(6_000.0, 700.0)})})
