@@ -264,7 +264,8 @@ PROFILED: dict[str, str] = {
 def _latency_ms(figures: dict[str, Any]) -> float | None:
     """The latency a row of the table shows: the p99, or the maximum when too few rows back a p99."""
     latency = figures["latency"]
-    return latency.get("p99") if latency.get("p99") is not None else latency.get("max")
+    value = latency.get("p99") if latency.get("p99") is not None else latency.get("max")
+    return None if value is None else float(value)
 
 
 def target_misses(results: dict[str, Any]) -> list[str]:
