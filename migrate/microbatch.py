@@ -5,10 +5,14 @@ line on) into every draft, so a draft imports pyspark and the job's own imports,
 
 How a DStream job runs here, and why it gives the rows the DStream job gave:
 
-* Every input stream of the job (``socketTextStream``, ``textFileStream``, ``queueStream``,
-  ``KafkaUtils.createDirectStream``, ``KafkaUtils.createStream`` with the brokers its ZooKeeper quorum
-  registers) becomes a ``spark.readStream`` source, and all of them, tagged, go into **one** query (a
-  streaming ``union``), so one micro-batch holds what one DStream batch held from each.
+* Every input stream of the job (``textFileStream``, ``queueStream``, ``KafkaUtils.createDirectStream``,
+  ``KafkaUtils.createStream`` with the brokers its ZooKeeper quorum registers) becomes a ``spark.readStream``
+  source, and all of them, tagged, go into **one** query (a streaming ``union``), so one micro-batch holds what
+  one DStream batch held from each. ``socketTextStream`` is a receiver instead, as it was on DStreams: a driver
+  thread reading the server's lines (reconnecting every 2 s, as Spark's ``SocketReceiver`` restarts), each
+  micro-batch taking the lines received since the last. Structured Streaming's socket source keeps its
+  position in the query's checkpoint although it cannot replay, so a restarted query failed on it ("Offsets
+  committed out of order"); a receiver, like the DStream one, just loses what was sent while the job was down.
 * A ``rate-micro-batch`` source (one row per micro-batch) is in that union too: Structured Streaming runs a
   micro-batch only when a source has new data, DStreams run a batch every interval. With it a micro-batch
   runs every ``trigger(processingTime=<batch interval>)``, as a DStream batch did, so ``updateStateByKey``
@@ -27,6 +31,9 @@ What differs from a DStream job (docs/migrate.md#the-draft):
   ``file:`` URI) and survives a restart (a re-run micro-batch starts from the state before it); with an
   ``hdfs:``/``s3a:`` checkpoint, and for window contents and the incremental window's previous result, it
   lives in memory only and is empty after a restart;
+* ``socketTextStream``'s receiver is a thread of the driver, not an executor's, and has no write-ahead log
+  (``spark.streaming.receiver.writeAheadLog.enable`` has no counterpart): lines received and not yet taken by a
+  completed micro-batch are lost when the driver dies;
 * ``StreamingContext.getOrCreate`` always runs the setup function (the graph is rebuilt; the query's
   checkpoint restores the offsets), where a DStream job restored from its checkpoint did not call it.
 """
@@ -35,13 +42,17 @@ What differs from a DStream job (docs/migrate.md#the-draft):
 # The DStream graph of this job, run per micro-batch of one Structured Streaming query (written by dmk migrate;
 # docs/migrate.md#the-draft says how it keeps the DStream job's semantics and where it cannot).
 import base64 as _base64
+import contextlib as _contextlib
 import datetime as _datetime
+import io as _io
 import operator as _operator
 import os as _os
 import pickle as _pickle
 import shutil as _shutil
+import socket as _socket
 import sys as _sys
 import tempfile as _tempfile
+import threading as _threading
 import time as _time
 import urllib.parse as _urlparse
 from itertools import chain as _chain
@@ -97,13 +108,66 @@ def _call_with_time(func: _Any, arity: int) -> _Any:
 def _truncated(rdd: _Any) -> _Any:
     """``rdd`` computed now and kept (a local checkpoint), so the next batch's RDD built on it has a short lineage.
 
-    Computed through its own JVM RDD: PySpark pipelines a ``count()`` into the RDD's functions and never computes
-    the RDD itself, so its local checkpoint was never written and each batch's state held every batch before it in
-    its lineage (a restarted draft's batches grew from 1 s to minutes).
+    Computed through its own JVM RDD, and returned as a plain RDD over it: PySpark pipelines the functions of an
+    RDD that it does not know to be cached or checkpointed (``localCheckpoint`` does not tell it) into whatever is
+    built on it, so both a ``count()`` and the next batch's RDD skipped the checkpointed RDD and each batch's state
+    held every batch before it in its lineage (a restarted draft's batches grew from 1 s to minutes).
     """
+    from pyspark import RDD
+
     rdd.localCheckpoint()
     rdd._jrdd.count()
-    return rdd
+    return RDD(rdd._jrdd, rdd.ctx, rdd._jrdd_deserializer)
+
+
+class _SocketReceiver:
+    """``socketTextStream``'s receiver: a driver thread reading a TCP server's lines until the job stops.
+
+    As Spark's ``SocketReceiver``: lines end at a line feed, a carriage return or both, decoded as UTF-8 (malformed
+    bytes replaced, as Java's reader does); a refused or closed connection is tried again 2 s later (a receiver's
+    restart delay), and what the server sent meanwhile is not seen.
+    """
+
+    RETRY_S = 2.0
+
+    def __init__(self, host: str, port: int) -> None:
+        self._address = (host, int(port))
+        self._lines: list[str] = []
+        self._lock = _threading.Lock()
+        self._stopped = _threading.Event()
+        self._connection: _Any = None
+        _threading.Thread(target=self._receive, name=f"socket-receiver-{host}:{port}", daemon=True).start()
+
+    def _receive(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                with _socket.create_connection(self._address, timeout=self.RETRY_S) as connection:
+                    connection.settimeout(None)
+                    self._connection = connection
+                    reader = _io.TextIOWrapper(connection.makefile("rb"), encoding="utf-8", errors="replace")
+                    for line in reader:
+                        with self._lock:
+                            self._lines.append(line.rstrip("\r\n"))
+            except OSError:
+                pass
+            self._stopped.wait(self.RETRY_S)
+
+    def drain(self) -> list[str]:
+        """The lines received since the last call."""
+        with self._lock:
+            lines, self._lines = self._lines, []
+        return lines
+
+    def pending(self) -> bool:
+        """Whether lines wait for a micro-batch."""
+        with self._lock:
+            return bool(self._lines)
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._connection is not None:
+            with _contextlib.suppress(OSError):
+                self._connection.shutdown(_socket.SHUT_RDWR)
 
 
 class MicroBatchStream:
@@ -433,6 +497,11 @@ class MicroBatchStream:
         self._output(save, _declared_at())
 
 
+_INPUT_COLUMNS = {"key": "binary", "value": "binary", "line": "string", "topic": "string", "partition": "int",
+                  "offset": "long", "file": "string"}
+"""The columns every input's rows have in the query's union (``src`` first: which input, -1 for the ticks)."""
+
+
 class MicroBatchContext:
     """A StreamingContext: the job's graph, started as one Structured Streaming query."""
 
@@ -450,6 +519,7 @@ class MicroBatchContext:
         self._interval_ms = _seconds_ms(batchDuration)
         self._checkpoint: _Any = None
         self._sources: list[_Any] = []  # (stream, DataFrame, element of a row)
+        self._receivers: list[_Any] = []  # (stream, (host, port)), then (stream, _SocketReceiver) once started
         self._outputs: list[_Any] = []
         self._remembered: list[_Any] = []
         self._streams: list[MicroBatchStream] = []
@@ -502,11 +572,10 @@ class MicroBatchContext:
         from pyspark.sql import functions as F  # noqa: N812
 
         index = len(self._sources)
-        columns = {"key": "binary", "value": "binary", "line": "string", "topic": "string", "partition": "int",
-                   "offset": "long", "file": "string"}
         present = set(frame.columns)
         frame = frame.select(F.lit(index).alias("src"), *[
-            (F.col(name) if name in present else F.lit(None)).cast(kind).alias(name) for name, kind in columns.items()])
+            (F.col(name) if name in present else F.lit(None)).cast(kind).alias(name)
+            for name, kind in _INPUT_COLUMNS.items()])
         batch: dict[str, _Any] = {}  # this micro-batch's RDD of the input, set in _run_batch
         stream = MicroBatchStream(self, lambda t: batch.get("rdd") if t == self._last_ms else None)
         stream._batch = batch  # type: ignore[attr-defined]
@@ -514,10 +583,12 @@ class MicroBatchContext:
         return stream
 
     def socketTextStream(self, hostname: str, port: int, storageLevel: _Any = None) -> MicroBatchStream:  # noqa: N802, N803
-        """The lines a TCP server sends: the socket source."""
-        frame = (self.spark.readStream.format("socket").option("host", hostname).option("port", int(port)).load()
-                 .withColumnRenamed("value", "line"))
-        return self._input(frame, lambda row: row.line)
+        """The lines a TCP server sends, received while the job runs (:class:`_SocketReceiver`)."""
+        batch: dict[str, _Any] = {}  # this micro-batch's lines, set in _run_batch
+        stream = MicroBatchStream(self, lambda t: batch.get("rdd") if t == self._last_ms else None)
+        stream._batch = batch  # type: ignore[attr-defined]
+        self._receivers.append((stream, (hostname, int(port))))
+        return stream
 
     def textFileStream(self, directory: str) -> MicroBatchStream:  # noqa: N802
         """The lines of the files that appear in ``directory`` after the start: the text file source."""
@@ -592,6 +663,8 @@ class MicroBatchContext:
         df = df.persist()
         try:
             rows = df.rdd
+            for stream, receiver in self._receivers:
+                stream._batch["rdd"] = self.sparkContext.parallelize(receiver.drain())
             for index, (stream, _frame, element) in enumerate(self._sources):
                 stream._batch["rdd"] = rows.filter(lambda row, i=index: row.src == i).map(element)
             for index, _directory in self._new_files:
@@ -627,7 +700,7 @@ class MicroBatchContext:
         """Start the query: all inputs in one micro-batch every batch interval, the graph run in foreachBatch."""
         from pyspark.sql import functions as F  # noqa: N812
 
-        if not self._sources:
+        if not self._sources and not self._receivers:
             msg = "the job defines no input stream: nothing to start"
             raise ValueError(msg)
         self._old_files: dict[int, set[str]] = {}
@@ -638,15 +711,15 @@ class MicroBatchContext:
             if fresh and _os.path.isdir(directory):  # DStreams ignore the files there before the start
                 self._old_files[index] = {_os.path.abspath(_os.path.join(directory, f)) for f in _os.listdir(directory)}
         ticks = self.spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 1).load()
-        frame = self._sources[0][1]
-        for _stream, other, _element in self._sources[1:]:
+        frame = ticks.select(F.lit(-1).alias("src"), *[F.lit(None).cast(kind).alias(name)
+                                                         for name, kind in _INPUT_COLUMNS.items()])
+        for _stream, other, _element in self._sources:
             frame = frame.unionByName(other)
-        frame = frame.unionByName(ticks.select(F.lit(-1).alias("src"), *[
-            F.lit(None).cast(f.dataType).alias(f.name) for f in frame.schema.fields[1:]]))
         writer = (frame.writeStream.queryName("dstream_job").trigger(processingTime=f"{self._interval_ms} milliseconds")
                   .foreachBatch(self._run_batch))
         if location is not None:
             writer = writer.option("checkpointLocation", location)
+        self._receivers = [(stream, _SocketReceiver(*address)) for stream, address in self._receivers]
         self._query = writer.start()
         self._started_ms = int(_time.time() * 1000)
 
@@ -665,13 +738,20 @@ class MicroBatchContext:
     def stop(self, stopSparkContext: bool = True, stopGraceFully: bool = False) -> None:  # noqa: N803
         """Stop the query, then the SparkContext if asked.
 
-        Graceful: after as many micro-batches as batch intervals passed since the start (the batches a DStream
-        job had generated by then, which its graceful stop finished) and the one running.
+        Graceful: the receivers stop first and their last lines are taken by a micro-batch, as a DStream graceful
+        stop processed the data its receivers had received; and after as many micro-batches as batch intervals
+        passed since the start (the batches a DStream job had generated by then, which its graceful stop finished)
+        and the one running.
         """
+        receivers = [receiver for _stream, receiver in self._receivers if isinstance(receiver, _SocketReceiver)]
+        for receiver in receivers:
+            receiver.stop()
         if self._query is not None:
             if stopGraceFully:  # DStream generated a batch every interval since the start, and finished them all
                 due = (int(_time.time() * 1000) - self._started_ms) // self._interval_ms
                 while self._query.isActive and self._batches_run() < due:
+                    _time.sleep(0.05)
+                while self._query.isActive and any(receiver.pending() for receiver in receivers):
                     _time.sleep(0.05)
             while stopGraceFully and self._query.isActive and self._query.status.get("isTriggerActive"):
                 _time.sleep(0.05)

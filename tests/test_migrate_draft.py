@@ -289,3 +289,36 @@ def test_the_runtime_queues_elements_as_compare_jobs_feeds_a_queue() -> None:
     assert lines[5].startswith("pickle:") and lines[7] == "\"pickle:not one\""  # a tuple is not JSON's list
     assert [_queue_element(line) for line in lines] == elements
     assert [_queue_element(line) for line in ["7", "to be or not", '"7"']] == [7, "to be or not", "7"]
+
+
+def test_the_runtime_s_socket_receiver_reads_lines_as_spark_s_and_reconnects() -> None:
+    """socketTextStream's receiver (no JVM): lines ending at LF, CR or CRLF, malformed UTF-8 replaced as Java's
+    reader does, a last line without its end kept; a server that closes is connected to again, and what each
+    connection sent is drained once, in order."""
+    import socket
+    import time
+
+    from migrate.microbatch import _SocketReceiver
+
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    receiver = _SocketReceiver("127.0.0.1", port)
+    received: list[str] = []
+
+    def until(count: int) -> None:
+        deadline = time.monotonic() + 30
+        while len(received) < count and time.monotonic() < deadline:
+            received.extend(receiver.drain())
+            time.sleep(0.02)
+
+    try:
+        for payload, count in ((b"to be\r\nor not\rto\nb\xffe\n", 4), (b"again\nlast, no end", 6)):
+            connection, _ = server.accept()  # the receiver connects (again, 2 s after the first server closed)
+            with connection:
+                connection.sendall(payload)
+            until(count)
+        assert received == ["to be", "or not", "to", "b\ufffde", "again", "last, no end"]
+        assert receiver.drain() == [] and not receiver.pending()
+    finally:
+        receiver.stop()
+        server.close()
