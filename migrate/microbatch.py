@@ -8,11 +8,12 @@ How a DStream job runs here, and why it gives the rows the DStream job gave:
 * Every input stream of the job (``textFileStream``, ``queueStream``, ``KafkaUtils.createDirectStream``,
   ``KafkaUtils.createStream`` with the brokers its ZooKeeper quorum registers) becomes a ``spark.readStream``
   source, and all of them, tagged, go into **one** query (a streaming ``union``), so one micro-batch holds what
-  one DStream batch held from each. ``socketTextStream`` is a receiver instead, as it was on DStreams: a driver
-  thread reading the server's lines (reconnecting every 2 s, as Spark's ``SocketReceiver`` restarts), each
-  micro-batch taking the lines received since the last. Structured Streaming's socket source keeps its
-  position in the query's checkpoint although it cannot replay, so a restarted query failed on it ("Offsets
-  committed out of order"); a receiver, like the DStream one, just loses what was sent while the job was down.
+  one DStream batch held from each. ``socketTextStream`` is a receiver, as it was on DStreams: the
+  ``dstream-socket`` Python source (:func:`_socket_source`) reads the server's lines in a thread (again every 2 s
+  after a refused or closed connection, as Spark's ``SocketReceiver`` restarts), each micro-batch taking the
+  lines received since the last. Structured Streaming's ``format("socket")`` keeps its position in the query's
+  checkpoint although it cannot replay, so a restarted query failed on it ("Offsets committed out of order"); the
+  receiver, like the DStream one, loses what was sent while the job was down and what it had not committed.
 * A ``rate-micro-batch`` source (one row per micro-batch) is in that union too: Structured Streaming runs a
   micro-batch only when a source has new data, DStreams run a batch every interval. With it a micro-batch
   runs every ``trigger(processingTime=<batch interval>)``, as a DStream batch did, so ``updateStateByKey``
@@ -31,9 +32,9 @@ What differs from a DStream job (docs/migrate.md#the-draft):
   ``file:`` URI) and survives a restart (a re-run micro-batch starts from the state before it); with an
   ``hdfs:``/``s3a:`` checkpoint, and for window contents and the incremental window's previous result, it
   lives in memory only and is empty after a restart;
-* ``socketTextStream``'s receiver is a thread of the driver, not an executor's, and has no write-ahead log
-  (``spark.streaming.receiver.writeAheadLog.enable`` has no counterpart): lines received and not yet taken by a
-  completed micro-batch are lost when the driver dies;
+* ``socketTextStream``'s receiver runs beside the driver (in the process Spark runs a Python source in), not
+  on an executor, and has no write-ahead log (``spark.streaming.receiver.writeAheadLog.enable`` has no
+  counterpart): lines received and not yet in a committed micro-batch are lost when the job dies;
 * ``StreamingContext.getOrCreate`` always runs the setup function (the graph is rebuilt; the query's
   checkpoint restores the offsets), where a DStream job restored from its checkpoint did not call it.
 """
@@ -55,6 +56,7 @@ import tempfile as _tempfile
 import threading as _threading
 import time as _time
 import urllib.parse as _urlparse
+import uuid as _uuid
 from itertools import chain as _chain
 from typing import Any as _Any
 
@@ -158,16 +160,83 @@ class _SocketReceiver:
             lines, self._lines = self._lines, []
         return lines
 
-    def pending(self) -> bool:
-        """Whether lines wait for a micro-batch."""
-        with self._lock:
-            return bool(self._lines)
-
     def stop(self) -> None:
         self._stopped.set()
         if self._connection is not None:
             with _contextlib.suppress(OSError):
                 self._connection.shutdown(_socket.SHUT_RDWR)
+
+
+def _socket_source() -> _Any:
+    """The ``dstream-socket`` Python data source: ``socketTextStream``'s receiver as a source of the query.
+
+    Its reader (one per query, in the Python process Spark runs a Python source in) keeps a
+    :class:`_SocketReceiver` and the lines not yet committed. A position is ``{"run": <reader>, "lines": n}``:
+    one from another run (the query restarted from its checkpoint) starts this run's lines from the first, and a
+    batch of another run that the restart runs again gets no lines: the receiver cannot replay what the last
+    process received, as a DStream receiver without a write-ahead log could not. (Structured Streaming's own
+    ``format("socket")`` keeps a position it cannot replay and failed the restarted query: "Offsets committed out
+    of order".)
+    """
+    from pyspark.sql.datasource import DataSource, SimpleDataSourceStreamReader
+
+    class SocketLines(SimpleDataSourceStreamReader):
+        """The lines of one run of the query, from its receiver.
+
+        Spark pickles a reader to plan and to read a batch it runs again: the receiver starts at the first read (in
+        the process that serves the query's offsets), and is never pickled.
+        """
+
+        def __init__(self, host: str, port: int) -> None:
+            self._address = (host, port)
+            self._run = _uuid.uuid4().hex
+            self._receiver: _Any = None
+            self._kept: list[str] = []  # received, not committed
+            self._first = 0  # the number of the first kept line
+
+        def __getstate__(self) -> dict:
+            return {**self.__dict__, "_receiver": None}
+
+        def _position(self, offset: dict) -> int:
+            return int(offset["lines"]) if offset.get("run") == self._run else 0
+
+        def initialOffset(self) -> dict:  # noqa: N802
+            return {"run": self._run, "lines": 0}
+
+        def read(self, start: dict) -> _Any:
+            if self._receiver is None:
+                self._receiver = _SocketReceiver(*self._address)
+            self._kept += self._receiver.drain()
+            begin, end = self._position(start), self._first + len(self._kept)
+            return iter([(line,) for line in self._kept[begin - self._first:]]), {"run": self._run, "lines": end}
+
+        def readBetweenOffsets(self, start: dict, end: dict) -> _Any:  # noqa: N802
+            if end.get("run") != self._run:
+                return iter([])
+            lines = self._kept[self._position(start) - self._first:int(end["lines"]) - self._first]
+            return iter([(line,) for line in lines])
+
+        def commit(self, end: dict) -> None:
+            if end.get("run") == self._run:
+                del self._kept[:int(end["lines"]) - self._first]
+                self._first = int(end["lines"])
+
+    class DStreamSocket(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "dstream-socket"
+
+        def schema(self) -> str:
+            for option in ("host", "port"):
+                if option not in self.options:
+                    msg = f"the dstream-socket source needs the option {option!r}"
+                    raise ValueError(msg)
+            return "line string"
+
+        def simpleStreamReader(self, schema: _Any) -> SocketLines:  # noqa: N802
+            return SocketLines(self.options["host"], int(self.options["port"]))
+
+    return DStreamSocket
 
 
 class MicroBatchStream:
@@ -519,7 +588,6 @@ class MicroBatchContext:
         self._interval_ms = _seconds_ms(batchDuration)
         self._checkpoint: _Any = None
         self._sources: list[_Any] = []  # (stream, DataFrame, element of a row)
-        self._receivers: list[_Any] = []  # (stream, (host, port)), then (stream, _SocketReceiver) once started
         self._outputs: list[_Any] = []
         self._remembered: list[_Any] = []
         self._streams: list[MicroBatchStream] = []
@@ -583,12 +651,11 @@ class MicroBatchContext:
         return stream
 
     def socketTextStream(self, hostname: str, port: int, storageLevel: _Any = None) -> MicroBatchStream:  # noqa: N802, N803
-        """The lines a TCP server sends, received while the job runs (:class:`_SocketReceiver`)."""
-        batch: dict[str, _Any] = {}  # this micro-batch's lines, set in _run_batch
-        stream = MicroBatchStream(self, lambda t: batch.get("rdd") if t == self._last_ms else None)
-        stream._batch = batch  # type: ignore[attr-defined]
-        self._receivers.append((stream, (hostname, int(port))))
-        return stream
+        """The lines a TCP server sends, received while the job runs: the ``dstream-socket`` source (a receiver)."""
+        self.spark.dataSource.register(_socket_source())
+        frame = (self.spark.readStream.format("dstream-socket").option("host", hostname).option("port", int(port))
+                 .load())
+        return self._input(frame, lambda row: row.line)
 
     def textFileStream(self, directory: str) -> MicroBatchStream:  # noqa: N802
         """The lines of the files that appear in ``directory`` after the start: the text file source."""
@@ -663,8 +730,6 @@ class MicroBatchContext:
         df = df.persist()
         try:
             rows = df.rdd
-            for stream, receiver in self._receivers:
-                stream._batch["rdd"] = self.sparkContext.parallelize(receiver.drain())
             for index, (stream, _frame, element) in enumerate(self._sources):
                 stream._batch["rdd"] = rows.filter(lambda row, i=index: row.src == i).map(element)
             for index, _directory in self._new_files:
@@ -700,7 +765,7 @@ class MicroBatchContext:
         """Start the query: all inputs in one micro-batch every batch interval, the graph run in foreachBatch."""
         from pyspark.sql import functions as F  # noqa: N812
 
-        if not self._sources and not self._receivers:
+        if not self._sources:
             msg = "the job defines no input stream: nothing to start"
             raise ValueError(msg)
         self._old_files: dict[int, set[str]] = {}
@@ -719,7 +784,6 @@ class MicroBatchContext:
                   .foreachBatch(self._run_batch))
         if location is not None:
             writer = writer.option("checkpointLocation", location)
-        self._receivers = [(stream, _SocketReceiver(*address)) for stream, address in self._receivers]
         self._query = writer.start()
         self._started_ms = int(_time.time() * 1000)
 
@@ -738,20 +802,13 @@ class MicroBatchContext:
     def stop(self, stopSparkContext: bool = True, stopGraceFully: bool = False) -> None:  # noqa: N803
         """Stop the query, then the SparkContext if asked.
 
-        Graceful: the receivers stop first and their last lines are taken by a micro-batch, as a DStream graceful
-        stop processed the data its receivers had received; and after as many micro-batches as batch intervals
-        passed since the start (the batches a DStream job had generated by then, which its graceful stop finished)
-        and the one running.
+        Graceful: after as many micro-batches as batch intervals passed since the start (the batches a DStream
+        job had generated by then, which its graceful stop finished) and the one running.
         """
-        receivers = [receiver for _stream, receiver in self._receivers if isinstance(receiver, _SocketReceiver)]
-        for receiver in receivers:
-            receiver.stop()
         if self._query is not None:
             if stopGraceFully:  # DStream generated a batch every interval since the start, and finished them all
                 due = (int(_time.time() * 1000) - self._started_ms) // self._interval_ms
                 while self._query.isActive and self._batches_run() < due:
-                    _time.sleep(0.05)
-                while self._query.isActive and any(receiver.pending() for receiver in receivers):
                     _time.sleep(0.05)
             while stopGraceFully and self._query.isActive and self._query.status.get("isTriggerActive"):
                 _time.sleep(0.05)
