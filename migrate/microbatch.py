@@ -123,7 +123,7 @@ def _truncated(rdd: _Any) -> _Any:
 
 
 class _SocketReceiver:
-    """``socketTextStream``'s receiver: a driver thread reading a TCP server's lines until the job stops.
+    """``socketTextStream``'s receiver: a thread reading a TCP server's lines (in the ``dstream-socket`` reader).
 
     As Spark's ``SocketReceiver``: lines end at a line feed, a carriage return or both, decoded as UTF-8 (malformed
     bytes replaced, as Java's reader does); a refused or closed connection is tried again 2 s later (a receiver's
