@@ -67,6 +67,33 @@ def test_throughput_spans_the_batches_with_records() -> None:
     assert bench.throughput(spans.iloc[:2]) == (2_000.0, 1)  # one busy batch: measured, warm-up or not
 
 
+def test_throughput_counts_processing_not_the_wait_for_the_next_batch() -> None:
+    # Three 100 ms batches at a 250 ms interval, the last two measured: 200 ms of processing, not 350 ms of span.
+    spans = pd.DataFrame({"started_ms": [0, 250, 500], "ended_ms": [100, 350, 600], "records": [1_000] * 3,
+                          "processing_ms": [100] * 3})
+    assert bench.throughput(spans) == (10_000.0, 2)
+    # Batches that overlap (queued, one starting as the last ends) are counted once: 0-400 ms.
+    overlapping = spans.assign(started_ms=[0, 100, 200], ended_ms=[150, 300, 400])
+    assert bench.throughput(overlapping, warmup_batches=0) == (7_500.0, 3)
+
+
+def test_throughput_of_output_deferred_past_the_input_counts_the_batches_that_made_it() -> None:
+    # A window of processing time: three reading batches of 10 ms, two empty ones, and the batch at the window's
+    # end, 0.9 s, that parses and counts all 3,000 records (nexmark_q12 on legacy).
+    spans = pd.DataFrame({
+        "started_ms": [0, 250, 500, 750, 1_000, 1_250], "ended_ms": [10, 260, 510, 760, 1_010, 2_150],
+        "records": [1_000, 1_000, 1_000, 0, 0, 0], "processing_ms": [10, 10, 10, 10, 10, 900],
+    })
+    window_rows = pd.Series([2_100, 2_100])
+    # All output after the input: every record counts, over 3 × 10 + 2 × 10 + 900 ms of processing.
+    assert bench.throughput(spans, window_rows) == (3_000 / 0.95, 3)
+    # Without the rows it would measure only the reading: 2,000 records in 20 ms of processing.
+    assert bench.throughput(spans) == (100_000.0, 2)
+    # Output during the run too (a modern watermark's last windows in a batch without records): the warm-up batch
+    # is still left out, and the later batch's processing is in.
+    assert bench.throughput(spans, pd.Series([255, 2_100])) == (2_000 / 0.94, 2)
+
+
 def test_legacy_batch_spans_start_when_processing_starts(tmp_path: Path) -> None:
     log = tmp_path / "metrics" / "batches.jsonl"
     log.parent.mkdir()

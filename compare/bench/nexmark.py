@@ -100,7 +100,8 @@ class NexmarkBench:
         return self.settings.records or (QUICK_RECORDS if self.settings.quick else FULL_RECORDS)
 
 
-def _stream(records: int, rate: float, partitions: int) -> NexmarkSpec:
+def suite_stream(records: int, rate: float, partitions: int) -> NexmarkSpec:
+    """The suite's clean one-topic stream of ``records`` events at ``rate`` events/s of event time (seed 7)."""
     return NexmarkSpec.from_profile("clean", records=records, first_event_rate=int(rate), partitions=partitions,
                                     seed=7)
 
@@ -143,7 +144,7 @@ def run_nexmark(
 
         # Spread over EVENT_SECONDS of event time, whatever its size: the windows, sessions and joins close and
         # emit rows (the engines read it as fast as they can either way).
-        dataset = _stream(bench.records, max(1, bench.records // EVENT_SECONDS), settings.partitions)
+        dataset = suite_stream(bench.records, max(1, bench.records // EVENT_SECONDS), settings.partitions)
         frame = generate_nexmark(dataset)
         topic = topic_named("stream")
         with _phase(progress, "produce the Nexmark stream"):
@@ -156,7 +157,7 @@ def run_nexmark(
             entry: dict[str, Any] = {}
             # The latency runs' stream: the same for both engines, so generated once per query.
             rate = settings.latency_rate
-            stream = _stream(max(1, int(rate * (settings.n_latency_seconds + closing_seconds(query)))), rate,
+            stream = suite_stream(max(1, int(rate * (settings.n_latency_seconds + closing_seconds(query)))), rate,
                              settings.partitions)
             stream_frame = generate_nexmark(stream)
             for engine in ENGINES:
@@ -169,9 +170,8 @@ def run_nexmark(
                     with engine_run(settings, spark, bootstrap, workdir, engine, query, {ONE_TOPIC_INPUT: topic},
                                     dataset, cap=cap, interval=interval) as run:
                         run.wait(ends, settings.timeout_s)
-                    spans = run.spans()
-                    rps, batches = throughput(spans)
-                    rows = run.rows()
+                    spans, rows = run.spans(), run.rows()
+                    rps, batches = throughput(spans, rows.get("emitted_at"))
                     busy = spans.loc[spans["records"] > 0, "processing_ms"]
                     figures: dict[str, Any] = {
                         "throughput_rps": round(rps, 1), "batches": batches, "batch_cap": cap,
