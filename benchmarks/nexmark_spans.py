@@ -3,14 +3,15 @@
 Usage::
 
     python benchmarks/nexmark_spans.py nexmark_q12 [--engines legacy,modern] [--records 100000] [--runs 2]
+        [--batches 10]
 
 Produces the suite's clean one-topic stream (``--records`` events over the suite's event seconds, 8 partitions)
-on the embedded broker, then runs the query on each engine ``--runs`` times in one JVM, capped to the suite's 10
-batches at its throughput intervals (``compare.bench.nexmark.run_nexmark``'s settings). Prints, per run, the
-throughput :func:`compare.bench.run.throughput` reports, the output rows, every batch span that processed
-records or took 100 ms or more, and which batches wrote the output rows (their ``emitted_at``): where a job's
-work happens, e.g. legacy q12's in the one batch that closes its 10 s window of processing time, after its last
-batch with records.
+on the embedded broker, then runs the query on each engine ``--runs`` times in one JVM, capped to ``--batches``
+batches (the suite's 10 by default) at the suite's throughput intervals (``compare.bench.nexmark.run_nexmark``'s
+settings). Prints, per run, the throughput :func:`compare.bench.run.throughput` reports, the output rows,
+every batch span that processed records or took 100 ms or more, and when the output rows were written (their
+``emitted_at``): where a job's work happens, e.g. legacy q12's in the one batch that closes its 10 s window of
+processing time, after its last batch with records.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ def main() -> None:
     parser.add_argument("--engines", default="legacy,modern")
     parser.add_argument("--records", type=int, default=suite.QUICK_RECORDS)
     parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--batches", type=int, default=THROUGHPUT_BATCHES)
     args = parser.parse_args()
     pd.set_option("display.width", 200)
     with ExitStack() as stack:
@@ -52,7 +54,7 @@ def main() -> None:
         topic = new_topic(bootstrap, f"nexmark-spans-{uuid.uuid4().hex[:6]}", PARTITIONS)
         produce(bootstrap, topic, frame["value"].tolist(), PARTITIONS, lambda *_: None)
         ends = round_robin_ends(topic, len(frame), PARTITIONS)
-        cap = -(-len(frame) // THROUGHPUT_BATCHES)
+        cap = -(-len(frame) // args.batches)
         for run_number in range(1, args.runs + 1):
             for engine in args.engines.split(","):
                 with engine_run(BenchSettings(quick=True), spark, bootstrap, workdir, engine, args.query,

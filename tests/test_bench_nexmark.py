@@ -122,6 +122,11 @@ def test_results_files_and_readme_block(tmp_path: Path) -> None:
     readme.write_text("# no block\n")
     with pytest.raises(ConfigError, match="no <!-- dmk-bench-nexmark:start -->"):
         nexmark.update_readme(readme, results)
+    # `dmk bench --from-results` regenerates the Nexmark table from a Nexmark results file, the kit's left alone.
+    readme.write_text(f"{bench.README_START}\nkit\n{bench.README_END}\n{nexmark.README_START}\nold\n{nexmark.README_END}\n")
+    assert main(["bench", "--from-results", str(path), "--readme", str(readme)]) == 0
+    assert readme.read_text() == (f"{bench.README_START}\nkit\n{bench.README_END}\n{nexmark.README_START}\n"
+                                  f"{nexmark.readme_table(results)}{nexmark.README_END}\n")
 
 
 def test_readme_nexmark_table_matches_the_latest_results() -> None:
@@ -131,8 +136,7 @@ def test_readme_nexmark_table_matches_the_latest_results() -> None:
     block = text.split(nexmark.README_START, 1)[1].split(nexmark.README_END, 1)[0]
     assert block == f"\n{nexmark.readme_table(results)}", (
         "README's Nexmark table is not the latest results': run "
-        "`python -c \"import json; from pathlib import Path; from compare.bench import nexmark; "
-        "nexmark.update_readme(Path('README.md'), json.loads(Path('benchmarks/results/nexmark-latest.json').read_text()))\"`"
+        "`dmk bench --from-results benchmarks/results/nexmark-latest.json --readme README.md`"
     )
     assert all(q["published"] for q in results["queries"].values())
 

@@ -32,6 +32,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as err:
             msg = f"cannot read the results file {path}: {err}; give a file dmk bench wrote"
             raise ConfigError(msg) from err
+        if isinstance(results, dict) and results.get("suite") == "nexmark":
+            from compare.bench import nexmark
+
+            nexmark.update_readme(Path(args.readme), results)
+            console.print(f"{args.readme}: Nexmark table regenerated from {path}")
+            return 0
         update_readme(Path(args.readme), results)
         console.print(f"{args.readme}: performance table regenerated from {path}")
         return 0
@@ -113,7 +119,8 @@ def add_bench(commands: Commands) -> None:
                      help="results directory (default benchmarks/results)")
     ben.add_argument("--readme", metavar="FILE", help="regenerate FILE's performance table from the results")
     ben.add_argument("--from-results", metavar="JSON",
-                     help="run nothing: regenerate --readme's table from this results file")
+                     help="run nothing: regenerate --readme's table from this results file (the Nexmark "
+                          "table for a nexmark-*.json)")
     ben.add_argument("--baseline", metavar="FILE",
                      help="a results file of an earlier run (bench-*.json): every figure beside it, with its ratio; "
                           "regressions marked (default: the previous run's latest.json in --out)")
