@@ -11,7 +11,8 @@ broker (``join``: the views to ``impressions``, the clicks to ``clicks``), then 
 through the engine's own entry point (``Engine.start``, as the driver of ``dmk compare`` and the bench both do)
 with the batch cap of ``--per-batch`` records (``maxOffsetsPerTrigger``;
 legacy: ``maxRatePerPartition`` for 1 s batches), optionally with the event log ``dmk compare`` writes
-(``--event-log``). Prints one JSON line: the median processing time of the batches with records after the first
+(``--event-log``, whose jobs, stages and tasks it then breaks down: ``stages_median``, :func:`stage_breakdown`).
+Prints one JSON line: the median processing time of the batches with records after the first
 three (start-up), their median records, (modern) the median of each ``durationMs`` phase, and the CPU time
 the run's processes (this one, the JVM, its Python workers; not the broker) spent per steady batch: on a
 machine other work is loading, a batch's wall time stretches with the load, its CPU time much less. The output
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -43,9 +45,74 @@ from kit.broker import EmbeddedBroker
 from kit.dataset import DatasetSpec, generate
 from kit.engine import DriverConfig
 from kit.kafka import Kafka
+from kit.layout import EVENT_LOG
 from kit.sink import read_batches
 
 STARTUP_BATCHES = 3
+
+
+def stage_breakdown(event_log: Path, skip_jobs: int) -> dict[str, dict[str, float]]:
+    """Medians over the event log's jobs after the first ``skip_jobs``, per stage name and for the jobs themselves.
+
+    Per stage (its place among the job's completed stages and its last RDD's name): ``stage_ms`` (submission to completion), ``tasks``, and per task
+    ``run_ms`` (executor run time: the Python worker's work for a Python RDD), ``deserialize_ms`` and
+    ``launch_to_run_ms`` (from the task's launch to its run: scheduling, serialization, the worker's hand-off).
+    ``job``: ``job_ms`` (start to end) and ``before_first_stage_ms`` (job start to its first stage's submission:
+    the DAG scheduler's planning of the job).
+    """
+    jobs: dict[int, dict[str, float]] = {}
+    stage_job: dict[int, int] = {}
+    stages: dict[int, dict[str, float | str]] = {}
+    tasks: dict[int, list[dict[str, float]]] = {}
+    # Spark 4's rolling event log: a directory per application, its events in events_<n>_<app> files (beside
+    # them an appstatus file and Hadoop's .crc checksums).
+    for file in sorted(f for f in event_log.rglob("events_*") if f.is_file()):
+        for line in filter(None, file.read_text(encoding="utf-8").splitlines()):
+            event = json.loads(line)
+            kind = event["Event"]
+            if kind == "SparkListenerJobStart":
+                jobs[event["Job ID"]] = {"start": event["Submission Time"]}
+                for stage_id in event["Stage IDs"]:
+                    stage_job[stage_id] = event["Job ID"]
+            elif kind == "SparkListenerJobEnd" and event["Job ID"] in jobs:
+                jobs[event["Job ID"]]["end"] = event["Completion Time"]
+            elif kind == "SparkListenerStageCompleted":
+                info = event["Stage Info"]
+                rdds = sorted(info.get("RDD Info", []), key=lambda rdd: rdd["RDD ID"])
+                stages[info["Stage ID"]] = {"name": rdds[-1]["Name"] if rdds else info["Stage Name"], "submitted": info["Submission Time"], "completed": info["Completion Time"],
+                                            "tasks": info["Number of Tasks"]}
+            elif kind == "SparkListenerTaskEnd":
+                info, metrics = event["Task Info"], event.get("Task Metrics") or {}
+                tasks.setdefault(event["Stage ID"], []).append({
+                    "run_ms": metrics.get("Executor Run Time", 0),
+                    "deserialize_ms": metrics.get("Executor Deserialize Time", 0),
+                    "launch_to_run_ms": max(0, info["Finish Time"] - info["Launch Time"]
+                                            - metrics.get("Executor Run Time", 0)),
+                })
+    kept = sorted(jobs)[skip_jobs:]
+    per_name: dict[str, dict[str, list[float]]] = {}
+    first_stage: dict[int, float] = {}
+    position: dict[int, int] = {}
+    for stage_id in sorted(stages):  # a job's completed stages in order: "stage 0", "stage 1", ... of the job
+        job = stage_job.get(stage_id)
+        if job not in kept:
+            continue
+        stage = stages[stage_id]
+        position[job] = position.get(job, -1) + 1
+        first_stage[job] = min(first_stage.get(job, float("inf")), float(stage["submitted"]))
+        figures = per_name.setdefault(f"stage {position[job]}: {stage['name']}", {})
+        figures.setdefault("stage_ms", []).append(float(stage["completed"]) - float(stage["submitted"]))
+        figures.setdefault("tasks", []).append(float(stage["tasks"]))
+        for task in tasks.get(stage_id, []):
+            for key, value in task.items():
+                figures.setdefault(key, []).append(float(value))
+    result = {name: {key: statistics.median(values) for key, values in figures.items()}
+              for name, figures in per_name.items()}
+    spans = [jobs[j]["end"] - jobs[j]["start"] for j in kept if "end" in jobs[j]]
+    planning = [first_stage[j] - jobs[j]["start"] for j in kept if j in first_stage]
+    result["job"] = {"jobs": float(len(spans)), "job_ms": statistics.median(spans) if spans else 0.0,
+                     "before_first_stage_ms": statistics.median(planning) if planning else 0.0}
+    return result
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -115,6 +182,9 @@ def main() -> None:
     parser.add_argument("--workload", choices=workloads.NAMES, default="running_counts")
     parser.add_argument("--profile", choices=("clean", "messy"), default="clean")
     parser.add_argument("--event-log", action="store_true")
+    parser.add_argument("--keep-event-log", metavar="DIR", help="with --event-log: copy the event log to DIR")
+    parser.add_argument("--skip-jobs", type=int, default=10,
+                        help="with --event-log: Spark jobs left out of the stage breakdown at the start (warm-up)")
     parser.add_argument("--records", type=int, default=20_000)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--per-batch", type=int, default=800)
@@ -179,6 +249,10 @@ def main() -> None:
                 numeric = phases.select_dtypes("number").iloc[STARTUP_BATCHES:]
                 result["phases_ms_median"] = {c: float(statistics.median(numeric[c].dropna()))
                                               for c in numeric.columns if numeric[c].notna().any()}
+            if args.event_log:
+                result["stages_median"] = stage_breakdown(out / EVENT_LOG, skip_jobs=args.skip_jobs)
+                if args.keep_event_log:
+                    shutil.copytree(out / EVENT_LOG, args.keep_event_log, dirs_exist_ok=True)
             print(json.dumps(result))
         finally:
             spark.stop()
