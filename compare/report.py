@@ -330,7 +330,8 @@ def _keeping_up(metrics: CompareMetrics) -> list[str]:
         latency = ("No output row's input came after that" if p99 is None
                    else f"Latency p99 after that {p99 / 1000:.1f} s")
         reason += (f" {latency}: {side} the {bound:g} s a run that keeps up stays within (2 × batch interval + "
-                   "watermark delay).")
+                   "watermark delay; for a window's or session's row 3 × batch interval + its window or gap and the "
+                   "delay, at the replay's pace of event time).")
         sentences.append(reason if figures.kept_up else f"**{reason}**")
     return sentences
 

@@ -477,3 +477,27 @@ def test_compare_jobs_with_two_empty_outputs_is_nothing_compared(monkeypatch: py
                                                  modern=command, out_dir=tmp_path / "one"))
     assert result.metrics.verdict == "EQUIVALENT" and result.equivalent
     assert "fewer than --min-rows 10" in result.metrics.warnings[0]
+
+
+def test_the_latency_bound_counts_the_wait_for_a_window_or_session_at_the_replay_s_pace() -> None:
+    from compare.run import _latency_bound, _pace
+
+    dataset = DatasetSpec.from_profile("messy", records=2_000, seed=11)
+    settings = CompareSettings(workload="sessions", out_dir=Path("unused"), dataset=dataset, rate_rps=750.0,
+                               batch_seconds=1.0)
+    # 40 s of event time replayed in 28 s: 0.7 wall seconds a second of it.
+    frame = pd.DataFrame({"timestamp_ms": [1_000, 21_000, 41_000]})
+    assert _pace(frame, 28.0) == 0.7
+    assert _pace(frame.iloc[:1], 28.0) == 0.0  # no event time spanned: no pace
+    sessions, windows = workloads.get("sessions"), workloads.get("windowed_counts")
+    gap = dataset.session_gap_ms + sessions.watermark_delay_ms
+    # A session's row: the batch that moves the watermark past its gap and the next (3 intervals) + gap and delay.
+    bound = round(3_000 + gap * 0.7)
+    assert _latency_bound(settings, sessions, pd.Series([bound - 1] * 10), 0.7) == {
+        "latency_bound_ms": bound, "p99_within_bound": True}
+    assert _latency_bound(settings, sessions, pd.Series([bound + 1] * 10), 0.7)["p99_within_bound"] is False
+    assert _latency_bound(settings, windows, pd.Series([1]), 0.7)["latency_bound_ms"] == round(3_000 + 15_000 * 0.7)
+    # A row released at once (no horizon): 2 intervals + the watermark delay, whatever the pace; no rows: over.
+    assert _latency_bound(settings, workloads.get("dedup"), pd.Series([1]), 0.7)["latency_bound_ms"] == 7_000
+    assert _latency_bound(settings, workloads.get("running_counts"), pd.Series(dtype="int64"), 0.7) == {
+        "latency_bound_ms": 2_000, "p99_within_bound": False}
