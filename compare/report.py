@@ -326,7 +326,7 @@ def _keeping_up(metrics: CompareMetrics) -> list[str]:
                    else f" Start-up: caught up {caught_up / 1000:.1f} s after the replay began.")
         p99 = engine_figures.latency_after_startup_ms.p99
         side = "within" if figures.p99_within_bound else "over"
-        bound = figures.latency_bound_ms / 1000
+        bound = round(figures.latency_bound_ms / 1000, 1)
         latency = ("No output row's input came after that" if p99 is None
                    else f"Latency p99 after that {p99 / 1000:.1f} s")
         reason += (f" {latency}: {side} the {bound:g} s a run that keeps up stays within (2 × batch interval + "
