@@ -49,14 +49,16 @@ from kit.layout import EVENT_LOG
 from kit.sink import read_batches
 
 STARTUP_BATCHES = 3
+_TICK = os.sysconf("SC_CLK_TCK")
 
 
 def stage_breakdown(event_log: Path, skip_jobs: int) -> dict[str, dict[str, float]]:
     """Medians over the event log's jobs after the first ``skip_jobs``, per stage name and for the jobs themselves.
 
-    Per stage (its place among the job's completed stages and its last RDD's name): ``stage_ms`` (submission to completion), ``tasks``, and per task
-    ``run_ms`` (executor run time: the Python worker's work for a Python RDD), ``deserialize_ms`` and
-    ``launch_to_run_ms`` (from the task's launch to its run: scheduling, serialization, the worker's hand-off).
+    Per stage (its place among the job's completed stages and its last RDD's name): ``stage_ms`` (submission to
+    completion), ``tasks``, and per task ``run_ms`` (executor run time: the Python worker's work for a Python RDD),
+    ``deserialize_ms`` and ``launch_to_run_ms`` (from the task's launch to its run: scheduling, serialization, the
+    worker's hand-off).
     ``job``: ``job_ms`` (start to end) and ``before_first_stage_ms`` (job start to its first stage's submission:
     the DAG scheduler's planning of the job).
     """
@@ -79,8 +81,10 @@ def stage_breakdown(event_log: Path, skip_jobs: int) -> dict[str, dict[str, floa
             elif kind == "SparkListenerStageCompleted":
                 info = event["Stage Info"]
                 rdds = sorted(info.get("RDD Info", []), key=lambda rdd: rdd["RDD ID"])
-                stages[info["Stage ID"]] = {"name": rdds[-1]["Name"] if rdds else info["Stage Name"], "submitted": info["Submission Time"], "completed": info["Completion Time"],
-                                            "tasks": info["Number of Tasks"]}
+                stages[info["Stage ID"]] = {
+                    "name": rdds[-1]["Name"] if rdds else info["Stage Name"], "submitted": info["Submission Time"],
+                    "completed": info["Completion Time"], "tasks": info["Number of Tasks"],
+                }
             elif kind == "SparkListenerTaskEnd":
                 info, metrics = event["Task Info"], event.get("Task Metrics") or {}
                 tasks.setdefault(event["Stage ID"], []).append({
@@ -113,7 +117,6 @@ def stage_breakdown(event_log: Path, skip_jobs: int) -> dict[str, dict[str, floa
     result["job"] = {"jobs": float(len(spans)), "job_ms": statistics.median(spans) if spans else 0.0,
                      "before_first_stage_ms": statistics.median(planning) if planning else 0.0}
     return result
-_TICK = os.sysconf("SC_CLK_TCK")
 
 
 def _tree_cpu_s(root: int, skip: set[int]) -> float:
