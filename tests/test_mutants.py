@@ -216,8 +216,10 @@ def _session_gap(mp: pytest.MonkeyPatch) -> None:
 
 
 def _session_end_short(mp: pytest.MonkeyPatch) -> None:
-    _mutate(mp, legacy.workloads.sessions, "_step", "rows.append((user, start, last + gap_ms,",
-            "rows.append((user, start, last + gap_ms - 1_000,")
+    """Mutate the session close (``kit.semantics.close_sessions``, as the legacy sessions job imported it)."""
+    _mutate(mp, kit.semantics, "close_sessions", "rows.append((key, start, last + gap_ms,",
+            "rows.append((key, start, last + gap_ms - 1_000,")
+    mp.setattr(legacy.workloads.sessions, "close_sessions", kit.semantics.close_sessions)
 
 
 def _dedup_key(mp: pytest.MonkeyPatch) -> None:
