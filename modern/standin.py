@@ -13,9 +13,9 @@
   That is how the harness knows the job has consumed its input. A source other than Kafka (socket, files)
   reports ``["lines", 0, from, until]``: the rows it had delivered before and after the batch (from
   ``numInputRows``);
-* the job's inputs are fed by the harness: ``format("socket")`` connects to ``$DMK_SOCKET`` (``host:port``)
-  whatever host and port the job names, file sources (``text``, ``csv``, ``json``...) read ``$DMK_INPUT_DIR``
-  when it is set. Each input the job opens is noted in ``inputs.jsonl``;
+* the job's inputs are fed by the harness: ``format("socket")`` (and a draft's ``dstream-socket``) connects to
+  ``$DMK_SOCKET`` (``host:port``) whatever host and port the job names, file sources (``text``, ``csv``,
+  ``json``...) read ``$DMK_INPUT_DIR`` when it is set. Each input the job opens is noted in ``inputs.jsonl``;
 * printed output is recorded as rows in ``printed.jsonl`` beside the progress file, with its batch
   (``batch_id`` and the query's ``writer``) and its stream (``FILE:LINE`` of the call): every row of a
   ``format("console")`` sink (the console shows what Spark's console sink shows: ``numRows``, ``truncate``),
@@ -56,6 +56,9 @@ __all__ = ["install"]
 _KAFKA = "kafka"
 _LOCK = threading.Lock()
 _FILE_FORMATS = ("text", "csv", "json", "parquet", "orc")
+# Spark's socket source, and the receiver source `dmk migrate`'s drafts read a socketTextStream through (its
+# draft runtime registers it; the same host and port options).
+_SOCKET_FORMATS = ("socket", "dstream-socket")
 _HERE = (os.sep + "pyspark" + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep)
 _LINES: dict[tuple[str, int], int] = {}  # rows delivered so far by each (query, source) that is not Kafka
 
@@ -199,7 +202,7 @@ def install(progress_path: str | Path) -> None:
         if format is not None:
             self._dmk_format = format
         socket, directory = os.environ.get("DMK_SOCKET"), os.environ.get("DMK_INPUT_DIR")
-        if source == "socket":
+        if source in _SOCKET_FORMATS:
             if socket:
                 host, _, port = socket.rpartition(":")
                 self.option("host", host).option("port", port)
