@@ -369,6 +369,19 @@ def test_a_location_neither_job_writes_is_a_one_line_error_after_both_ran(
     assert all((tmp_path / "run" / side / "job.log").read_text().startswith("--- ") for side in ("legacy", "modern"))
 
 
+def test_the_modern_stand_in_feeds_the_socket_source_a_draft_reads() -> None:
+    """A draft reads ``socketTextStream`` through its runtime's own source: the stand-in must redirect that name.
+
+    The two spell it apart (a draft is plain text, it imports nothing of the stand-in's); when they drifted, a
+    draft of a job naming its own host and port connected there and could not be verified (the slow test below).
+    """
+    from migrate.microbatch import _socket_source
+    from modern.standin import _SOCKET_FORMATS
+
+    assert _socket_source().name() in _SOCKET_FORMATS
+    assert "socket" in _SOCKET_FORMATS  # Spark's own, which rewrites read
+
+
 # -- slow: our own job, saving under an hdfs:// prefix of its own, with its draft and its rewrite ------------
 
 
