@@ -48,6 +48,25 @@ def test_a_deep_rdd_chain_runs(spark) -> None:
     assert sorted(chain.collect()) == list(range(300))
 
 
+def test_the_local_file_system_writes_no_checksum_files(spark, tmp_path) -> None:
+    """A streaming query's checkpoint and a file sink's output on a local master: every file there, no `.crc`
+    beside any (kit.spark turns checksum writes off: a micro-batch's offset and commit logs wrote two files each),
+    and the data reads back whole, through the same file system."""
+    source, sink, checkpoint = tmp_path / "in", tmp_path / "out", tmp_path / "checkpoint"
+    spark.createDataFrame([(n, f"k{n % 3}") for n in range(30)], "n int, k string").write.parquet(str(source))
+    query = (
+        spark.readStream.schema("n int, k string").parquet(str(source))
+        .writeStream.format("parquet").option("path", str(sink)).option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True).start()
+    )
+    query.awaitTermination(120)
+    assert query.exception() is None
+    written = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
+    assert {"checkpoint/offsets/0", "checkpoint/commits/0", "checkpoint/metadata", "out/_spark_metadata/0"} <= written
+    assert [name for name in written if name.endswith(".crc")] == []
+    assert sorted(spark.read.parquet(str(sink)).collect()) == sorted(spark.read.parquet(str(source)).collect())
+
+
 def test_streaming_context_runs_batches_without_the_deprecation_warning(spark) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
