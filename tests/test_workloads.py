@@ -1,11 +1,20 @@
 """Paired workloads: legacy, modern and the pandas oracle agree exactly, on a clean and a messy dataset.
 
-Each (engine, profile, workload) is one run: a live replay of 20k records into 4 partitions while the engine
-runs every variant of the workload (many batches per engine), shared by all the tests that check it. A run
-takes a minute or more, so the default tier keeps one pair, ``running_counts`` on the messy profile (late,
-too-late, duplicate and malformed records), on both engines, and one run of Spark 4's
-``transformWithStateInPandas`` (``dedup``'s variant, alone, on a shorter messy stream); ``-m slow`` runs every
-workload on both profiles.
+A run is a live replay of 20k records into 4 partitions while one engine runs jobs (many batches per engine),
+shared by all the tests that check them. The single-input event-time workloads (``windowed_counts``,
+``sessions``, ``dedup``, ``ysb``) share one run per (engine, profile), every variant of each as its own job, as
+``dmk compare-jobs`` hosts a team's several jobs: one StreamingContext on the legacy side, a query each on the
+modern side. The join, which reads two inputs, and ``running_counts`` have a run each. A run takes a minute or
+more, so the default tier keeps one pair, ``running_counts`` on the messy profile (late, too-late, duplicate and
+malformed records), on both engines, and one run of Spark 4's ``transformWithStateInPandas`` (``dedup``'s
+variant, alone, on a shorter messy stream); ``-m slow`` runs every workload on both profiles.
+
+A shared run backs up: the legacy batch runs five jobs, longer than its 1 s interval, and seven modern queries
+share two cores. The batch caps (:func:`compare.inputs.capped`) hold each batch to the same stretch of event time
+however far behind the engine is, so the rows and late drops do not depend on it; the run just takes longer. The
+join keeps its own run because a DStream's caps raise every input's share by the join's densest input
+(:func:`compare.inputs.input_shares`): beside it, a backed-up legacy batch of ``events`` would span 1.5 batches of
+event time, past the half lateness margin the caps keep.
 
 Every slow-tier run's dataset ends in a boundary block (:attr:`kit.dataset.DatasetSpec.boundary_records`): records exactly at
 and 1 ms either side of the watermark, the session gap, the window ends and the event contract's validity bounds,
@@ -38,6 +47,15 @@ def _jobs(engine: str, name: str) -> tuple[tuple[str, str], ...]:
     return tuple((name, v.name) for v in workloads.get(name).variants(engine))
 
 
+# The workloads that share a run: one input ("events"), the boundary dataset.
+SHARED_RUN = ("windowed_counts", "sessions", "dedup", "ysb")
+
+
+def _run_group(name: str) -> tuple[str, ...]:
+    """The workloads whose jobs run beside ``name``'s, ``name`` included (see the module's docstring)."""
+    return SHARED_RUN if name in SHARED_RUN else (name,)
+
+
 def _tier(name: str) -> list:
     return [] if name == DEFAULT_TIER else [pytest.mark.slow]
 
@@ -54,7 +72,7 @@ def _cases() -> list:
     return cases
 
 
-_RUNS: dict[tuple[str, str, str], EngineOutputs] = {}
+_RUNS: dict[tuple[str, str, tuple[str, ...]], EngineOutputs] = {}
 _DATA: dict[tuple[str, bool], tuple] = {}
 
 
@@ -77,17 +95,19 @@ def _data(profile: str, name: str = "") -> tuple:
 
 @pytest.fixture
 def engine_run(request, bootstrap_servers, spark, tmp_path_factory):
-    """Run (once per session) an engine on a profile with every variant of a workload; shared by the tests."""
+    """Run (once per session) an engine on a profile with every variant of a workload and of those sharing its
+    run (:func:`_run_group`); shared by the tests."""
 
     def get(engine: str, profile: str, name: str) -> EngineOutputs:
-        if (engine, profile, name) not in _RUNS:
+        group = _run_group(name)
+        if (engine, profile, group) not in _RUNS:
             spec, frame, _ = _data(profile, name)
-            workdir = tmp_path_factory.mktemp(f"{engine}-{profile}-{name}")
-            _RUNS[engine, profile, name] = run_engine(
-                engine, _jobs(engine, name), spec, frame,
+            workdir = tmp_path_factory.mktemp(f"{engine}-{profile}-{'-'.join(group)}")
+            _RUNS[engine, profile, group] = run_engine(
+                engine, tuple(job for member in group for job in _jobs(engine, member)), spec, frame,
                 bootstrap_servers=bootstrap_servers, spark=spark, workdir=workdir,
             )
-        return _RUNS[engine, profile, name]
+        return _RUNS[engine, profile, group]
 
     return get
 
