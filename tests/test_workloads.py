@@ -147,6 +147,22 @@ def _assert_dead_letters(run: EngineOutputs, rejects: pd.DataFrame) -> int:
     return len(got)
 
 
+def test_the_legacy_run_s_first_batch_is_cut_at_the_caps_on_every_partition(engine_run) -> None:
+    """run_engine produces two batches' worth before the engine starts: its first batch with records reads the cap
+    from every partition, so no partition starts ahead of the others (at the caps, one would stay ahead all run)."""
+    from legacy.runner import read_progress
+
+    run = engine_run("legacy", "messy", DEFAULT_TIER)
+    progress = read_progress(run.out_dir)
+    read = progress.assign(records=progress["until_offset"] - progress["from_offset"])
+    first = read[read["batch"] == read.loc[read["records"] > 0, "batch"].min()]
+    assert sorted(first["partition"].astype(int)) == [0, 1, 2, 3]
+    assert set(first["records"]) == {250}  # maxRatePerPartition x 1 s: 1,000 records of 4 partitions a batch
+    assert (first["from_offset"] == 0).all()
+    assert len(run.replay.log) == run.replay.records == 20_000
+    assert run.replay.log["seq"].is_unique
+
+
 @pytest.mark.parametrize("profile", PROFILES)
 @pytest.mark.parametrize("engine", ["legacy", "modern"])
 @pytest.mark.parametrize("name", [pytest.param(n, marks=_tier(n)) for n in workloads.NAMES])
