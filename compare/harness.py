@@ -161,7 +161,10 @@ _HEAD_BATCHES = 2
 
 
 def _joined(first: ReplayResult, rest: ReplayResult | None) -> ReplayResult:
-    """One replay's result from the results of its two parts, ``first`` produced before ``rest``."""
+    """One replay's result from the results of its two parts, ``first`` produced before ``rest``.
+
+    Its ``seconds`` are the two parts' own: the engine's start between them is left out.
+    """
     if rest is None:
         return first
     ends = {topic: dict(offsets) for topic, offsets in first.topic_end_offsets.items()}
