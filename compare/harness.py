@@ -143,7 +143,7 @@ def run_engine(
     # every batch, as Spark's maxRatePerPartition does, so that partition stayed 29 offsets (115 dataset records)
     # ahead for the whole run, and the legacy ysb job read the boundary block's later records a batch before the
     # earlier ones: 4 more late drops than the oracle (benchmarks/results/changes.md §31).
-    head = routed[routed["seq"] < routed["seq"].min() + _HEAD_BATCHES * batch_records(spec)] if len(routed) else routed
+    head = routed[routed["seq"] < routed["seq"].min() + _HEAD_BATCHES * batch_records(spec)]
     first = replay(head, bootstrap_servers, settings)
     run = chosen.start(spark, config)
     try:
@@ -167,10 +167,8 @@ def _joined(first: ReplayResult, rest: ReplayResult | None) -> ReplayResult:
     """
     if rest is None:
         return first
-    ends = {topic: dict(offsets) for topic, offsets in first.topic_end_offsets.items()}
-    for topic, offsets in rest.topic_end_offsets.items():
-        for partition, offset in offsets.items():
-            ends.setdefault(topic, {})[partition] = max(offset, ends.get(topic, {}).get(partition, 0))
+    # A replay reads every partition's end offset of each topic it wrote, after its last acknowledgement.
+    ends = {**first.topic_end_offsets, **rest.topic_end_offsets}
     return ReplayResult(
         topic=first.topic, records=first.records + rest.records, seconds=first.seconds + rest.seconds,
         end_offsets=ends.get(first.topic, {}), log=pd.concat([first.log, rest.log], ignore_index=True),

@@ -406,7 +406,7 @@ def spark_context(
     master_url = cast(str, context.master)
     if master_url.startswith("local"):
         _no_local_checksum_files(context)
-    if not master_url.startswith("local") and not getattr(context, "_dmk_kit_shipped", False):
+    elif not getattr(context, "_dmk_kit_shipped", False):
         try:
             ship_kit(context)
             check_executors(context)
