@@ -366,12 +366,13 @@ _R: list[Rule] = [
          "numRowsDroppedByWatermark counts rows entering the operator, after partial aggregation.",
          _any("withWatermark")),
     Rule("event_time_operator", "withWatermark and the built-in event-time operator: groupBy(window(...)), "
-         "session_window, dropDuplicatesWithinWatermark, a stream-stream join; applyInPandasWithState or "
-         "transformWithStateInPandas for custom logic", _LATE, False,
+         "session_window, dropDuplicatesWithinWatermark, a stream-stream join; applyInPandasWithState, "
+         "transformWithStateInPandas or transformWithState for custom logic", _LATE, False,
          "Each built-in operator drops different late rows (the playbook's table); check the operator you choose "
          "against the emulation's step function.",
          _any("withWatermark+window", "withWatermark+session_window", "withWatermark+dropDuplicatesWithinWatermark",
-              "withWatermark+join", "applyInPandasWithState", "transformWithStateInPandas"), PAIR_OF_DSTREAMS),
+              "withWatermark+join", "applyInPandasWithState", "transformWithStateInPandas",
+              "transformWithState"), PAIR_OF_DSTREAMS),
 ]
 
 _PY2 = (

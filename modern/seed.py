@@ -1,8 +1,9 @@
-"""State carried in Spark's state store: a cutover's seed as ``transformWithStateInPandas`` initial state, checked.
+"""State carried in Spark's state store: a cutover's seed as a stateful processor's initial state, checked.
 
 ``dmk cutover --seed-state FILE`` writes the legacy job's state (from its outputs, or for sessions from the records
 it processed), and the modern job's query
-(:func:`seeded_query`) takes it as the ``initialState`` of a ``transformWithStateInPandas`` processor. Spark hands
+(:func:`seeded_query`) takes it as the ``initialState`` of a ``transformWithStateInPandas`` processor (``dedup``'s:
+``transformWithState``, the same API over Rows). Spark hands
 each seed row to ``handleInitialState`` in the query's first micro-batch and keeps it in the query's state store;
 Spark does not use the seed's rows after that batch (a restart continues from the checkpoint; a seeded ids or sessions
 query still reads the seed's newest event time when it starts, so keep the file while the job's config names it).

@@ -1,5 +1,5 @@
-"""State carried in Spark's state store (:mod:`modern.seed`): a seed becomes ``transformWithStateInPandas``
-initial state, the query counts on from it (totals) or drops what the legacy job saw (dedup's ids), and the check
+"""State carried in Spark's state store (:mod:`modern.seed`): a seed becomes a stateful processor's
+initial state (``transformWithStateInPandas``; dedup's ``transformWithState``), the query counts on from it (totals) or drops what the legacy job saw (dedup's ids), and the check
 reads the state store at batch 0 key for key.
 
 The seed here is the oracle's counts of the stream's first half (what a legacy job that processed it would have

@@ -6,7 +6,7 @@ shared by all the tests that check them. The single-input event-time workloads (
 ``dmk compare-jobs`` hosts a team's several jobs: one StreamingContext on the legacy side, a query each on the
 modern side. The join, which reads two inputs, and ``running_counts`` have a run each. A run takes a minute or
 more, so the default tier keeps one pair, ``running_counts`` on the messy profile (late, too-late, duplicate and
-malformed records), on both engines, and one run of Spark 4's ``transformWithStateInPandas`` (``dedup``'s
+malformed records), on both engines, and one run of Spark 4's ``transformWithState`` (``dedup``'s
 variant, alone, on a shorter messy stream); ``-m slow`` runs every workload on both profiles.
 
 A shared run backs up: the legacy batch runs five jobs, longer than its 1 s interval, and seven modern queries
@@ -218,7 +218,7 @@ SHORT_STREAM = {"records": 2_300, "events_per_second": 100, "lateness_margin_ms"
 
 
 def test_dedup_transform_with_state_equals_the_oracle_on_a_short_stream(bootstrap_servers, spark, tmp_path) -> None:
-    """The default tier's run of ``transformWithStateInPandas``: dedup's variant, alone, on a short messy stream.
+    """The default tier's run of ``transformWithState`` (over Rows): dedup's variant, alone, on a short messy stream.
 
     Every check the slow tier makes of it: the rows, the dead letters, and the too-late records Spark reports
     dropping. Its ids are forgotten by event-time timers while the stream runs (Spark deletes a timer once
@@ -240,7 +240,7 @@ def test_dedup_transform_with_state_equals_the_oracle_on_a_short_stream(bootstra
     assert late_dropped(run.out_dir, workloads.job_id(name, variant)) == len(expected.late_dropped) > 0
     assert _assert_dead_letters(run, expected.dead_letters) > 0
     operators = [op for p in read_progress(run.out_dir, workloads.job_id(name, variant)) for op in p["stateOperators"]]
-    assert {op["operatorName"] for op in operators} == {"transformWithStateInPandasExec"}
+    assert {op["operatorName"] for op in operators} == {"transformWithStateInPySparkExec"}
     assert sum(op["customMetrics"].get("numDeletedTimers", 0) for op in operators) > 0, "no id was forgotten"
 
     # What is still remembered after the last watermark (largest event time - delay): exactly the ids

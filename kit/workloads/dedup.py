@@ -74,7 +74,8 @@ SPEC = WorkloadSpec(
         Variant(
             "transform_with_state",
             "build_transform_with_state",
-            note="transformWithStateInPandas (Spark 4): a ValueState per event_id, forgotten by an event-time timer",
+            note="transformWithState (PySpark 4.1+, over Rows): a ValueState per event_id, forgotten by an event-time "
+            "timer",
         ),
     ),
 )

@@ -1,11 +1,11 @@
-"""``dedup`` in Structured Streaming: ``dropDuplicatesWithinWatermark``, and with ``transformWithStateInPandas``.
+"""``dedup`` in Structured Streaming: ``dropDuplicatesWithinWatermark``, and with ``transformWithState``.
 
 ``build``: ``withWatermark`` + ``dropDuplicatesWithinWatermark("event_id")``. Spark remembers each
 ``event_id`` until the watermark (largest event time seen minus 5 s) reaches its event time plus those 5 s,
 outputs the first record of an id at once (append mode) and drops the rest; a record whose event time is at
 or behind the watermark is dropped as too late.
 
-``build_transform_with_state``: the same with Spark 4's ``transformWithStateInPandas`` (a
+``build_transform_with_state``: the same with Spark 4's ``transformWithState`` over Rows (a
 :class:`FirstDelivery` per ``event_id``): a ``ValueState`` remembers the id, an event-time timer at
 ``event_time + delay`` forgets it, exactly when ``dropDuplicatesWithinWatermark`` evicts it, and the operator
 drops the same too-late records (it filters its input on the watermark column as Spark's deduplication
@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import pandas as pd
+from pyspark.sql import Row
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from kit.semantics import WATERMARK_DELAY_MS
@@ -55,6 +55,10 @@ class FirstDelivery(StatefulProcessor):
     No TTL: TTL counts processing time from the last update, while dropDuplicatesWithinWatermark forgets an
     id when the *watermark* passes its event time plus the delay. With TTL, what is remembered would depend
     on how fast the query runs (a backlog, a restart), not on the data.
+
+    Row-based (``transformWithState``, PySpark 4.1+), not ``transformWithStateInPandas``: almost every id comes
+    once, and the pandas API builds a DataFrame for each id's rows and converts each id's output DataFrame to
+    Arrow on its own, which took about half the operator's time (benchmarks/results/changes.md §32).
     """
 
     def __init__(self, delay_ms: int) -> None:
@@ -64,9 +68,9 @@ class FirstDelivery(StatefulProcessor):
         self.handle = handle
         self.seen = handle.getValueState("forget_at", "forget_at long")
 
-    def handleInitialState(self, key: Any, initialState: pd.DataFrame, timerValues: Any) -> None:
+    def handleInitialState(self, key: Any, initialState: Row, timerValues: Any) -> None:
         # A cutover's seed (modern.seed): an id the legacy job emitted, seen at event time seen_at.
-        self._remember(int(initialState["seen_at"].iloc[0]))
+        self._remember(initialState.seen_at)
 
     def _remember(self, event_time: int) -> None:
         forget_at = event_time + self.delay_ms
@@ -75,24 +79,16 @@ class FirstDelivery(StatefulProcessor):
         # timer when it is *before* the watermark, hence the millisecond less.
         self.handle.registerTimer(forget_at - 1)
 
-    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
+    def handleInputRows(self, key: Any, rows: Iterator[Row], timerValues: Any) -> Iterator[Row]:
         if self.seen.exists():  # a re-delivery within the horizon (Spark does not need the rows read)
-            return iter([])
-        # The first delivery in arrival order (a batch's rows come in no particular order). Most ids come once:
-        # no concatenation, no sort, one row built from plain values (benchmarks/results/changes.md §25).
-        chunks = list(rows)
-        delivered = chunks[0] if len(chunks) == 1 else pd.concat(chunks)
-        if len(delivered) > 1:
-            delivered = delivered.sort_values(["topic", "partition", "offset"])
-        first = delivered.iloc[0]
-        event_time = int(first["event_time_ms"])
-        self._remember(event_time)
-        return iter([pd.DataFrame({
-            "event_id": [first["event_id"]], "user": [first["user"]], "key": [first["key"]],
-            "event_time": [event_time], "last_input_ts": [int(first["last_input_ts"])],
-        })])
+            return
+        # The first delivery in arrival order (a batch's rows come in no particular order).
+        first = min(rows, key=lambda row: (row.topic, row.partition, row.offset))
+        self._remember(first.event_time_ms)
+        yield Row(event_id=first.event_id, user=first.user, key=first.key, event_time=first.event_time_ms,
+                  last_input_ts=first.last_input_ts)
 
-    def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[pd.DataFrame]:
+    def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[Row]:
         self.seen.clear()
         return iter([])
 
@@ -115,7 +111,7 @@ def first_deliveries(events: Any, initial_state: Any = None) -> Any:
     return events.select(
         "event_id", "user", "key", "event_time", "event_time_ms", "topic", "partition", "offset",
         F.unix_millis("kafka_ts").alias("last_input_ts"),
-    ).groupBy("event_id").transformWithStateInPandas(
+    ).groupBy("event_id").transformWithState(
         FirstDelivery(WATERMARK_DELAY_MS), _OUTPUT, outputMode="Append", timeMode="EventTime",
         initialState=initial_state,
     )
