@@ -1,6 +1,6 @@
-"""State carried in Spark's state store (:mod:`modern.seed`): a seed becomes a stateful processor's
-initial state (``transformWithStateInPandas``; dedup's ``transformWithState``), the query counts on from it (totals) or drops what the legacy job saw (dedup's ids), and the check
-reads the state store at batch 0 key for key.
+"""State carried in Spark's state store (:mod:`modern.seed`): a seed becomes a stateful processor's initial state
+(``transformWithStateInPandas``; dedup's ``transformWithState``), the query counts on from it (totals) or drops what
+the legacy job saw (dedup's ids), and the check reads the state store at batch 0 key for key.
 
 The seed here is the oracle's counts of the stream's first half (what a legacy job that processed it would have
 emitted last per key), the query starts at the half's end offsets: its final rows must be the oracle's over the
