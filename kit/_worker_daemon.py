@@ -35,21 +35,18 @@ PRELOADED = ("pandas", "pyarrow", "kit.events", "kit.dataset", "kit.kafka", "kit
 def warm() -> None:
     """Do once, here, what a worker's first dead-letter write did in every forked worker.
 
-    A task that meets malformed records writes them with :func:`kit.sink.write_keyed`: an Arrow table to pandas,
-    ``hash_pandas_object``, ``to_parquet``. Their first call in a process imports more modules (pyarrow's pandas
-    compatibility layer, pandas' Arrow extension types, ``concurrent.futures``) and sets up pyarrow's Parquet
-    writer: CPU in each new worker (benchmarks/results/changes.md §19), and Spark forks new workers all
-    through a run. Nothing is written: the file's bytes stay in memory.
+    A task that meets malformed records writes them with :func:`kit.sink.write_keyed`: an Arrow table named
+    after its content, written as Parquet. The first Parquet write in a process imports more modules and sets up
+    pyarrow's writer: CPU in each new worker (benchmarks/results/changes.md §19), and Spark forks new workers
+    all through a run. Nothing is written: the file's bytes stay in memory.
     """
-    import pandas as pd
     import pyarrow as pa
 
-    from kit.sink import encode_batch
+    from kit.sink import encode_table
 
     rows = pa.table({"topic": ["t"], "partition": pa.array([0], pa.int32()), "offset": [0], "reason": ["r"]})
-    frame = rows.to_pandas()
-    pd.util.hash_pandas_object(frame, index=False)
-    encode_batch(-1, frame)
+    rows.to_pydict()
+    encode_table(-1, rows)
 
 
 def _quiet_on_a_closed_socket(

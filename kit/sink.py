@@ -32,10 +32,15 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from kit.layout import BATCH_FILES, KEYED_FILES, batch_file, keyed_file
 
-__all__ = ["KEYED_BATCH", "batch_path", "encode_batch", "read_batches", "write_batch", "write_encoded", "write_keyed"]
+__all__ = [
+    "KEYED_BATCH", "batch_path", "encode_batch", "encode_table", "read_batches", "write_batch", "write_encoded",
+    "write_keyed",
+]
 
 KEYED_BATCH = -1
 """The ``batch`` of rows written by :func:`write_keyed`."""
@@ -55,6 +60,21 @@ def encode_batch(batch: int, rows: pd.DataFrame, emitted_at: int | None = None) 
     buffer = io.BytesIO()
     frame.to_parquet(buffer, index=False)
     return buffer.getvalue()
+
+
+def encode_table(batch: int, rows: pa.Table, emitted_at: int | None = None) -> bytes:
+    """:func:`encode_batch` for an Arrow table: the same file (``batch`` and ``emitted_at`` in front), no pandas.
+
+    For the rows Python workers write (dead letters), which come as Arrow: a pandas frame first would cost a
+    task about five times the write itself (benchmarks/results/changes.md §33).
+    """
+    when = time.time_ns() // 1_000_000 if emitted_at is None else int(emitted_at)
+    n = rows.num_rows
+    table = rows.add_column(0, "emitted_at", pa.array(np.full(n, when, dtype="int64")))
+    table = table.add_column(0, "batch", pa.array(np.full(n, batch, dtype="int64")))
+    buffer = pa.BufferOutputStream()
+    pq.write_table(table, buffer)
+    return bytes(buffer.getvalue())
 
 
 def batch_path(directory: str | os.PathLike[str], batch: int) -> Path:
@@ -85,28 +105,35 @@ def write_batch(directory: str | os.PathLike[str], batch: int, rows: pd.DataFram
     return write_encoded(directory, batch, encode_batch(batch, rows))
 
 
-def write_keyed(directory: str | os.PathLike[str], rows: pd.DataFrame) -> Path | None:
+def write_keyed(directory: str | os.PathLike[str], rows: pd.DataFrame | pa.Table) -> Path | None:
     """Write ``rows`` (not tied to a batch) to ``directory`` as a file named after their content.
 
-    The same rows always make the same file, so a retried task writes nothing new; :func:`read_batches`
-    drops rows that several keyed files hold. The file gets ``batch`` (:data:`KEYED_BATCH`) and
-    ``emitted_at`` in front, as batch files do. Nothing is written for no rows.
+    The same rows always make the same file, whether they come as a pandas frame or an Arrow table, so a
+    retried task writes nothing new; :func:`read_batches` drops rows that several keyed files hold. The file
+    gets ``batch`` (:data:`KEYED_BATCH`) and ``emitted_at`` in front, as batch files do. Nothing is written for
+    no rows.
 
     Returns:
         The path of the file, or None for no rows.
     """
-    if rows.empty:
+    table = rows if isinstance(rows, pa.Table) else pa.Table.from_pandas(rows, preserve_index=False)
+    if table.num_rows == 0:
         return None
-    digest = hashlib.sha256(pd.util.hash_pandas_object(rows, index=False).to_numpy().tobytes()).hexdigest()[:32]
     target = Path(directory)
     target.mkdir(parents=True, exist_ok=True)
-    final = keyed_file(target, digest)
+    final = keyed_file(target, _content_digest(table))
     if final.exists():
         return final
     temp = target / f".{final.name}.{uuid.uuid4().hex}.tmp"
-    temp.write_bytes(encode_batch(KEYED_BATCH, rows))
+    temp.write_bytes(encode_table(KEYED_BATCH, table))
     os.replace(temp, final)
     return final
+
+
+def _content_digest(table: pa.Table) -> str:
+    """A name for ``table``'s rows: the same columns and values, the same name (32 hex digits of SHA-256)."""
+    content = repr(([(field.name, str(field.type)) for field in table.schema], table.to_pydict()))
+    return hashlib.sha256(content.encode()).hexdigest()[:32]
 
 
 def read_batches(directory: str | os.PathLike[str]) -> pd.DataFrame:

@@ -113,3 +113,29 @@ def test_the_parse_dead_letters_only_from_the_given_offsets(tmp_path) -> None:
     assert sorted(zip(written["partition"], written["offset"], strict=True)) == [(0, 4), (0, 5), (1, 5)]
     _parse_nexmark_udf("bid", None, {"t": str(nexmark)}, None)(*arrays)
     assert len(read_batches(nexmark)) == 12
+
+
+def test_the_parse_writes_each_topic_s_dead_letters_to_its_own_directory(tmp_path) -> None:
+    """One task reads several topics (a query over a stream's inputs): each malformed record goes to its topic's
+    directory, with Spark's Kafka types, and a topic without a directory gets none."""
+    import pyarrow as pa
+
+    from kit.sink import KEYED_BATCH, read_batches
+    from modern.workloads import _parse_and_dead_letter
+
+    topics = ["a", "b", "c", "a", "b", "c", "a"]
+    values = [b"{not json", _CANON, b"\xff", b"[]", b"{not json", b"{", _CANON]
+    arrays = (pa.array(topics), pa.array([0, 1, 2, 3, 4, 5, 6], pa.int32()), pa.array(range(10, 17), pa.int64()),
+              pa.array(values, pa.binary()))
+    parsed = _parse_and_dead_letter({"a": str(tmp_path / "a"), "b": str(tmp_path / "b")})(
+        pa.array([True] * 7), *arrays)
+    assert parsed.field("reason").to_pylist() == [
+        "bad_json", None, "bad_utf8", "bad_json", "bad_json", "bad_json", None,
+    ]
+    a, b = read_batches(tmp_path / "a"), read_batches(tmp_path / "b")
+    assert a[["batch", "topic", "partition", "offset", "reason"]].values.tolist() == [
+        [KEYED_BATCH, "a", 0, 10, "bad_json"], [KEYED_BATCH, "a", 3, 13, "bad_json"],
+    ]
+    assert b[["topic", "partition", "offset", "reason"]].values.tolist() == [["b", 4, 14, "bad_json"]]
+    assert (str(a["partition"].dtype), str(a["offset"].dtype)) == ("int32", "int64")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from compare.engines import get_engine
@@ -166,10 +167,14 @@ def test_keyed_rows_are_written_once_per_content_and_read_without_duplicates(tmp
     first = pd.DataFrame({"topic": ["t", "t"], "partition": [0, 1], "offset": [5, 9], "reason": ["bad_json", "bad_utf8"]})
     path = write_keyed(tmp_path, first)
     assert write_keyed(tmp_path, first.copy()) == path  # a retried task writes the same file
+    # Python workers write Arrow tables (no pandas): the same rows make the same file.
+    assert write_keyed(tmp_path, pa.table({c: list(first[c]) for c in first.columns})) == path
+    assert write_keyed(tmp_path, pa.Table.from_pandas(first, preserve_index=False)) == path
     # A re-run whose tasks saw the rows in other groups: files overlap, rows count once.
     write_keyed(tmp_path, first.iloc[[1]].reset_index(drop=True))
     write_keyed(tmp_path, pd.DataFrame({"topic": ["t"], "partition": [1], "offset": [10], "reason": ["bad_json"]}))
     assert write_keyed(tmp_path, first.iloc[:0]) is None
+    assert write_keyed(tmp_path, pa.table({"topic": pa.array([], pa.string())})) is None
     write_batch(tmp_path, 4, pd.DataFrame({"topic": ["u"], "partition": [0], "offset": [1], "reason": ["bad_json"]}))
     rows = read_batches(tmp_path)
     assert sorted(zip(rows["batch"], rows["topic"], rows["partition"], rows["offset"])) == [

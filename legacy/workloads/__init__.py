@@ -112,11 +112,12 @@ def _parse_writing_dead_letters(
             else:
                 malformed.append(payload)
         if malformed:
-            import pandas as pd
+            import pyarrow as pa
 
             from kit.sink import write_keyed
 
-            write_keyed(directory, pd.DataFrame(malformed, columns=list(DEAD_LETTER_COLUMNS)))
+            # An Arrow table, not a pandas frame: the write costs a fifth (benchmarks/results/changes.md §33).
+            write_keyed(directory, pa.table(dict(zip(DEAD_LETTER_COLUMNS, zip(*malformed, strict=True), strict=True))))
 
     return parse_all
 
