@@ -816,8 +816,13 @@ class Kafka:
 
         ``holding``: an offset per partition known to hold a record, e.g. the last one a reader read. When every
         partition has one, kafka-python fetches there at once, without the two ListOffsets requests: one round
-        trip instead of three, for a streaming source that asks every trigger. Where a record is no longer
-        there (retention), every partition is looked up as above. (librdkafka asks ListOffsets as above.)
+        trip instead of three, for a streaming source or a DStream that asks every batch. Where a record is no
+        longer there (retention), every partition is looked up as above. This holds whichever client reads the
+        records (the offsets always go through kafka-python but on a handle on librdkafka alone,
+        :func:`librdkafka_only`, which asks ListOffsets as above). On Tansu it is also what keeps the look-up's
+        cost flat: with a producer sending small batches, the two ListOffsets grew from 8 ms each to 66 and
+        117 ms within a minute and the listed offsets fell 3,789 records behind the ends, so the fetch there took
+        1.2 s (benchmarks/results/changes.md §33).
 
         Raises:
             KafkaTimeout: when a partition's leader does not answer within the handle's ``timeout_s``.
@@ -827,7 +832,7 @@ class Kafka:
             listed = self._rd_list(tps, "latest")
         else:
             consumer = self._offsets()
-            if holding and self.client != "confluent" and all(holding.get(tp, -1) >= 0 for tp in tps):
+            if holding and all(holding.get(tp, -1) >= 0 for tp in tps):
                 with contextlib.suppress(OffsetOutOfRangeError):
                     return self._high_watermarks(consumer, {tp: holding[tp] for tp in tps})
             try:

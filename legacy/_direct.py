@@ -520,7 +520,11 @@ class DirectStreamState:
 
     def _next_ranges(self) -> tuple[OffsetRange, ...]:
         kafka = self._driver_kafka()
-        latest = kafka.end_offsets(list(self._current))
+        # The record before each position was read by the last batch: the look-up fetches there, one round trip
+        # whose cost does not grow with the log (kit.kafka.Kafka.end_offsets; changes.md §33).
+        latest = kafka.end_offsets(
+            list(self._current), holding={tp: offset - 1 for tp, offset in self._current.items() if offset > 0}
+        )
         for tp, offset in latest.items():
             if offset < self._current[tp]:
                 beginning = kafka.beginning_offsets([tp])[tp]

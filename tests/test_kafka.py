@@ -135,7 +135,7 @@ def test_end_offsets_fetched_where_records_are_held_are_exact(
     _produce(bootstrap_servers, topic, {0: 500, 1: 120})  # multi-record batches: Tansu's ListOffsets is low
     tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
     exact = {tp0: 500, tp1: 120}
-    if kafka.client == "kafka-python":  # the holding offsets spare the ListOffsets requests (librdkafka asks them)
+    if not kafka.librdkafka_only:  # the holding offsets spare the ListOffsets requests, whichever client reads
         consumer = kafka._offsets()
         with monkeypatch.context() as patched:
             patched.setattr(consumer, "end_offsets", lambda tps: pytest.fail("ListOffsets asked"))
@@ -148,6 +148,24 @@ def test_end_offsets_fetched_where_records_are_held_are_exact(
     assert kafka.end_offsets(topic, holding={tp0: 3}) == exact
     _produce(bootstrap_servers, topic, {0: 5})
     assert kafka.end_offsets(topic, holding={tp0: 499, tp1: 119}) == {tp0: 505, tp1: 120}
+
+
+def test_end_offsets_fetched_where_records_are_held_skip_list_offsets_when_librdkafka_reads(
+    bootstrap_servers: str, topic_factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default handle reads with librdkafka and looks offsets up with kafka-python: a DStream's per-batch look-up
+    at its held records asks no ListOffsets there either (on Tansu, under a producer, those grew with the log)."""
+    topic = topic_factory(partitions=2)
+    _produce(bootstrap_servers, topic, {0: 40, 1: 3})
+    tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    with Kafka(bootstrap_servers, timeout_s=20, client="auto") as handle:
+        assert (handle.client, handle.librdkafka_only) == ("confluent", False)
+        consumer = handle._offsets()
+        with monkeypatch.context() as patched:
+            patched.setattr(consumer, "end_offsets", lambda tps: pytest.fail("ListOffsets asked"))
+            patched.setattr(consumer, "beginning_offsets", lambda tps: pytest.fail("ListOffsets asked"))
+            assert handle.end_offsets(topic, holding={tp0: 39, tp1: 0}) == {tp0: 40, tp1: 3}
+        assert handle.end_offsets(topic, holding={tp0: 41, tp1: 2}) == {tp0: 40, tp1: 3}  # past the log: ListOffsets
 
 
 @ON_BOTH_BROKERS
