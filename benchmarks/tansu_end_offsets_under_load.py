@@ -53,6 +53,7 @@ def _listed(kafka: Kafka, tps: list[TopicPartition]) -> tuple[float, float, floa
 
 
 def main() -> None:
+    """Run the producer and the look-ups for ``--seconds`` and print the figures every 10 s."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("how", choices=("listed", "held"))
     parser.add_argument("--seconds", type=float, default=60.0)
@@ -94,8 +95,8 @@ def main() -> None:
                             f"cores, look-up {statistics.median(took):.1f} ms")
                     if parts:
                         latest, earliest, fetch, lag = (statistics.median(p[i] for p in parts) for i in range(4))
-                        line += (f" (ListOffsets latest {latest:.0f} ms, earliest {earliest:.0f} ms, fetch {fetch:.0f} ms;"
-                                 f" listed {lag:.0f} records behind the ends)")
+                        line += (f" (ListOffsets latest {latest:.0f} ms, earliest {earliest:.0f} ms, "
+                                 f"fetch {fetch:.0f} ms; listed {lag:.0f} records behind the ends)")
                     print(line, flush=True)
                     mark, cpu, took, parts = time.monotonic(), now, [], []
         finally:
