@@ -66,6 +66,13 @@ class ReplaySettings:
             speed`` after the start, its arrival being the frame's ``arrival_ms`` column (else ``timestamp_ms``).
             None (default): no such pacing. Not with ``rate_rps``.
         acks: producer acks, default ``"all"``.
+        linger_ms: how long the producer gathers records into a batch before sending it (default 25 ms).
+            Every record's latency includes this wait (it is stamped before it). Kafka's own default is 5 ms;
+            on the embedded Tansu broker, at 5,000 records/s over 8 partitions, 5 ms makes batches of about three
+            records, and Tansu's cost per request grows with the batches a partition holds: within a minute its
+            CPU went from 0.28 to 0.89 cores and a batch's reads of its new records from 64 to 603 ms; with 25 ms
+            it stayed at 0.09-0.14 cores and 38-62 ms (``benchmarks/tansu_end_offsets_under_load.py reads``,
+            benchmarks/results/changes.md §34).
         flush_timeout_s: how long to wait for the last acknowledgements (default 120 s).
     """
 
@@ -78,6 +85,7 @@ class ReplaySettings:
     speed: float | None = None
     acks: str | int = "all"
     flush_timeout_s: float = 120.0
+    linger_ms: int = 25
 
     def __post_init__(self) -> None:
         if not self.topic:
@@ -97,6 +105,9 @@ class ReplaySettings:
             raise ConfigError(msg)
         if self.speed is not None and (not self.speed > 0 or self.rate_rps is not None):
             msg = f"speed must be > 0 and goes without rate_rps, got speed={self.speed}, rate_rps={self.rate_rps}"
+            raise ConfigError(msg)
+        if not self.linger_ms >= 0:
+            msg = f"linger_ms must be >= 0 ms, got {self.linger_ms}"
             raise ConfigError(msg)
         if self.partition_by not in ("key", "field", "seq"):
             msg = f"partition_by must be 'key', 'field' or 'seq', got {self.partition_by!r}"
@@ -279,7 +290,8 @@ def replay(
         frame_headers = frame["headers"].tolist() if settings.headers == "frame" else None
         due_s = _due_seconds(frame, settings.speed) if settings.speed is not None else None
         sender = kafka.sender(
-            acks=settings.acks, linger_ms=5, batch_size=512 * 1024, max_block_s=settings.flush_timeout_s
+            acks=settings.acks, linger_ms=settings.linger_ms, batch_size=512 * 1024,
+            max_block_s=settings.flush_timeout_s,
         )
         started = time.monotonic()
         next_report = started

@@ -51,6 +51,24 @@ def test_replay_lands_every_record_once_in_key_partition_order(
         assert (messy["value"].to_numpy()[seqs] == np.array([r.value for r in records], dtype=object)).all()
 
 
+def test_the_replay_s_producer_lingers_as_set(
+    bootstrap_servers: str, kafka: Kafka, topic_factory, messy: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[object] = []
+    sender = Kafka.sender
+
+    def spied(self: Kafka, **config: object) -> object:
+        asked.append(config.get("linger_ms"))
+        return sender(self, **config)
+
+    monkeypatch.setattr(Kafka, "sender", spied)
+    topic = topic_factory(create=False)
+    replay(messy.head(50), bootstrap_servers, ReplaySettings(topic=topic, partitions=1, linger_ms=40))
+    replay(messy.head(50), bootstrap_servers, ReplaySettings(topic=topic, partitions=1))
+    assert asked == [40, 25]  # 25 ms by default: Tansu's cost per request grows with a partition's batches
+    assert [r.value for r in kafka.read_range(topic, 0, 0, 100)] == messy["value"].head(50).tolist() * 2
+
+
 def test_produce_time_header_and_timestamps(bootstrap_servers: str, kafka: Kafka, topic_factory, messy) -> None:
     sample = messy.head(500)
     produce_topic, event_topic = topic_factory(create=False), topic_factory(create=False)
@@ -130,3 +148,5 @@ def test_settings_are_validated() -> None:
         ReplaySettings(topic="t", timestamps="wall")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="partitions"):
         ReplaySettings(topic="t", partitions=0)
+    with pytest.raises(ConfigError, match="linger_ms must be >= 0"):
+        ReplaySettings(topic="t", linger_ms=-1)
