@@ -65,8 +65,8 @@ def encode_batch(batch: int, rows: pd.DataFrame, emitted_at: int | None = None) 
 def encode_table(batch: int, rows: pa.Table, emitted_at: int | None = None) -> bytes:
     """:func:`encode_batch` for an Arrow table: the same file (``batch`` and ``emitted_at`` in front), no pandas.
 
-    For the rows Python workers write (dead letters), which come as Arrow: a pandas frame first would cost a
-    task about five times the write itself (benchmarks/results/changes.md §33).
+    For the rows Python workers write (dead letters), which come as Arrow: through a pandas frame, a task's write
+    took three to four times as long (benchmarks/results/changes.md §33).
     """
     when = time.time_ns() // 1_000_000 if emitted_at is None else int(emitted_at)
     n = rows.num_rows

@@ -116,7 +116,8 @@ def _parse_writing_dead_letters(
 
             from kit.sink import write_keyed
 
-            # An Arrow table, not a pandas frame: the write costs a fifth (benchmarks/results/changes.md §33).
+            # An Arrow table, not a pandas frame: a partition's parse and write take a third of the time
+            # (benchmarks/results/changes.md §33).
             write_keyed(directory, pa.table(dict(zip(DEAD_LETTER_COLUMNS, zip(*malformed, strict=True), strict=True))))
 
     return parse_all
