@@ -24,7 +24,6 @@ Example:
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import time
 import uuid
@@ -50,24 +49,25 @@ def encode_batch(batch: int, rows: pd.DataFrame, emitted_at: int | None = None) 
     """The bytes of batch file ``batch`` holding ``rows``: Parquet with ``batch`` and ``emitted_at`` in front.
 
     For sinks that keep a batch elsewhere before it becomes a file (a database row committed with the
-    batch's offsets); :func:`write_encoded` writes it. ``emitted_at`` defaults to now (epoch ms).
+    batch's offsets); :func:`write_encoded` writes it. ``emitted_at`` defaults to now (epoch ms). The frame's
+    index is not kept (as ``to_parquet(index=False)``).
     """
-    frame = rows.copy()
-    when = time.time_ns() // 1_000_000 if emitted_at is None else int(emitted_at)
-    # Arrays, not Series: a Series would be aligned on the index, and a filtered frame's index has gaps.
-    frame.insert(0, "emitted_at", np.full(len(frame), when, dtype="int64"))
-    frame.insert(0, "batch", np.full(len(frame), batch, dtype="int64"))
-    buffer = io.BytesIO()
-    frame.to_parquet(buffer, index=False)
-    return buffer.getvalue()
+    return encode_table(batch, pa.Table.from_pandas(rows, preserve_index=False), emitted_at)
 
 
 def encode_table(batch: int, rows: pa.Table, emitted_at: int | None = None) -> bytes:
-    """:func:`encode_batch` for an Arrow table: the same file (``batch`` and ``emitted_at`` in front), no pandas.
+    """:func:`encode_batch` for an Arrow table: the same file, without pandas.
 
     For the rows Python workers write (dead letters), which come as Arrow: through a pandas frame, a task's write
     took three to four times as long (benchmarks/results/changes.md §33).
+
+    Raises:
+        ValueError: ``rows`` already has a ``batch`` or ``emitted_at`` column.
     """
+    taken = {"batch", "emitted_at"} & set(rows.column_names)
+    if taken:
+        msg = f"cannot insert {sorted(taken)}: the rows already have such columns"
+        raise ValueError(msg)
     when = time.time_ns() // 1_000_000 if emitted_at is None else int(emitted_at)
     n = rows.num_rows
     table = rows.add_column(0, "emitted_at", pa.array(np.full(n, when, dtype="int64")))

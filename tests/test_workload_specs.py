@@ -181,3 +181,13 @@ def test_keyed_rows_are_written_once_per_content_and_read_without_duplicates(tmp
         (KEYED_BATCH, "t", 0, 5), (KEYED_BATCH, "t", 1, 9), (KEYED_BATCH, "t", 1, 10), (4, "u", 0, 1),
     ]
     assert len(list(tmp_path.glob("keyed-*.parquet"))) == 3
+
+
+def test_a_batch_file_refuses_rows_that_already_have_its_columns(tmp_path) -> None:
+    from kit.sink import encode_batch, write_keyed
+
+    with pytest.raises(ValueError, match="batch"):
+        encode_batch(1, pd.DataFrame({"batch": [7], "key": ["a"]}))
+    with pytest.raises(ValueError, match="emitted_at"):
+        write_keyed(tmp_path, pa.table({"emitted_at": [1], "key": ["a"]}))
+    assert list(tmp_path.iterdir()) == []
