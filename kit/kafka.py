@@ -243,7 +243,7 @@ def process_settings() -> dict[str, Any]:
 
 
 def python_client_config(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """``settings`` as kafka-python takes them: secrets revealed, inline PEM written to private 0600 files."""
+    """``settings`` as kafka-python takes them: secrets revealed, inline PEM as private files (in memory on Linux)."""
     return {k: security.reveal(v) for k, v in security.materialize_pem(settings).items()}
 
 

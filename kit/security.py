@@ -681,6 +681,8 @@ def _pem(java: Mapping[str, Any], key: str, kind: str, name: Any) -> str:
 _PEM_DIR: Path | None = None
 _PEM_LOCK = threading.Lock()
 _PEM_FILES = {"ssl_cadata": "ssl_cafile", "ssl_certdata": "ssl_certfile", "ssl_keydata": "ssl_keyfile"}
+_PEM_IN_MEMORY: dict[str, tuple[int, tuple[int, int]]] = {}
+"""SHA-256 of a PEM text → its in-memory file (Linux): descriptor and (device, inode), here and in forked children."""
 
 
 def _pem_dir() -> Path:
@@ -691,29 +693,56 @@ def _pem_dir() -> Path:
     return _PEM_DIR
 
 
-def materialize_pem(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """``settings`` with the kit's inline PEM settings written to private files, for kafka-python.
+def _pem_path(text: str) -> str:
+    """A path that reads as ``text``, private to this process; on Linux a file in memory, never on a disk.
 
-    ``ssl_cadata``/``ssl_certdata``/``ssl_keydata`` become ``ssl_cafile``/``ssl_certfile``/``ssl_keyfile``: files
-    of mode 0600 in a 0700 directory of this process's temporary directory, named by a hash of their content (so
-    every client of a process shares them), removed when the process exits.
+    A PySpark worker ends with ``os._exit`` and a killed driver ends at once: neither runs ``atexit``, so files
+    in a temporary directory outlived them (a client's private key among them). An in-memory file
+    (``memfd_create``) goes with the last process that holds it; its path, ``/proc/self/fd/N``, opens it in this
+    process and in the children it forks (they inherit the descriptor), and in no other user's process. Where
+    there is no ``memfd_create``, a 0600 file in a 0700 temporary directory, removed at exit.
+    """
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    if hasattr(os, "memfd_create"):
+        fd, identity = _PEM_IN_MEMORY.get(digest, (-1, (-1, -1)))
+        try:
+            held = fd >= 0 and _identity(os.fstat(fd)) == identity
+        except OSError:
+            held = False
+        if not held:  # first use, or a child that closed (or reused) the descriptor: a file of its own
+            fd = os.memfd_create(f"dmk-kafka-pem-{digest[:12]}")  # close-on-exec: not passed to programs run
+            os.fchmod(fd, 0o600)
+            os.write(fd, text.encode())
+            _PEM_IN_MEMORY[digest] = (fd, _identity(os.fstat(fd)))
+        return f"/proc/self/fd/{fd}"
+    path = _pem_dir() / (digest[:24] + ".pem")
+    if not path.exists():
+        fd = os.open(path.with_suffix(".tmp"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(path.with_suffix(".tmp"), path)
+    return str(path)
+
+
+def _identity(status: os.stat_result) -> tuple[int, int]:
+    return status.st_dev, status.st_ino
+
+
+def materialize_pem(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``settings`` with the kit's inline PEM settings as private files, for kafka-python.
+
+    ``ssl_cadata``/``ssl_certdata``/``ssl_keydata`` become ``ssl_cafile``/``ssl_certfile``/``ssl_keyfile``. On
+    Linux the files are in memory (:func:`_pem_path`): nothing is written to a disk, and nothing is left behind
+    however the process ends. Elsewhere they are 0600 files in a 0700 directory of the temporary directory,
+    removed when the process exits normally. Equal content shares one file within a process.
     """
     if not any(k in settings for k in _PEM_FILES):
         return dict(settings)
     out = {k: v for k, v in settings.items() if k not in _PEM_FILES}
     with _PEM_LOCK:
-        directory = _pem_dir()
         for key, path_key in _PEM_FILES.items():
-            if key not in settings:
-                continue
-            text = str(reveal(settings[key]))
-            path = directory / (hashlib.sha256(text.encode()).hexdigest()[:24] + ".pem")
-            if not path.exists():
-                fd = os.open(path.with_suffix(".tmp"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    handle.write(text)
-                os.replace(path.with_suffix(".tmp"), path)
-            out[path_key] = str(path)
+            if key in settings:
+                out[path_key] = _pem_path(str(reveal(settings[key])))
     return out
 
 

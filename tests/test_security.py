@@ -142,14 +142,43 @@ def test_tls_pem_files_and_inline_pem_translate(tmp_path: Path) -> None:
         "security.protocol": "SSL", "ssl.ca.pem": pki.ca_pem, "ssl.certificate.pem": pki.client_chain_pem,
         "ssl.key.pem": pki.client_key_pem, "ssl.key.password": PASSWORD,
         "ssl.endpoint.identification.algorithm": "https"}
-    # kafka-python needs paths: private files, 0600 in a 0700 directory, shared by equal content.
+    # kafka-python needs paths: private files (0600), shared by equal content.
     written = materialize_pem(inline)
     for key in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
-        path = Path(written[key])
-        assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+        assert stat.S_IMODE(Path(written[key]).stat().st_mode) == 0o600
     assert Path(written["ssl_keyfile"]).read_text() == pki.client_key_pem
+    assert Path(written["ssl_cafile"]).read_text() == pki.ca_pem
     assert materialize_pem(inline)["ssl_keyfile"] == written["ssl_keyfile"]
     assert not {"ssl_cadata", "ssl_certdata", "ssl_keydata"} & set(written)
+
+
+_PEM_CHILD = """
+import os, sys
+from kit.security import Secret, materialize_pem
+key = sys.stdin.read()
+path = materialize_pem({"ssl_keydata": Secret(key)})["ssl_keyfile"]
+child = os.fork()
+if child == 0:  # a forked worker reads the parent's file
+    os._exit(0 if open(path).read() == key else 3)
+_, status = os.waitpid(child, 0)
+print(path, os.waitstatus_to_exitcode(status), flush=True)
+os._exit(0)  # as a PySpark worker ends: no atexit
+"""
+
+
+def test_inline_pem_leaves_no_file_behind_when_the_process_ends_without_atexit(tmp_path: Path) -> None:
+    # PySpark's workers end with os._exit and killed drivers at once: the key must not outlive them on a disk.
+    pki = make_pki(tmp_path / "pki", PASSWORD)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    done = subprocess.run([sys.executable, "-c", _PEM_CHILD], input=pki.client_key_pem, capture_output=True,
+                          text=True, timeout=60, check=True,
+                          env={**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": str(Path(__file__).parents[1])})
+    path, forked = done.stdout.split()
+    assert forked == "0"  # the forked child read the same key through the same path
+    assert list(tmp.iterdir()) == []
+    if sys.platform == "linux":
+        assert not Path(path).is_relative_to(tmp)
 
 
 @pytest.mark.parametrize(("given", "field", "start", "fix"), [
