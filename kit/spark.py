@@ -69,14 +69,16 @@ _LOG4J = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.proper
 _JAVA_OPTIONS = f"-Duser.timezone=UTC -Dlog4j2.configurationFile=file:{_LOG4J} -Xss16m"
 
 SHORT_RUN_CONF: dict[str, str] = {
-    key: f"{_JAVA_OPTIONS} -XX:TieredStopAtLevel=1"
+    key: f"{_JAVA_OPTIONS} -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
     for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
 }
 """Settings for a JVM that lives a minute or two (a ``dmk compare`` driver, a test session): the JIT's first tier
 only. HotSpot's second tier (C2) compiles Spark's hot methods again, optimized, on compiler threads that compete
 with the batches for the cores; in a short run that costs more than it saves (measured with
 ``benchmarks/compare_batch_cost.py``, benchmarks/results/changes.md §17). A long-lived job (the bench's
-throughput runs, production) keeps both tiers."""
+throughput runs, production) keeps both tiers. With the first tier only HotSpot reserves 48 MB of code cache
+instead of 240 MB, which Spark fills in about a minute: the sweeper then flushes thousands of methods and the
+JIT recompiles them for seconds while batches stall (changes.md §35), hence the full-size code cache."""
 
 ROCKSDB_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 """Spark's RocksDB state store provider: the kit's default (``transformWithStateInPandas`` requires it)."""

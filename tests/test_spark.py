@@ -67,6 +67,16 @@ def test_the_local_file_system_writes_no_checksum_files(spark, tmp_path) -> None
     assert sorted(spark.read.parquet(str(sink)).collect()) == sorted(spark.read.parquet(str(source)).collect())
 
 
+def test_a_short_run_jvm_has_the_first_jit_tier_and_a_full_size_code_cache(spark) -> None:
+    # With C1 only HotSpot reserves 48 MB of code cache, which Spark filled in a minute; the sweeper's flush and
+    # the recompiling stalled batches (changes.md §35). The session's JVM must really run with 240 MB.
+    jvm = spark.sparkContext._jvm
+    bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+        jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
+    assert bean.getVMOption("TieredStopAtLevel").getValue() == "1"
+    assert int(bean.getVMOption("ReservedCodeCacheSize").getValue()) == 240 * 1024 * 1024
+
+
 def test_streaming_context_runs_batches_without_the_deprecation_warning(spark) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
