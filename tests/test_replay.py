@@ -141,6 +141,22 @@ def test_token_bucket_with_a_fake_clock() -> None:
     assert now[0] == pytest.approx(0.2)
 
 
+def test_token_bucket_waits_at_least_its_minimum_and_keeps_the_rate() -> None:
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    bucket = TokenBucket(100.0, burst=5, min_wait_s=0.05, clock=lambda: now[0], sleep=sleep)
+    for _ in range(25):
+        bucket.acquire()
+    # The same 0.2 s for 20 tokens past the burst, in four waits of 5 tokens instead of twenty of one.
+    assert slept == pytest.approx([0.05] * 4)
+    assert now[0] == pytest.approx(0.2)
+
+
 def test_settings_are_validated() -> None:
     with pytest.raises(ConfigError, match="rate_rps"):
         ReplaySettings(topic="t", rate_rps=0)
