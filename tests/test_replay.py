@@ -6,6 +6,8 @@ module also runs on librdkafka's mock cluster (``DMK_TEST_BROKER=mock``; the kaf
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -125,7 +127,8 @@ def test_unacknowledged_records_fail_the_replay(bootstrap_servers: str, topic_fa
     assert "MessageSizeTooLarge" in type(error).__name__ or "larger" in str(error) or "MSG_SIZE_TOO_LARGE" in str(error)
 
 
-def test_token_bucket_with_a_fake_clock() -> None:
+def _fake_clock() -> tuple[list[float], list[float], Callable[[float], None]]:
+    """A clock (``now[0]``), the waits asked of it, and the sleep that advances it."""
     now = [0.0]
     slept: list[float] = []
 
@@ -133,6 +136,11 @@ def test_token_bucket_with_a_fake_clock() -> None:
         slept.append(seconds)
         now[0] += seconds
 
+    return now, slept, sleep
+
+
+def test_token_bucket_with_a_fake_clock() -> None:
+    now, slept, sleep = _fake_clock()
     bucket = TokenBucket(100.0, burst=5, clock=lambda: now[0], sleep=sleep)
     for _ in range(25):
         bucket.acquire()
@@ -142,13 +150,7 @@ def test_token_bucket_with_a_fake_clock() -> None:
 
 
 def test_token_bucket_waits_at_least_its_minimum_and_keeps_the_rate() -> None:
-    now = [0.0]
-    slept: list[float] = []
-
-    def sleep(seconds: float) -> None:
-        slept.append(seconds)
-        now[0] += seconds
-
+    now, slept, sleep = _fake_clock()
     bucket = TokenBucket(100.0, burst=5, min_wait_s=0.05, clock=lambda: now[0], sleep=sleep)
     for _ in range(25):
         bucket.acquire()
