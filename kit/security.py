@@ -703,7 +703,7 @@ def _pem_path(text: str) -> str:
     there is no ``memfd_create``, a 0600 file in a 0700 temporary directory, removed at exit.
     """
     digest = hashlib.sha256(text.encode()).hexdigest()
-    if hasattr(os, "memfd_create"):
+    if hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd"):  # a path needs /proc mounted
         fd, identity = _PEM_IN_MEMORY.get(digest, (-1, (-1, -1)))
         try:
             held = fd >= 0 and _identity(os.fstat(fd)) == identity
