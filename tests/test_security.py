@@ -16,6 +16,7 @@ import ssl
 import stat
 import subprocess
 import sys
+import tempfile
 import uuid
 import warnings
 from collections.abc import Iterator
@@ -150,6 +151,22 @@ def test_tls_pem_files_and_inline_pem_translate(tmp_path: Path) -> None:
     assert Path(written["ssl_cafile"]).read_text() == pki.ca_pem
     assert materialize_pem(inline)["ssl_keyfile"] == written["ssl_keyfile"]
     assert not {"ssl_cadata", "ssl_certdata", "ssl_keydata"} & set(written)
+
+
+def test_inline_pem_without_memfd_goes_to_private_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Where there is no memfd_create (macOS...), a 0600 file in a 0700 temporary directory, shared by equal content.
+    import kit.security as security
+
+    monkeypatch.delattr(os, "memfd_create", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(security, "_PEM_DIR", None)
+    pki = make_pki(tmp_path / "pki", PASSWORD)
+    written = materialize_pem({"ssl_keydata": Secret(pki.client_key_pem), "ssl_cadata": pki.ca_pem})
+    key = Path(written["ssl_keyfile"])
+    assert key.parent.parent == tmp_path and key.parent.name.startswith("dmk-kafka-pem-")
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600 and stat.S_IMODE(key.parent.stat().st_mode) == 0o700
+    assert key.read_text() == pki.client_key_pem and Path(written["ssl_cafile"]).read_text() == pki.ca_pem
+    assert materialize_pem({"ssl_keydata": Secret(pki.client_key_pem)})["ssl_keyfile"] == str(key)
 
 
 _PEM_CHILD = """
