@@ -14,6 +14,16 @@ Frozen, they are never walked again (and their pages stay shared with the daemon
 ``benchmarks/python_task_cost.py`` measures a Python task's cost; the figures before and after both changes are
 in benchmarks/results/changes.md §19.
 
+Spark puts the ``pyspark.zip`` and ``py4j-*-src.zip`` it ships, and the ``spark-core`` jar, first on its Python
+workers' path. Where they are those of the pip-installed PySpark the daemon runs from (``<site-packages>/pyspark/``;
+the zips hold the same files, byte for byte, and the jar no Python), the daemon takes them off its path before it
+imports anything of PySpark's (:func:`prefer_installed_pyspark`). They cost twice: zipimport keeps no bytecode, so
+each process compiled every PySpark module it imported from source; and each archive on the path makes
+``importlib.invalidate_caches()`` re-read its directory once per package imported from it, which PySpark's worker
+calls on the first task of every forked worker (``setup_spark_files`` adds the task's files directory to the path):
+53-105 ms a worker. A session's first Python job took 1.9-2.1 s with them, 1.1-1.2 s without
+(benchmarks/results/changes.md §36).
+
 A worker whose socket the JVM has closed (its task no longer wanted) ends without PySpark's traceback on the
 terminal (:func:`_quiet_on_a_closed_socket`).
 """
@@ -22,11 +32,79 @@ from __future__ import annotations
 
 import gc
 import importlib
+import os
 import socket
 import sys
+import zipfile
 from collections.abc import Callable
 
-from pyspark import daemon
+
+def prefer_installed_pyspark(path: list[str]) -> list[str]:
+    """``path`` without the archives Spark adds from a PySpark installation that is itself on ``path``.
+
+    Spark's workers get ``<dir>/pyspark/python/lib/pyspark.zip``, ``py4j-<version>-src.zip`` beside it and the
+    ``spark-core`` jar (``SparkContext.jarOfObject``, from when PySpark shipped inside Spark's assembly jar). When
+    ``<dir>`` is on ``path`` with PySpark installed in it (``pyspark/__init__.py``), these go: pyspark.zip holds
+    that installation's modules, py4j's zip goes when ``<dir>/py4j`` is of the zip's version, and a jar under
+    ``<dir>/pyspark/jars`` when it holds no Python file. A Spark distribution's archives (``$SPARK_HOME/python/lib``)
+    stay, as does anything else on the path.
+    """
+    directories = {os.path.realpath(p) for p in path if p and os.path.isdir(p)}
+
+    def redundant(entry: str) -> bool:
+        if not entry.endswith((".zip", ".jar")) or not os.path.isfile(entry):
+            return False
+        parent = os.path.dirname(os.path.realpath(entry))
+        for tail in (("pyspark", "python", "lib"), ("pyspark", "jars")):  # where Spark's wheel keeps them
+            package = parent
+            for _ in tail[1:]:
+                package = os.path.dirname(package)
+            root = os.path.dirname(package)
+            if parent.endswith(os.sep + os.path.join(*tail)) and root in directories and os.path.isfile(
+                os.path.join(package, "__init__.py")
+            ):
+                break
+        else:
+            return False
+        name = os.path.basename(entry)
+        if name == "pyspark.zip":
+            return True
+        if name.startswith("py4j-") and name.endswith("-src.zip"):
+            return _py4j_version(root) == name[len("py4j-"):-len("-src.zip")]
+        if name.endswith(".jar"):
+            return not _holds_python(entry)
+        return False
+
+    return [p for p in path if not redundant(p)]
+
+
+def _py4j_version(root: str) -> str | None:
+    try:
+        with open(os.path.join(root, "py4j", "version.py"), encoding="utf-8") as file:
+            text = file.read()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("__version__"):
+            return line.split("=", 1)[1].strip().strip("'\"")
+    return None
+
+
+def _holds_python(archive: str) -> bool:
+    try:
+        with zipfile.ZipFile(archive) as jar:
+            return any(name.endswith((".py", ".pyc", ".so")) for name in jar.namelist())
+    except (OSError, zipfile.BadZipFile):
+        return True  # unreadable here: left for zipimport to judge
+
+
+if __name__ == "__main__":
+    _kept = prefer_installed_pyspark(sys.path)
+    for _entry in set(sys.path) - set(_kept):
+        sys.path_importer_cache.pop(_entry, None)  # its importer, made when Python started, would be asked again
+    sys.path[:] = _kept
+
+from pyspark import daemon  # noqa: E402 - after the path is settled
 
 PRELOADED = ("pandas", "pyarrow", "kit.events", "kit.dataset", "kit.kafka", "kit.sink")
 """What a worker of the kit's jobs imports anyway (the engines' workload modules import these)."""
@@ -73,9 +151,8 @@ if __name__ == "__main__":
     daemon.worker = _quiet_on_a_closed_socket(daemon.worker)  # type: ignore[assignment]  # manager calls it by name
     for name in PRELOADED:
         importlib.import_module(name)
-    # The worker module (``pyspark.worker``) too: PySpark imports it in each forked worker, and Spark puts
-    # pyspark.zip first on the workers' path, so every fork compiled it from the zip's sources (zipimport keeps
-    # no bytecode), in each worker. It starts no thread when imported.
+    # The worker module (``pyspark.worker``) too: PySpark imports it in each forked worker (from pyspark.zip, before
+    # prefer_installed_pyspark, each fork compiled it from source). It starts no thread when imported.
     if len(sys.argv) > 1 and sys.argv[1].startswith("pyspark"):
         importlib.import_module(sys.argv[1])
     warm()

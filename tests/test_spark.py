@@ -32,6 +32,58 @@ def test_python_workers_run_this_interpreter(spark) -> None:
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
 
 
+def test_python_workers_import_the_installed_pyspark_not_spark_s_zips(spark) -> None:
+    """Spark puts the installed PySpark's own pyspark.zip, py4j's zip and the spark-core jar first on its workers'
+    path; kit._worker_daemon takes them off, so workers import the same modules from the installation (with
+    bytecode) and ``importlib.invalidate_caches()`` (PySpark's worker calls it on a forked worker's first task)
+    re-reads no archive."""
+    import pyspark
+
+    def where(_: object) -> list[tuple[str, list[str]]]:
+        import sys as worker_sys
+
+        archives = [p for p in worker_sys.path if p.endswith((".zip", ".jar")) and "pyspark" in p]
+        return [(worker_sys.modules["pyspark"].__file__, archives)]
+
+    seen = spark.sparkContext.parallelize(range(2), 2).mapPartitions(where).collect()
+    assert seen == [(pyspark.__file__, []), (pyspark.__file__, [])]
+
+
+def test_only_archives_of_the_installed_pyspark_leave_the_path(tmp_path) -> None:
+    import zipfile
+
+    from kit._worker_daemon import prefer_installed_pyspark
+
+    site = tmp_path / "site"
+    lib, jars = site / "pyspark" / "python" / "lib", site / "pyspark" / "jars"
+    lib.mkdir(parents=True)
+    jars.mkdir()
+    (site / "pyspark" / "__init__.py").write_text("")
+    (site / "py4j").mkdir()
+    (site / "py4j" / "version.py").write_text("__version__ = '0.10.9.9'\n")
+    archives = {}
+    for name, where_, inside in (
+        ("pyspark.zip", lib, "pyspark/__init__.py"), ("py4j-0.10.9.9-src.zip", lib, "py4j/__init__.py"),
+        ("py4j-0.10.9.7-src.zip", lib, "py4j/__init__.py"), ("spark-core.jar", jars, "org/A.class"),
+        ("with-python.jar", jars, "mod.py"),
+    ):
+        with zipfile.ZipFile(where_ / name, "w") as archive:
+            archive.writestr(inside, "")
+        archives[name] = str(where_ / name)
+    distribution = tmp_path / "spark-4.3.0-bin" / "python" / "lib"
+    distribution.mkdir(parents=True)
+    with zipfile.ZipFile(distribution / "pyspark.zip", "w") as archive:
+        archive.writestr("pyspark/__init__.py", "")
+    path = ["/app", *archives.values(), str(distribution / "pyspark.zip"), str(site)]
+
+    kept = prefer_installed_pyspark(path)
+
+    assert kept == ["/app", archives["py4j-0.10.9.7-src.zip"], archives["with-python.jar"],
+                    str(distribution / "pyspark.zip"), str(site)]
+    # Without the installation on the path, nothing goes.
+    assert prefer_installed_pyspark(path[:-1]) == path[:-1]
+
+
 def test_dataframes_work(spark) -> None:
     frame = spark.createDataFrame([(1, "a"), (2, "b"), (3, "a")], "n int, k string")
     assert sorted(map(tuple, frame.groupBy("k").count().collect())) == [("a", 2), ("b", 1)]
