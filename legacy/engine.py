@@ -283,12 +283,13 @@ class LegacyEngine:
         idle_limit="an empty batch still runs updateStateByKey's tasks over the whole state and the output operations "
                    "(profile §2)",
         throughput_limit=(
-            "a warm run spends about 24 CPU seconds on 1M records (the Python workers 10.9, the JVM 7.3, the "
-            "driver's Python 3.2, the broker 2.8), the raw consumer about 2 (its process 1.6, the broker 0.3), so "
-            "on two cores the engine cannot reach its rate. Every record passes through Python in a worker, which "
-            "the raw consumer only reads: per record, reading it from librdkafka 1.6 µs, the messageHandler "
-            "0.5 µs, the parse 5.4 µs (json.loads of the value 3.7 µs), the map-side combine 0.5 µs, in one "
-            "process (profile §7, §9)"),
+            "a warm run spends about 15.1 CPU seconds on 1M records (the Python workers 8.5, the JVM 3.4, the "
+            "broker 1.9, the driver's Python 1.4), the consumer that parses 4.4 on one core (its process 4.1, the "
+            "broker 0.3), so on two cores the engine would need half its CPU per record to keep pace with it "
+            "(changes.md §36). Every record passes through Python in a worker, as in that consumer, and through the "
+            "JVM and a shuffle besides: per record, reading it from librdkafka 1.6 µs, the messageHandler 0.5 µs, "
+            "the parse 5.4 µs (json.loads of the value 3.7 µs), the map-side combine 0.5 µs, in one process "
+            "(profile §7)"),
         latency_limit=(
             "legacy p99 at {setting} batches: a batch with records took {batch_ms_median} ms and an idle one "
             "{idle_batch_ms_median} ms against a {setting} interval at {rate_rps} records/s, so batches queued "

@@ -146,11 +146,12 @@ class ModernEngine:
         idle_limit=("an idle trigger asks the source for its latest offsets; a query with a watermark also runs a "
                     "no-data micro-batch when the watermark moves (profile §6)"),
         throughput_limit=(
-            "a warm run spends about 17 CPU seconds on 1M records (the JVM 10.2: its tasks 5.5, the JIT still "
-            "compiling Spark's planning code 2.5; the Python workers 4.4; the broker 1.8), the raw consumer about "
-            "2, so on two cores the engine cannot reach its rate. Both cores are busy through the run, and a "
-            "micro-batch costs about 300-470 ms whatever it holds: in one warm JVM, 1M records in 2, 10 and 40 "
-            "micro-batches ran at 191,939, 111,276 and 55,571 records/s (profile §8, §9)"),
+            "a warm run spends about 15.7 CPU seconds on 1M records (the JVM 8.9, the Python workers 5.0: the "
+            "source's readers and the parse UDF; the broker 1.7, the driver's Python 0.2), the consumer that parses "
+            "4.5 on one core (its process 4.2, the broker 0.3), so on two cores the engine would need half its CPU "
+            "per record to keep pace with it. A 100,000-record micro-batch took 612-1,135 ms (changes.md §36); "
+            "fewer, larger micro-batches go faster: in one warm JVM of an earlier build, 1M records in 2, 10 and 40 "
+            "micro-batches ran at 191,939, 111,276 and 55,571 records/s (profile §8)"),
         latency_limit=(
             "modern p99 with the {setting} trigger: a micro-batch took {batch_ms_median} ms (median) at {rate_rps} "
             "records/s (without records a query with no watermark runs none): a row waits for the micro-batch "

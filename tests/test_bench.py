@@ -141,9 +141,9 @@ def test_targets_say_whether_met_and_by_how_much() -> None:
                for limit in limits)
     assert any(limit.startswith("legacy running_counts idle batch: 300 ms (median): an empty batch still runs")
                for limit in limits)
-    assert limits[0].startswith("legacy running_counts throughput is 0.25x the raw single consumer with 100-record")
-    assert limits[0].endswith("It is 0.50x a single consumer that also parses every value with the oracle's rules "
-                              "(10,000 records/s).")
+    assert limits[0].startswith("legacy running_counts throughput is 0.50x the single consumer that also parses "
+                                "every value with the oracle's rules (10,000 records/s; 0.25x the raw one) with "
+                                "100-record batches: a warm run spends")
     assert not any(limit.startswith("modern running_counts throughput") for limit in limits)  # met
 
 
@@ -297,7 +297,7 @@ def test_readme_performance_table_matches_the_latest_results() -> None:
         for workload in ("running_counts", "ysb"):
             figures = latest["engines"][engine][workload]
             assert {"throughput_rps", "ratio_to_raw", "latency_ms"} <= set(figures)
-            assert set(figures["latency_ms"]) == {"p50", "p95", "p99"}
+            assert {"p50", "p95", "p99"} <= set(figures["latency_ms"])
     assert bench.readme_table(latest) in (ROOT / "README.md").read_text()
 
 
