@@ -49,22 +49,15 @@ def prefer_installed_pyspark(path: list[str]) -> list[str]:
     ``<dir>/pyspark/jars`` when it holds no Python file. A Spark distribution's archives (``$SPARK_HOME/python/lib``)
     stay, as does anything else on the path.
     """
-    directories = {os.path.realpath(p) for p in path if p and os.path.isdir(p)}
+    owners: dict[str, str] = {}  # a directory Spark's wheel keeps archives in -> where that PySpark is installed
+    for directory in {os.path.realpath(p) for p in path if p and os.path.isdir(p)}:
+        if os.path.isfile(os.path.join(directory, "pyspark", "__init__.py")):
+            for where in (("python", "lib"), ("jars",)):
+                owners[os.path.join(directory, "pyspark", *where)] = directory
 
     def redundant(entry: str) -> bool:
-        if not entry.endswith((".zip", ".jar")) or not os.path.isfile(entry):
-            return False
-        parent = os.path.dirname(os.path.realpath(entry))
-        for tail in (("pyspark", "python", "lib"), ("pyspark", "jars")):  # where Spark's wheel keeps them
-            package = parent
-            for _ in tail[1:]:
-                package = os.path.dirname(package)
-            root = os.path.dirname(package)
-            if parent.endswith(os.sep + os.path.join(*tail)) and root in directories and os.path.isfile(
-                os.path.join(package, "__init__.py")
-            ):
-                break
-        else:
+        root = owners.get(os.path.dirname(os.path.realpath(entry))) if entry else None
+        if root is None or not os.path.isfile(entry):
             return False
         name = os.path.basename(entry)
         if name == "pyspark.zip":
